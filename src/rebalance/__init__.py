@@ -1,0 +1,71 @@
+"""rebalance: Kafka's consumer-group rebalance protocol as a pure, deterministic core.
+
+The public surface: `GroupCoordinatorCore` (handlers returning `Result`s), the command and reply
+values, records, `GroupState`, `ErrorCode`, `CoordinatorConfig` and `partition_for`, Kafka's
+coordinator placement. `rebalance.testing` has a manual clock, a manual timer and a harness.
+"""
+
+from rebalance.commands import (
+    CommitPartition,
+    CommitTopic,
+    DeleteGroups,
+    DescribeGroups,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    LeavingMember,
+    ListGroups,
+    OffsetCommit,
+    OffsetDelete,
+    OffsetFetch,
+    SyncGroup,
+)
+from rebalance.config import ConfigError, CoordinatorConfig
+from rebalance.core import GroupCoordinatorCore
+from rebalance.errors import CoordinatorError, ErrorCode, IllegalTransition
+from rebalance.lifecycle import GroupState
+from rebalance.placement import java_string_hash, partition_for
+from rebalance.records import (
+    Cancel,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    Record,
+    Reply,
+    Result,
+    Schedule,
+)
+from rebalance.rng import RandomSource, SplitMix64
+
+__all__ = [
+    "Cancel",
+    "CommitPartition",
+    "CommitTopic",
+    "ConfigError",
+    "CoordinatorConfig",
+    "CoordinatorError",
+    "DeleteGroups",
+    "DescribeGroups",
+    "ErrorCode",
+    "GroupCoordinatorCore",
+    "GroupMetadataRecord",
+    "GroupState",
+    "Heartbeat",
+    "IllegalTransition",
+    "JoinGroup",
+    "LeaveGroup",
+    "LeavingMember",
+    "ListGroups",
+    "OffsetCommit",
+    "OffsetCommitRecord",
+    "OffsetDelete",
+    "OffsetFetch",
+    "RandomSource",
+    "Record",
+    "Reply",
+    "Result",
+    "Schedule",
+    "SplitMix64",
+    "SyncGroup",
+    "java_string_hash",
+    "partition_for",
+]

@@ -1,0 +1,88 @@
+"""Coordinator configuration, named and defaulted exactly like Kafka's broker settings.
+
+Field names are Python identifiers; each has Kafka's dotted name as its alias, and
+`CoordinatorConfig.from_properties` takes the dotted names (as `rebalance serve --set` does).
+Invalid values raise `ConfigError` whose message starts with the offending key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+INT32_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """An unknown key or an invalid value; the message names the key."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+
+
+class CoordinatorConfig(BaseModel):
+    """Group-coordinator settings (Kafka `GroupCoordinatorConfig` names and defaults)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    group_initial_rebalance_delay_ms: int = Field(
+        3000, alias="group.initial.rebalance.delay.ms", ge=0, le=INT32_MAX
+    )
+    group_min_session_timeout_ms: int = Field(
+        6000, alias="group.min.session.timeout.ms", ge=0, le=INT32_MAX
+    )
+    group_max_session_timeout_ms: int = Field(
+        1800000, alias="group.max.session.timeout.ms", ge=0, le=INT32_MAX
+    )
+    group_max_size: int = Field(INT32_MAX, alias="group.max.size", ge=1, le=INT32_MAX)
+    offsets_topic_num_partitions: int = Field(
+        50, alias="offsets.topic.num.partitions", ge=1, le=INT32_MAX
+    )
+    offsets_retention_minutes: int = Field(
+        10080, alias="offsets.retention.minutes", ge=1, le=INT32_MAX
+    )
+    offsets_retention_check_interval_ms: int = Field(
+        600000, alias="offsets.retention.check.interval.ms", ge=1, le=2**63 - 1
+    )
+    offset_metadata_max_bytes: int = Field(
+        4096, alias="offset.metadata.max.bytes", ge=0, le=INT32_MAX
+    )
+
+    @model_validator(mode="after")
+    def _session_bounds_ordered(self) -> CoordinatorConfig:
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise ValueError(
+                "must not exceed group.max.session.timeout.ms "
+                f"({self.group_min_session_timeout_ms} > {self.group_max_session_timeout_ms})"
+            )
+        return self
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
+
+    @classmethod
+    def kafka_keys(cls) -> frozenset[str]:
+        """The dotted Kafka names this model accepts."""
+        return frozenset(f.alias for f in cls.model_fields.values() if f.alias)
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> CoordinatorConfig:
+        """Build from Kafka-named properties (values may be strings, as on a command line)."""
+        known = cls.kafka_keys()
+        for key in properties:
+            if key not in known:
+                raise ConfigError(key, "unknown group coordinator setting")
+        try:
+            return cls.model_validate(dict(properties))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            if not first["loc"]:  # the cross-field check: its message names both keys
+                raise ConfigError(
+                    "group.min.session.timeout.ms", first["msg"].removeprefix("Value error, ")
+                ) from None
+            key = ".".join(str(part) for part in first["loc"])
+            raise ConfigError(key, f"{first['msg']} (got {properties.get(key)!r})") from None

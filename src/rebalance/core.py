@@ -1,0 +1,390 @@
+"""`GroupCoordinatorCore`: the sans-I/O group coordinator over `__consumer_offsets` partitions.
+
+The core is synchronous and deterministic. Every entry point takes a command, the current time
+in milliseconds and a reply token, and returns a `Result` (records to persist, replies, timer
+effects). It never reads a clock, never sleeps, never does I/O, and draws randomness only from
+the injected `RandomSource`; the same inputs always give the same outputs.
+
+Coordinator-level rules applied before a group is touched (spec §1.6, §4):
+
+* a request for a group whose partition this coordinator does not own -> NOT_COORDINATOR;
+* while that partition loads -> COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE, as Kafka does);
+* JoinGroup's session timeout outside [group.min, group.max] -> INVALID_SESSION_TIMEOUT
+  (checked first, as Kafka's new coordinator does); empty group ids -> INVALID_GROUP_ID for the
+  membership APIs (offset, describe and delete APIs accept "").
+
+Partition lifecycle: `begin_load(p)` marks a partition loading; the shell streams its stored
+records through `replay`; `complete_load(p, now_ms)` makes its groups live (members' sessions
+armed from load time; groups over group.max.size rebalance at once). `unload(p)` drops every
+group of the partition, answering its parked requests with NOT_COORDINATOR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+from rebalance.commands import (
+    Command,
+    DeleteGroups,
+    DescribeGroups,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    ListGroups,
+    OffsetCommit,
+    OffsetDelete,
+    OffsetFetch,
+    SyncGroup,
+)
+from rebalance.config import CoordinatorConfig
+from rebalance.errors import ErrorCode
+from rebalance.group import Group
+from rebalance.lifecycle import GroupState, fire
+from rebalance.membership import Membership
+from rebalance.offsets import Offsets
+from rebalance.records import (
+    JOIN,
+    PENDING,
+    RETENTION,
+    SESSION,
+    SYNC,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    Record,
+    Result,
+    TimerKey,
+    retention_key,
+    session_key,
+)
+from rebalance.replies import (
+    AnyReply,
+    DeleteGroupsReply,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsReply,
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    ListedGroup,
+    ListGroupsReply,
+    OffsetCommitReply,
+    OffsetDeleteReply,
+    OffsetFetchReply,
+    SyncGroupReply,
+)
+from rebalance.rng import RandomSource, SplitMix64
+from rebalance.state import CoordinatorState, OwnedPartition, PartitionStatus
+
+
+class GroupCoordinatorCore:
+    """Kafka's classic group coordinator, pure. See the module docstring for the contract."""
+
+    def __init__(
+        self,
+        config: CoordinatorConfig | None = None,
+        rng: RandomSource | None = None,
+    ) -> None:
+        self.state = CoordinatorState(config or CoordinatorConfig(), rng or SplitMix64(0))
+        self._membership = Membership(self.state)
+        self._offsets = Offsets(self.state)
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self.state.config
+
+    # ======================================================================= partitions
+    def partition_for(self, group_id: str) -> int:
+        return self.state.partition_of(group_id)
+
+    def begin_load(self, partition: int) -> None:
+        """Start owning `partition`: its groups are INITIALIZE until `complete_load`."""
+        self._check_partition_number(partition)
+        if partition in self.state.partitions:
+            raise ValueError(f"partition {partition} is already owned")
+        self.state.partitions[partition] = OwnedPartition(PartitionStatus.LOADING, set())
+
+    def replay(self, record: Record) -> None:
+        """Apply a stored record (while loading) — the same replay the live path uses."""
+        self.state.replay(record)
+
+    def complete_load(self, partition: int, now_ms: int) -> Result:
+        owned = self.state.partitions.get(partition)
+        if owned is None or owned.status is not PartitionStatus.LOADING:
+            raise ValueError(f"partition {partition} is not loading")
+        owned.status = PartitionStatus.ACTIVE
+        result = Result()
+        for group_id in sorted(owned.groups):
+            group = self.state.groups[group_id]
+            fire(group, "loaded")
+            for member in group.members.values():
+                self.state.schedule(
+                    result,
+                    session_key(group_id, member.member_id),
+                    now_ms + member.session_timeout_ms,
+                )
+            if len(group.members) > self.state.config.group_max_size:
+                self._membership.prepare_rebalance(result, group, now_ms, initial=False)
+        self.state.schedule(
+            result,
+            retention_key(partition),
+            now_ms + self.state.config.offsets_retention_check_interval_ms,
+        )
+        return result
+
+    def load(self, partition: int, records: Iterable[Record], now_ms: int) -> Result:
+        """`begin_load`, replay every record, `complete_load`: DOWN -> INITIALIZE -> STABLE."""
+        self.begin_load(partition)
+        for record in records:
+            self.state.replay(record)
+        return self.complete_load(partition, now_ms)
+
+    def unload(self, partition: int) -> Result:
+        """Stop owning `partition`: its groups go DOWN; parked requests get NOT_COORDINATOR."""
+        owned = self.state.partitions.pop(partition, None)
+        result = Result()
+        if owned is None:
+            return result
+        for group_id in sorted(owned.groups):
+            group = self.state.groups.pop(group_id)
+            for member in group.members.values():
+                if member.join_token is not None:
+                    result.reply(member.join_token, JoinGroupReply(ErrorCode.NOT_COORDINATOR))
+                if member.sync_token is not None:
+                    result.reply(member.sync_token, SyncGroupReply(ErrorCode.NOT_COORDINATOR))
+                member.join_token = member.sync_token = None
+            fire(group, "unload")
+        for key in [k for k in self.state.timers if self._timer_partition(k) == partition]:
+            self.state.cancel(result, key)
+        return result
+
+    def owned_partitions(self) -> dict[int, PartitionStatus]:
+        return {p: owned.status for p, owned in self.state.partitions.items()}
+
+    def _check_partition_number(self, partition: int) -> None:
+        n = self.state.config.offsets_topic_num_partitions
+        if not 0 <= partition < n:
+            raise ValueError(f"partition {partition} outside 0..{n - 1}")
+
+    def _timer_partition(self, key: TimerKey) -> int:
+        if key[0] == RETENTION:
+            return int(key[2])
+        return self.state.partition_of(key[1])
+
+    def _availability(self, group_id: str) -> ErrorCode:
+        owned = self.state.partitions.get(self.state.partition_of(group_id))
+        if owned is None:
+            return ErrorCode.NOT_COORDINATOR
+        if owned.status is PartitionStatus.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # ========================================================================= dispatch
+    def handle(self, command: Command, now_ms: int, token: Hashable) -> Result:
+        """Route any command to its handler."""
+        if isinstance(command, Heartbeat):
+            return self.heartbeat(command, now_ms, token)
+        if isinstance(command, JoinGroup):
+            return self.join_group(command, now_ms, token)
+        if isinstance(command, SyncGroup):
+            return self.sync_group(command, now_ms, token)
+        if isinstance(command, LeaveGroup):
+            return self.leave_group(command, now_ms, token)
+        if isinstance(command, OffsetCommit):
+            return self.offset_commit(command, now_ms, token)
+        if isinstance(command, OffsetFetch):
+            return self.offset_fetch(command, now_ms, token)
+        if isinstance(command, OffsetDelete):
+            return self.offset_delete(command, now_ms, token)
+        if isinstance(command, DescribeGroups):
+            return self.describe_groups(command, now_ms, token)
+        if isinstance(command, ListGroups):
+            return self.list_groups(command, now_ms, token)
+        return self.delete_groups(command, now_ms, token)
+
+    # ===================================================================== group APIs
+    def join_group(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:
+        cfg = self.state.config
+        error = ErrorCode.NONE
+        if not cmd.group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        elif not (
+            cfg.group_min_session_timeout_ms
+            <= cmd.session_timeout_ms
+            <= cfg.group_max_session_timeout_ms
+        ):
+            error = ErrorCode.INVALID_SESSION_TIMEOUT
+        else:
+            error = self._availability(cmd.group_id)
+        if error is not ErrorCode.NONE:
+            return _single(token, JoinGroupReply(error, member_id=cmd.member_id))
+        return self._membership.join(cmd, now_ms, token)
+
+    def sync_group(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is not ErrorCode.NONE:
+            return _single(token, SyncGroupReply(error))
+        return self._membership.sync(cmd, now_ms, token)
+
+    def heartbeat(self, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            error = ErrorCode.NONE  # both Kafka coordinators answer blindly OK while loading
+            return _single(token, HeartbeatReply(error))
+        if error is not ErrorCode.NONE:
+            return _single(token, HeartbeatReply(error))
+        return self._membership.heartbeat(cmd, now_ms, token)
+
+    def leave_group(self, cmd: LeaveGroup, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is not ErrorCode.NONE:
+            return _single(token, LeaveGroupReply(error))
+        return self._membership.leave(cmd, now_ms, token)
+
+    def offset_commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id)
+        if error is not ErrorCode.NONE:
+            topics = tuple(
+                (t.name, tuple((p.partition, error) for p in t.partitions)) for t in cmd.topics
+            )
+            return _single(token, OffsetCommitReply(topics))
+        return self._offsets.commit(cmd, now_ms, token)
+
+    def offset_fetch(self, cmd: OffsetFetch, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id)
+        if error is not ErrorCode.NONE:
+            return _single(token, OffsetFetchReply(error))
+        return self._offsets.fetch(cmd, token)
+
+    def offset_delete(self, cmd: OffsetDelete, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id)
+        if error is not ErrorCode.NONE:
+            return _single(token, OffsetDeleteReply(error))
+        return self._offsets.delete(cmd, token)
+
+    def describe_groups(self, cmd: DescribeGroups, now_ms: int, token: Hashable) -> Result:
+        return _single(token, DescribeGroupsReply(tuple(self._describe(g) for g in cmd.group_ids)))
+
+    def _describe(self, group_id: str) -> DescribedGroup:
+        error = self._availability(group_id)
+        if error is not ErrorCode.NONE:
+            return DescribedGroup(group_id, error)
+        group = self.state.groups.get(group_id)
+        if group is None:
+            return DescribedGroup(group_id, ErrorCode.NONE, state="Dead")
+        stable = group.state is GroupState.STABLE
+        protocol = group.protocol_name or ""
+        members = tuple(
+            DescribedMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=m.metadata_for(protocol) if stable and protocol else b"",
+                # Kafka's new coordinator shows the current assignment in every state.
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+        )
+        return DescribedGroup(
+            group_id,
+            ErrorCode.NONE,
+            state=group.kafka_state,
+            protocol_type=group.protocol_type or "",
+            protocol_data=protocol if stable else "",
+            members=members,
+        )
+
+    def list_groups(self, cmd: ListGroups, now_ms: int, token: Hashable) -> Result:
+        if any(o.status is PartitionStatus.LOADING for o in self.state.partitions.values()):
+            # Kafka's new coordinator: the error and an empty list while anything loads.
+            return _single(token, ListGroupsReply(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        states = {s.strip().lower() for s in cmd.states_filter}
+        types = {t.strip().lower() for t in cmd.types_filter}
+        listed = []
+        for group_id in sorted(self.state.groups):
+            group = self.state.groups[group_id]
+            state = group.kafka_state
+            if states and state.lower() not in states:
+                continue
+            if types and "classic" not in types:
+                continue
+            listed.append(ListedGroup(group_id, group.protocol_type or "", state))
+        return _single(token, ListGroupsReply(ErrorCode.NONE, tuple(listed)))
+
+    def delete_groups(self, cmd: DeleteGroups, now_ms: int, token: Hashable) -> Result:
+        result = Result()
+        outcomes = []
+        for group_id in cmd.group_ids:
+            error = self._availability(group_id)
+            group = self.state.groups.get(group_id)
+            if error is ErrorCode.NONE:
+                if group is None or group.state is GroupState.DOWN:
+                    error = ErrorCode.GROUP_ID_NOT_FOUND
+                elif group.members or group.state is not GroupState.STABLE:
+                    error = ErrorCode.NON_EMPTY_GROUP
+            if error is ErrorCode.NONE and group is not None:
+                for topic, partition in sorted(group.offsets):
+                    self.state.apply(result, OffsetCommitRecord(group_id, topic, partition, None))
+                self.state.apply(result, GroupMetadataRecord(group_id, None))
+            outcomes.append((group_id, error))
+        result.reply(token, DeleteGroupsReply(tuple(outcomes)))
+        return result
+
+    # =========================================================================== timers
+    def on_timer(self, key: TimerKey, now_ms: int) -> Result:
+        """A timer the shell armed for `key` fired. Stale or cancelled firings do nothing."""
+        deadline = self.state.timers.get(key)
+        if deadline is None or deadline > now_ms:
+            return Result()
+        del self.state.timers[key]
+        kind, group_id, member_id = key
+        if kind == RETENTION:
+            return self._expire_offsets(int(member_id), now_ms)
+        group = self.state.groups.get(group_id)
+        if group is None:
+            return Result()
+        if kind == SESSION:
+            return self._membership.expire_session(group, member_id, now_ms)
+        if kind == PENDING:
+            return self._membership.expire_pending(group, member_id, now_ms)
+        if kind == JOIN:
+            return self._membership.expire_join(group, now_ms)
+        if kind == SYNC:
+            return self._membership.expire_sync(group, now_ms)
+        raise ValueError(f"unknown timer kind {kind!r}")
+
+    def _expire_offsets(self, partition: int, now_ms: int) -> Result:
+        result = Result()
+        owned = self.state.partitions.get(partition)
+        if owned is None or owned.status is not PartitionStatus.ACTIVE:
+            return result
+        for group_id in sorted(owned.groups):
+            group = self.state.groups.get(group_id)
+            if group is not None:
+                result.extend(self._offsets.expire(group, now_ms))
+        self.state.schedule(
+            result,
+            retention_key(partition),
+            now_ms + self.state.config.offsets_retention_check_interval_ms,
+        )
+        return result
+
+    def next_deadline(self) -> int | None:
+        """The earliest armed timer deadline (for harnesses that step time)."""
+        return min(self.state.timers.values(), default=None)
+
+    # =========================================================================== views
+    def group(self, group_id: str) -> Group | None:
+        return self.state.groups.get(group_id)
+
+    def groups(self) -> dict[str, Group]:
+        return self.state.groups
+
+    def armed_timers(self) -> dict[TimerKey, int]:
+        return dict(self.state.timers)
+
+
+def _single(token: Hashable, response: AnyReply) -> Result:
+    result = Result()
+    result.reply(token, response)
+    return result

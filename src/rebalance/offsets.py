@@ -1,0 +1,189 @@
+"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry (Kafka's `OffsetMetadataManager`).
+
+Commits are fenced by generation (spec §3.1): a commit carrying a member id or a generation must
+come from a current member of the current generation; commits during AWAITING_SYNC get
+REBALANCE_IN_PROGRESS; generation -1 commits to an empty group need no member at all (admin
+tools and consumers with manual assignment). Accepted offsets become records; `replay` stores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from rebalance.commands import OffsetCommit, OffsetDelete, OffsetFetch
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.group import Group, OffsetAndMetadata
+from rebalance.lifecycle import GroupState
+from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Result, session_key
+from rebalance.replies import FetchedOffset, OffsetCommitReply, OffsetDeleteReply, OffsetFetchReply
+from rebalance.state import CoordinatorState
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, group_subscriptions
+
+
+def _java_length(text: str) -> int:
+    """`String.length()`: UTF-16 code units (what offset.metadata.max.bytes is compared with)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+class Offsets:
+    __slots__ = ("state",)
+
+    def __init__(self, state: CoordinatorState) -> None:
+        self.state = state
+
+    # ======================================================================== OffsetCommit
+    def commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
+        result = Result()
+        try:
+            self._validate_commit(result, cmd, now_ms)
+        except CoordinatorError as exc:
+            result.reply(token, self._commit_reply_all(cmd, exc.code))
+            return result
+        limit = self.state.config.offset_metadata_max_bytes
+        expire = (
+            now_ms + cmd.retention_time_ms
+            if 2 <= cmd.version <= 4 and cmd.retention_time_ms != -1
+            else None
+        )
+        topics = []
+        for topic in cmd.topics:
+            outcomes = []
+            for p in topic.partitions:
+                metadata = p.metadata if p.metadata is not None else ""
+                if _java_length(metadata) > limit:
+                    outcomes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                    continue
+                explicit = cmd.version == 1 and p.commit_timestamp_ms >= 0  # v1 only
+                stamp = p.commit_timestamp_ms if explicit else now_ms
+                value = OffsetAndMetadata(p.offset, p.leader_epoch, metadata, stamp, expire)
+                self.state.apply(
+                    result, OffsetCommitRecord(cmd.group_id, topic.name, p.partition, value)
+                )
+                outcomes.append((p.partition, ErrorCode.NONE))
+            topics.append((topic.name, tuple(outcomes)))
+        result.reply(token, OffsetCommitReply(tuple(topics)))
+        return result
+
+    def _validate_commit(self, result: Result, cmd: OffsetCommit, now_ms: int) -> None:
+        """Raise the group-level error for a commit, or refresh the committer's session."""
+        group = self.state.groups.get(cmd.group_id)
+        if group is None:
+            if cmd.generation_id < 0:
+                return  # a simple group: its first offset record creates it
+            raise CoordinatorError(
+                ErrorCode.GROUP_ID_NOT_FOUND if cmd.version >= 9 else ErrorCode.ILLEGAL_GENERATION
+            )
+        if group.state is GroupState.DOWN:
+            raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        empty = group.state is GroupState.STABLE and not group.members
+        if cmd.generation_id < 0 and empty:
+            return  # no member or instance validation (spec §3.1 rule 3)
+        if cmd.generation_id >= 0 or cmd.member_id or cmd.group_instance_id is not None:
+            member = group.validate_member(cmd.member_id, cmd.group_instance_id)
+            if cmd.generation_id != group.generation:
+                raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.state is GroupState.AWAITING_SYNC:
+            raise CoordinatorError(ErrorCode.REBALANCE_IN_PROGRESS)
+        # Accepted in STABLE and JOINING (the previous generation may still commit): a commit
+        # is proof of life, so it refreshes the member's session.
+        self.state.schedule(
+            result,
+            session_key(group.group_id, member.member_id),
+            now_ms + member.session_timeout_ms,
+        )
+
+    @staticmethod
+    def _commit_reply_all(cmd: OffsetCommit, code: ErrorCode) -> OffsetCommitReply:
+        return OffsetCommitReply(
+            tuple((t.name, tuple((p.partition, code) for p in t.partitions)) for t in cmd.topics)
+        )
+
+    # ========================================================================= OffsetFetch
+    def fetch(self, cmd: OffsetFetch, token: Hashable) -> Result:
+        result = Result()
+        group = self.state.groups.get(cmd.group_id)
+        offsets = group.offsets if group is not None and group.state is not GroupState.DOWN else {}
+        if cmd.topics is None:
+            by_topic: dict[str, list[FetchedOffset]] = {}
+            for (topic, partition), stored in sorted(offsets.items()):
+                by_topic.setdefault(topic, []).append(_fetched(partition, stored))
+            topics = tuple((topic, tuple(found)) for topic, found in by_topic.items())
+        else:
+            topics = tuple(
+                (topic, tuple(_fetched(p, offsets.get((topic, p))) for p in partitions))
+                for topic, partitions in cmd.topics
+            )
+        # No transactions here, so nothing is ever pending: require_stable never yields
+        # UNSTABLE_OFFSET_COMMIT (Kafka's new coordinator behaves the same without transactions).
+        result.reply(token, OffsetFetchReply(ErrorCode.NONE, topics))
+        return result
+
+    # ======================================================================== OffsetDelete
+    def delete(self, cmd: OffsetDelete, token: Hashable) -> Result:
+        result = Result()
+        group = self.state.groups.get(cmd.group_id)
+        if group is None or group.state is GroupState.DOWN:
+            result.reply(token, OffsetDeleteReply(ErrorCode.GROUP_ID_NOT_FOUND))
+            return result
+        if group.members and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            result.reply(token, OffsetDeleteReply(ErrorCode.NON_EMPTY_GROUP))
+            return result
+        subscribed = group_subscriptions(group) if group.members else set()
+        topics = []
+        for topic, partitions in cmd.topics:
+            if subscribed is None or topic in subscribed:
+                code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                topics.append((topic, tuple((p, code) for p in partitions)))
+                continue
+            for p in partitions:
+                if (topic, p) in group.offsets:
+                    self.state.apply(result, OffsetCommitRecord(group.group_id, topic, p, None))
+            topics.append((topic, tuple((p, ErrorCode.NONE) for p in partitions)))
+        result.reply(token, OffsetDeleteReply(ErrorCode.NONE, tuple(topics)))
+        return result
+
+    # ============================================================================= expiry
+    def expire(self, group: Group, now_ms: int) -> Result:
+        """Drop expired offsets of one group; delete the group if it is empty and bare."""
+        result = Result()
+        retention = self.state.config.offsets_retention_ms
+        base_from_state = False
+        protected: set[str] | None = set()
+        empty = group.state is GroupState.STABLE and not group.members
+        if group.protocol_type is None:
+            pass  # simple group: by commit time
+        elif empty:
+            base_from_state = True
+        elif (
+            group.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and group.state is GroupState.STABLE
+            and (protected := group_subscriptions(group)) is not None
+        ):
+            pass  # only topics nobody subscribes to, by commit time
+        else:
+            return result  # rebalancing, or a non-consumer protocol in use: nothing expires
+        for (topic, partition), stored in list(group.offsets.items()):
+            if protected and topic in protected:
+                continue
+            if stored.expire_timestamp_ms is not None:
+                expired = now_ms >= stored.expire_timestamp_ms
+            else:
+                base = (
+                    group.current_state_timestamp_ms
+                    if base_from_state and group.current_state_timestamp_ms
+                    else stored.commit_timestamp_ms
+                )
+                expired = now_ms - base >= retention
+            if expired:
+                self.state.apply(result, OffsetCommitRecord(group.group_id, topic, partition, None))
+        if empty and not group.offsets:
+            self.state.apply(result, GroupMetadataRecord(group.group_id, None))
+        return result
+
+
+def _fetched(partition: int, stored: OffsetAndMetadata | None) -> FetchedOffset:
+    if stored is None:
+        return FetchedOffset(partition, -1, -1, "")
+    return FetchedOffset(partition, stored.offset, stored.leader_epoch, stored.metadata)

@@ -1,0 +1,150 @@
+"""Responses as the core produces them: frozen, version-agnostic values.
+
+The wire layer turns each into the kio response class of the request's version (dropping fields
+a version lacks and applying per-version nullability, e.g. ProtocolName "" before JoinGroup v7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rebalance.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupReply:
+    error: ErrorCode
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    skip_assignment: bool = False
+    members: tuple[JoinGroupMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupReply:
+    error: ErrorCode
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatReply:
+    error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeftMember:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupReply:
+    error: ErrorCode
+    members: tuple[LeftMember, ...] = ()
+
+    @property
+    def folded_error(self) -> ErrorCode:
+        """LeaveGroup v0-2 has one error: the top-level one, else the first member error."""
+        if self.error is not ErrorCode.NONE:
+            return self.error
+        for member in self.members:
+            if member.error is not ErrorCode.NONE:
+                return member.error
+        return ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitReply:
+    topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchReply:
+    error: ErrorCode
+    topics: tuple[tuple[str, tuple[FetchedOffset, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteReply:
+    error: ErrorCode
+    topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    error: ErrorCode
+    state: str = ""
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroupsReply:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str = "classic"
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsReply:
+    error: ErrorCode
+    groups: tuple[ListedGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroupsReply:
+    results: tuple[tuple[str, ErrorCode], ...]
+
+
+AnyReply = (
+    JoinGroupReply
+    | SyncGroupReply
+    | HeartbeatReply
+    | LeaveGroupReply
+    | OffsetCommitReply
+    | OffsetFetchReply
+    | OffsetDeleteReply
+    | DescribeGroupsReply
+    | ListGroupsReply
+    | DeleteGroupsReply
+)
