@@ -100,21 +100,12 @@ class CoordinatorState:
             return
         if group is None:
             group = self._materialise(record.group_id)
-            for m in value.members:
-                group.add_member(
-                    Member(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        rebalance_timeout_ms=m.rebalance_timeout_ms,
-                        session_timeout_ms=m.session_timeout_ms,
-                        protocol_type=value.protocol_type or "",
-                        protocols=((value.protocol_name or "", m.subscription),),
-                        assignment=m.assignment,
-                    )
-                )
+        if group.state is GroupState.INITIALIZE:
+            # Loading: the newest snapshot replaces whatever an older one said.
+            self._restore_members(group, value)
         else:
+            # Live: the handler built this snapshot from the group itself; what only the
+            # record carries is each member's new assignment.
             for m in value.members:
                 member = group.members.get(m.member_id)
                 if member is not None:
@@ -124,6 +115,28 @@ class CoordinatorState:
         group.protocol_name = value.protocol_name
         group.leader_id = value.leader_id
         group.current_state_timestamp_ms = value.current_state_timestamp_ms
+
+    @staticmethod
+    def _restore_members(group: Group, value: GroupMetadataValue) -> None:
+        group.members = {}
+        group.static_members = {}
+        group.supported_protocols = {}
+        group.num_awaiting_join = 0
+        group.leader_id = None
+        for m in value.members:
+            group.add_member(
+                Member(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    protocol_type=value.protocol_type or "",
+                    protocols=((value.protocol_name or "", m.subscription),),
+                    assignment=m.assignment,
+                )
+            )
 
     def _materialise(self, group_id: str) -> Group:
         """Create a group named by a record: DOWN -> INITIALIZE, and on to STABLE when its
