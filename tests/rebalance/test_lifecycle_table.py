@@ -14,7 +14,7 @@ import pytest
 from rebalance.errors import IllegalTransition
 from rebalance.lifecycle import TRIGGERS, GroupState, allowed, fire, kafka_state_name
 
-D, I, S, J, A = (
+D, INIT, S, J, A = (
     GroupState.DOWN,
     GroupState.INITIALIZE,
     GroupState.STABLE,
@@ -25,10 +25,10 @@ D, I, S, J, A = (
 # (state, trigger, has_members) -> destination; anything absent must be rejected.
 EXPECTED: dict[tuple[GroupState, str, bool], GroupState] = {
     # Down -> Initialize -> Stable: loading a partition (or setting up a new group).
-    (D, "load", False): I,
-    (D, "load", True): I,
-    (I, "loaded", False): S,
-    (I, "loaded", True): S,
+    (D, "load", False): INIT,
+    (D, "load", True): INIT,
+    (INIT, "loaded", False): S,
+    (INIT, "loaded", True): S,
     # PreparingRebalance <- Stable, CompletingRebalance, Empty (spec §1.3).
     (S, "begin_rebalance", False): J,
     (S, "begin_rebalance", True): J,
@@ -41,7 +41,7 @@ EXPECTED: dict[tuple[GroupState, str, bool], GroupState] = {
     (A, "complete_sync", False): S,
     (A, "complete_sync", True): S,
     # Dead <- every live state (partition unloaded).
-    **{(s, "unload", m): D for s in (I, S, J, A) for m in (False, True)},
+    **{(s, "unload", m): D for s in (INIT, S, J, A) for m in (False, True)},
     # Dead <- Empty (DeleteGroups, or expiry of an empty group).
     (S, "delete", False): D,
 }

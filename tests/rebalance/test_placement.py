@@ -1,4 +1,4 @@
-"""Coordinator placement: `Utils.abs(String.hashCode()) % N` (spec §4, test vectors from its table)."""
+"""Coordinator placement: `Utils.abs(String.hashCode()) % N` (spec §4 and its test vectors)."""
 
 from __future__ import annotations
 
