@@ -171,7 +171,9 @@ class GroupCoordinatorCore:
         return self.state.partition_of(key[1])
 
     def _availability(self, group_id: str) -> ErrorCode:
-        owned = self.state.partitions.get(self.state.partition_of(group_id))
+        group = self.state.groups.get(group_id)
+        partition = group.partition if group is not None else self.state.partition_of(group_id)
+        owned = self.state.partitions.get(partition)
         if owned is None:
             return ErrorCode.NOT_COORDINATOR
         if owned.status is PartitionStatus.LOADING:

@@ -426,13 +426,8 @@ class Membership:
         The record's replay is what sets each member's assignment.
         """
         self._transition(group, "complete_sync", now_ms)
-        value = metadata_value(group)
-        members = tuple(
-            replace(m, assignment=assignments.get(m.member_id, b"")) for m in value.members
-        )
-        self.state.apply(
-            result, GroupMetadataRecord(group.group_id, replace(value, members=members))
-        )
+        value = metadata_value(group, assignments)
+        self.state.apply(result, GroupMetadataRecord(group.group_id, value))
 
     # ============================================================================ SyncGroup
     def sync(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:

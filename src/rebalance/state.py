@@ -161,8 +161,11 @@ class CoordinatorState:
             owned.groups.discard(group.group_id)
 
 
-def metadata_value(group: Group) -> GroupMetadataValue:
-    """The group as it is persisted: members with the selected protocol's metadata."""
+def metadata_value(group: Group, assignments: dict[str, bytes] | None = None) -> GroupMetadataValue:
+    """The group as it is persisted: members with the selected protocol's metadata.
+
+    `assignments`, when given, replaces every member's assignment (missing members: empty).
+    """
     protocol = group.protocol_name
     return GroupMetadataValue(
         protocol_type=group.protocol_type,
@@ -172,14 +175,14 @@ def metadata_value(group: Group) -> GroupMetadataValue:
         current_state_timestamp_ms=group.current_state_timestamp_ms,
         members=tuple(
             MemberMetadataValue(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                session_timeout_ms=m.session_timeout_ms,
-                subscription=m.metadata_for(protocol) if protocol is not None else b"",
-                assignment=m.assignment,
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(protocol) if protocol is not None else b"",
+                m.assignment if assignments is None else assignments.get(m.member_id, b""),
             )
             for m in group.members.values()
         ),
