@@ -67,10 +67,10 @@ from rebalance.replies import (
     LeaveGroupReply,
     ListedGroup,
     ListGroupsReply,
-    OffsetCommitReply,
     OffsetDeleteReply,
     OffsetFetchReply,
     SyncGroupReply,
+    error_reply,
 )
 from rebalance.rng import RandomSource, SplitMix64
 from rebalance.state import CoordinatorState, OwnedPartition, PartitionStatus
@@ -245,10 +245,7 @@ class GroupCoordinatorCore:
     def offset_commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
-            topics = tuple(
-                (t.name, tuple((p.partition, error) for p in t.partitions)) for t in cmd.topics
-            )
-            return _single(token, OffsetCommitReply(topics))
+            return _single(token, error_reply(cmd, error))
         return self._offsets.commit(cmd, now_ms, token)
 
     def offset_fetch(self, cmd: OffsetFetch, now_ms: int, token: Hashable) -> Result:

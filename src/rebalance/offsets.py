@@ -15,7 +15,13 @@ from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.group import Group, OffsetAndMetadata
 from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Result, session_key
-from rebalance.replies import FetchedOffset, OffsetCommitReply, OffsetDeleteReply, OffsetFetchReply
+from rebalance.replies import (
+    FetchedOffset,
+    OffsetCommitReply,
+    OffsetDeleteReply,
+    OffsetFetchReply,
+    error_reply,
+)
 from rebalance.state import CoordinatorState
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, group_subscriptions
 
@@ -37,7 +43,7 @@ class Offsets:
         try:
             self._validate_commit(result, cmd, now_ms)
         except CoordinatorError as exc:
-            result.reply(token, self._commit_reply_all(cmd, exc.code))
+            result.reply(token, error_reply(cmd, exc.code))
             return result
         limit = self.state.config.offset_metadata_max_bytes
         expire = (
@@ -92,12 +98,6 @@ class Offsets:
             result,
             session_key(group.group_id, member.member_id),
             now_ms + member.session_timeout_ms,
-        )
-
-    @staticmethod
-    def _commit_reply_all(cmd: OffsetCommit, code: ErrorCode) -> OffsetCommitReply:
-        return OffsetCommitReply(
-            tuple((t.name, tuple((p.partition, code) for p in t.partitions)) for t in cmd.topics)
         )
 
     # ========================================================================= OffsetFetch
