@@ -123,12 +123,15 @@ class GroupCoordinatorCore:
                     now_ms + member.session_timeout_ms,
                 )
             if len(group.members) > self.state.config.group_max_size:
-                self._membership.prepare_rebalance(result, group, now_ms, initial=False)
+                self._membership.prepare_rebalance(
+                    result, group, now_ms, initial=False, trigger="over_max_size"
+                )
         self.state.schedule(
             result,
             retention_key(partition),
             now_ms + self.state.config.offsets_retention_check_interval_ms,
         )
+        result.event("partition_loaded", now_ms, "", partition=partition, groups=len(owned.groups))
         return result
 
     def load(self, partition: int, records: Iterable[Record], now_ms: int) -> Result:
@@ -138,12 +141,15 @@ class GroupCoordinatorCore:
             self.state.replay(record)
         return self.complete_load(partition, now_ms)
 
-    def unload(self, partition: int) -> Result:
+    def unload(self, partition: int, now_ms: int) -> Result:
         """Stop owning `partition`: its groups go DOWN; parked requests get NOT_COORDINATOR."""
         owned = self.state.partitions.pop(partition, None)
         result = Result()
         if owned is None:
             return result
+        result.event(
+            "partition_unloaded", now_ms, "", partition=partition, groups=len(owned.groups)
+        )
         for group_id in sorted(owned.groups):
             group = self.state.groups.pop(group_id)
             for member in group.members.values():
@@ -325,6 +331,7 @@ class GroupCoordinatorCore:
                 for topic, partition in sorted(group.offsets):
                     self.state.apply(result, OffsetCommitRecord(group_id, topic, partition, None))
                 self.state.apply(result, GroupMetadataRecord(group_id, None))
+                result.event("group_deleted", now_ms, group_id, reason="delete_groups")
             outcomes.append((group_id, error))
         result.reply(token, DeleteGroupsReply(tuple(outcomes)))
         return result

@@ -51,6 +51,7 @@ from rebalance.replies import (
     SyncGroupReply,
 )
 from rebalance.state import CoordinatorState, metadata_value
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, assigned_partitions
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member with a parked join is
 #: evicted after this long, whatever its session timeout.
@@ -121,7 +122,7 @@ class Membership:
             group.pending_join.discard(member_id)
             self.state.cancel(result, pending_key(group.group_id, member_id))
         elif member_id in group.members:
-            self._remove_member(result, group, member_id)
+            self._remove_member(result, group, member_id, now, "max_size")
 
     def _join_new_member(
         self, result: Result, group: Group, cmd: JoinGroup, now_ms: int, token: Hashable
@@ -209,11 +210,23 @@ class Membership:
         if group.state is GroupState.JOINING and group.initial_rebalance:
             group.new_member_added = True
         group.add_member(member)
+        result.event(
+            "member_joined",
+            now_ms,
+            group.group_id,
+            group.generation,
+            member_id,
+            client_id=cmd.client_id,
+            instance_id=cmd.group_instance_id,
+            protocols=[name for name, _ in cmd.protocols],
+        )
         self.state.schedule(
             result, session_key(group.group_id, member_id), now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS
         )
         if group.can_rebalance():
-            self.prepare_rebalance(result, group, now_ms, initial=was_empty)
+            self.prepare_rebalance(
+                result, group, now_ms, initial=was_empty, trigger="member_joined"
+            )
         else:
             self.maybe_complete_join(result, group, now_ms)
 
@@ -226,12 +239,18 @@ class Membership:
         now_ms: int,
         token: Hashable,
     ) -> None:
+        if group.is_leader(member.member_id):
+            trigger = "leader_rejoined"
+        elif member.matches(cmd.protocols):
+            trigger = "member_rejoined"
+        else:
+            trigger = "metadata_changed"
         group.update_protocols(member, cmd.protocols)
         member.rebalance_timeout_ms = cmd.rebalance_timeout_ms
         member.session_timeout_ms = cmd.session_timeout_ms
         self._park_join(result, group, member, token, cmd.version)
         if group.can_rebalance():
-            self.prepare_rebalance(result, group, now_ms, initial=False)
+            self.prepare_rebalance(result, group, now_ms, initial=False, trigger=trigger)
         else:
             self.maybe_complete_join(result, group, now_ms)
 
@@ -263,6 +282,19 @@ class Membership:
             result.reply(old.sync_token, SyncGroupReply(ErrorCode.FENCED_INSTANCE_ID))
             old.sync_token = None
         was_pending_sync = old_id in group.pending_sync
+        result.event(
+            "member_expired", now_ms, group.group_id, group.generation, old_id, reason="replaced"
+        )
+        result.event(
+            "member_joined",
+            now_ms,
+            group.group_id,
+            group.generation,
+            new_id,
+            client_id=old.client_id,
+            instance_id=old.group_instance_id,
+            protocols=[name for name, _ in cmd.protocols],
+        )
         group.remove_member(old_id, next_leader=None)
         self.state.cancel(result, session_key(group.group_id, old_id))
         member = Member(
@@ -291,10 +323,12 @@ class Membership:
             if group.select_protocol() == group.protocol_name:
                 self._answer_static_rejoin_without_rebalance(result, group, member, old_leader)
             else:
-                self.prepare_rebalance(result, group, now_ms, initial=False)
+                self.prepare_rebalance(
+                    result, group, now_ms, initial=False, trigger="static_replaced"
+                )
         elif group.state is GroupState.AWAITING_SYNC:
             # The old id may already be in the leader's assignment: rebalance.
-            self.prepare_rebalance(result, group, now_ms, initial=False)
+            self.prepare_rebalance(result, group, now_ms, initial=False, trigger="static_replaced")
         else:
             self.maybe_complete_join(result, group, now_ms)
 
@@ -343,8 +377,21 @@ class Membership:
         )
 
     # ================================================================== rebalance verbs
-    def prepare_rebalance(self, result: Result, group: Group, now_ms: int, initial: bool) -> None:
-        """STABLE/AWAITING_SYNC -> JOINING. `initial`: the group had no members (Kafka: Empty)."""
+    def prepare_rebalance(
+        self, result: Result, group: Group, now_ms: int, initial: bool, trigger: str
+    ) -> None:
+        """STABLE/AWAITING_SYNC -> JOINING. `initial`: the group had no members (Kafka: Empty).
+
+        `trigger` names the cause for the event log (see `rebalance.events`).
+        """
+        result.event(
+            "rebalance_started",
+            now_ms,
+            group.group_id,
+            group.generation,
+            trigger=trigger,
+            members=len(group.members),
+        )
         if group.state is GroupState.AWAITING_SYNC:
             for member in group.members.values():
                 member.assignment = b""
@@ -384,7 +431,9 @@ class Membership:
         self.state.cancel(result, join_key(group.group_id))
         for member in [m for m in group.members.values() if m.join_token is None]:
             if not member.is_static:  # static members keep their place (spec §2)
-                self._remove_member(result, group, member.member_id, choose_leader=False)
+                self._remove_member(
+                    result, group, member.member_id, now_ms, "rebalance_timeout", False
+                )
         if group.state is GroupState.DOWN:
             return
         joined = [m.member_id for m in group.joined_members()]
@@ -401,10 +450,20 @@ class Membership:
             group.protocol_name = None
             group.leader_id = None
             self._transition(group, "empty_out", now_ms)
+            result.event("group_empty", now_ms, group.group_id, group.generation)
             self.state.apply(result, GroupMetadataRecord(group.group_id, metadata_value(group)))
             return
         group.protocol_name = group.select_protocol()
         self._transition(group, "complete_join", now_ms)
+        result.event(
+            "join_completed",
+            now_ms,
+            group.group_id,
+            group.generation,
+            leader=group.leader_id,
+            protocol=group.protocol_name,
+            members=list(group.members),
+        )
         for member in group.members.values():
             token = group.unpark_join(member)
             if token is not None:
@@ -428,6 +487,19 @@ class Membership:
         self._transition(group, "complete_sync", now_ms)
         value = metadata_value(group, assignments)
         self.state.apply(result, GroupMetadataRecord(group.group_id, value))
+        decoded = group.protocol_type == CONSUMER_PROTOCOL_TYPE
+        result.event(
+            "sync_completed",
+            now_ms,
+            group.group_id,
+            group.generation,
+            assignments={
+                m.member_id: assigned_partitions(m.assignment) if decoded else None
+                for m in value.members
+            },
+            sizes={m.member_id: len(m.assignment) for m in value.members},
+        )
+        result.event("group_stable", now_ms, group.group_id, group.generation)
 
     # ============================================================================ SyncGroup
     def sync(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
@@ -526,26 +598,28 @@ class Membership:
         outcomes: list[LeftMember] = []
         removed_any = False
         for leaving in cmd.members:
-            code = self._leave_one(result, group, leaving.member_id, leaving.group_instance_id)
+            code = self._leave_one(
+                result, group, leaving.member_id, leaving.group_instance_id, now_ms
+            )
             outcomes.append(LeftMember(leaving.member_id, leaving.group_instance_id, code))
             removed_any |= code is ErrorCode.NONE
         if removed_any:
             if group.can_rebalance():
-                self.prepare_rebalance(result, group, now_ms, initial=False)
+                self.prepare_rebalance(result, group, now_ms, initial=False, trigger="member_left")
             else:
                 self.maybe_complete_join(result, group, now_ms)
         result.reply(token, LeaveGroupReply(ErrorCode.NONE, tuple(outcomes)))
         return result
 
     def _leave_one(
-        self, result: Result, group: Group, member_id: str, instance_id: str | None
+        self, result: Result, group: Group, member_id: str, instance_id: str | None, now_ms: int
     ) -> ErrorCode:
         if member_id == "":
             # KIP-345 admin removal by instance id.
             target = group.static_members.get(instance_id) if instance_id is not None else None
             if target is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            self._remove_member(result, group, target)
+            self._remove_member(result, group, target, now_ms, "admin_removal")
             return ErrorCode.NONE
         if member_id in group.pending_join:
             group.pending_join.discard(member_id)
@@ -555,7 +629,7 @@ class Membership:
             group.validate_member(member_id, instance_id)
         except CoordinatorError as exc:
             return exc.code
-        self._remove_member(result, group, member_id)
+        self._remove_member(result, group, member_id, now_ms, "leave")
         return ErrorCode.NONE
 
     # ================================================================================ timers
@@ -570,9 +644,10 @@ class Membership:
         )
         if satisfied:
             return result
-        self._remove_member(result, group, member_id)
+        reason = "new_member_timeout" if member.is_new else "session_timeout"
+        self._remove_member(result, group, member_id, now_ms, reason)
         if group.can_rebalance():
-            self.prepare_rebalance(result, group, now_ms, initial=False)
+            self.prepare_rebalance(result, group, now_ms, initial=False, trigger="member_expired")
         elif group.state is GroupState.JOINING and group.all_members_joined():
             self.complete_join(result, group, now_ms)
         return result
@@ -617,15 +692,26 @@ class Membership:
         if not group.pending_sync:
             return result
         for member_id in list(group.pending_sync):
-            self._remove_member(result, group, member_id)
-        self.prepare_rebalance(result, group, now_ms, initial=False)
+            self._remove_member(result, group, member_id, now_ms, "sync_timeout")
+        self.prepare_rebalance(result, group, now_ms, initial=False, trigger="sync_timeout")
         return result
 
     # ================================================================================ helpers
     def _remove_member(
-        self, result: Result, group: Group, member_id: str, choose_leader: bool = True
+        self,
+        result: Result,
+        group: Group,
+        member_id: str,
+        now_ms: int,
+        reason: str,
+        choose_leader: bool = True,
     ) -> None:
-        """Remove a member, answering anything it has parked, and pick a new leader."""
+        """Remove a member, answering anything it has parked, and pick a new leader.
+
+        `reason` is "leave" or "admin_removal" (a member_left event) or an expiry reason.
+        """
+        kind = "member_left" if reason in ("leave", "admin_removal") else "member_expired"
+        result.event(kind, now_ms, group.group_id, group.generation, member_id, reason=reason)
         member = group.members[member_id]
         join_token = group.unpark_join(member)
         if join_token is not None:

@@ -44,6 +44,15 @@ class Offsets:
             self._validate_commit(result, cmd, now_ms)
         except CoordinatorError as exc:
             result.reply(token, error_reply(cmd, exc.code))
+            result.event(
+                "commit_fenced",
+                now_ms,
+                cmd.group_id,
+                cmd.generation_id,
+                cmd.member_id or None,
+                error=exc.code.name,
+                code=int(exc.code),
+            )
             return result
         limit = self.state.config.offset_metadata_max_bytes
         expire = (
@@ -68,6 +77,14 @@ class Offsets:
                 outcomes.append((p.partition, ErrorCode.NONE))
             topics.append((topic.name, tuple(outcomes)))
         result.reply(token, OffsetCommitReply(tuple(topics)))
+        result.event(
+            "offset_commit",
+            now_ms,
+            cmd.group_id,
+            cmd.generation_id,
+            cmd.member_id or None,
+            partitions=len(result.records),
+        )
         return result
 
     def _validate_commit(self, result: Result, cmd: OffsetCommit, now_ms: int) -> None:
@@ -180,6 +197,7 @@ class Offsets:
                 self.state.apply(result, OffsetCommitRecord(group.group_id, topic, partition, None))
         if empty and not group.offsets:
             self.state.apply(result, GroupMetadataRecord(group.group_id, None))
+            result.event("group_deleted", now_ms, group.group_id, reason="expired")
         return result
 
 

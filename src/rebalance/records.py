@@ -7,6 +7,7 @@ A handler never performs I/O. Its `Result` says what must happen:
 * `replies` pair a reply token (supplied by the shell with each request) with a response. A
   result may answer requests parked earlier, e.g. the last JoinGroup of a round answers every
   member's parked JoinGroup.
+* `events` describe what happened (member joined, rebalance started, ...) for the event log.
 * `timers` are `Schedule(key, deadline_ms)` (replaces any timer with that key) and `Cancel(key)`.
   When a timer fires, the shell calls `on_timer(key, now_ms)` on the same serial lane.
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
+from rebalance.events import Event
 from rebalance.group import OffsetAndMetadata
 from rebalance.replies import AnyReply
 
@@ -120,11 +123,25 @@ class Result:
     records: list[Record] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
     timers: list[TimerEffect] = field(default_factory=list)
+    #: What happened, for the event log (see `rebalance.events`); never affects behaviour.
+    events: list[Event] = field(default_factory=list)
 
     def reply(self, token: Hashable, response: AnyReply) -> None:
         self.replies.append(Reply(token, response))
+
+    def event(
+        self,
+        type: str,
+        ts: int,
+        group: str,
+        generation: int | None = None,
+        member: str | None = None,
+        **fields: Any,
+    ) -> None:
+        self.events.append(Event(type, ts, group, generation, member, fields))
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)
         self.replies.extend(other.replies)
         self.timers.extend(other.timers)
+        self.events.extend(other.events)

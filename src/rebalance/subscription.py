@@ -52,3 +52,34 @@ def group_subscriptions(group: Group) -> set[str] | None:
     except (MalformedSubscription, KeyError):
         return None
     return topics
+
+
+def assigned_partitions(assignment: bytes) -> list[list[object]] | None:
+    """`[[topic, [partitions...]], ...]` from a ConsumerProtocol Assignment, for the event log.
+
+    Empty bytes are an empty assignment (what the coordinator stores for members the leader
+    left out). None when the bytes are not a ConsumerProtocol Assignment.
+    """
+    if not assignment:
+        return []
+    try:
+        (count,) = struct.unpack_from(">i", assignment, 2)
+        offset = 6
+        topics: list[list[object]] = []
+        for _ in range(max(count, 0)):
+            (length,) = struct.unpack_from(">h", assignment, offset)
+            offset += 2
+            if length < 0 or offset + length > len(assignment):
+                return None
+            topic = assignment[offset : offset + length].decode("utf-8")
+            offset += length
+            (n,) = struct.unpack_from(">i", assignment, offset)
+            offset += 4
+            if n < 0 or offset + 4 * n > len(assignment):
+                return None
+            partitions = list(struct.unpack_from(f">{n}i", assignment, offset))
+            offset += 4 * n
+            topics.append([topic, partitions])
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None

@@ -30,6 +30,7 @@ from rebalance.commands import (
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.errors import ErrorCode
+from rebalance.events import Event
 from rebalance.records import Cancel, Record, Result, TimerEffect, TimerKey
 from rebalance.replies import (
     AnyReply,
@@ -125,6 +126,7 @@ class GroupHarness:
     def __post_init__(self) -> None:
         self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed))
         self.records: list[Record] = []
+        self.events: list[Event] = []
         self.replies: dict[Hashable, AnyReply] = {}
         self.fired: list[TimerKey] = []
         self._next_token = 0
@@ -134,6 +136,7 @@ class GroupHarness:
     # -- plumbing ------------------------------------------------------------------------
     def _absorb(self, result: Result) -> Result:
         self.records.extend(result.records)
+        self.events.extend(result.events)
         for reply in result.replies:
             if reply.token in self.replies:
                 raise AnsweredTwice(f"token {reply.token!r}: {reply.response!r}")

@@ -1,0 +1,58 @@
+"""Operational events: what happened to a group and why, for the event log and analytics.
+
+Handlers append `Event`s to their `Result` (the core stays pure: it never writes them); the shell
+stamps them with the node id and writes them as JSON Lines. Schema version 1, one object a line:
+
+    {"v": 1, "ts": <ms since epoch>, "node": <int>, "type": <name>, "group": <id>,
+     "generation": <int or null>, "member": <id or null>, ...fields of the type}
+
+Types and their extra fields:
+
+* `member_joined`     client_id, instance_id, protocols (names, in preference order)
+* `member_left`       reason: "leave" | "admin_removal"
+* `member_expired`    reason: "session_timeout" | "new_member_timeout" | "rebalance_timeout" |
+                      "sync_timeout" | "max_size" | "replaced" (a static member's old id)
+* `rebalance_started` trigger: "member_joined" | "member_rejoined" | "leader_rejoined" |
+                      "metadata_changed" | "member_left" | "member_expired" | "static_replaced" |
+                      "sync_timeout" | "over_max_size"; members: member count at the start
+* `join_completed`    leader, protocol, members: [member ids] (generation is the new one)
+* `group_empty`       (the join phase ended with nobody left; generation is the new one)
+* `sync_completed`    assignments: {member id: [[topic, [partitions...]], ...]} when the
+                      assignment is a ConsumerProtocol Assignment, else {member id: null};
+                      sizes: {member id: assignment byte length}
+* `group_stable`      (the assignment is handed out)
+* `offset_commit`     partitions: number of offsets stored
+* `commit_fenced`     error: Kafka error name; code: its number (generation/member as sent)
+* `partition_loaded`  partition, groups: number of groups loaded
+* `partition_unloaded` partition, groups
+* `group_deleted`     reason: "delete_groups" | "expired"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EVENT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str
+    ts: int
+    group: str
+    generation: int | None = None
+    member: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self, node: int) -> dict[str, Any]:
+        return {
+            "v": EVENT_SCHEMA_VERSION,
+            "ts": self.ts,
+            "node": node,
+            "type": self.type,
+            "group": self.group,
+            "generation": self.generation,
+            "member": self.member,
+            **self.fields,
+        }
