@@ -134,6 +134,39 @@ def encode_response(response: ResponsePayload, correlation_id: int) -> bytes:
     return buffer.getvalue()
 
 
+def encode_request(request: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
+    """Length-prefixed bytes of a request (the client direction: tests, benchmarks)."""
+    cls = type(request)
+    header_cls = cls.__header_schema__
+    header = header_cls(
+        request_api_key=cls.__api_key__,
+        request_api_version=cls.__version__,
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    entity_writer(header_cls)(buffer, header)
+    entity_writer(cls)(buffer, request)
+    data = buffer.getbuffer()
+    FRAME_LENGTH.pack_into(data, 0, len(data) - FRAME_LENGTH.size)
+    del data
+    return buffer.getvalue()
+
+
+def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, ResponsePayload]:
+    """(correlation_id, response) from a response frame (the client direction)."""
+    cls = response_class(api_key, api_version)
+    header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
+    response, _size = entity_reader(cls)(frame, header_size)
+    return int(header.correlation_id), response
+
+
+def build_request(api_key: int, api_version: int, values: Mapping[str, Any]) -> RequestPayload:
+    """Fill the kio request class of (api_key, api_version) from a version-agnostic dict."""
+    return typing.cast(RequestPayload, build_entity(request_class(api_key, api_version), values))
+
+
 def build_response(api_key: int, api_version: int, values: Mapping[str, Any]) -> ResponsePayload:
     """Fill the kio response class of (api_key, api_version) from a version-agnostic dict."""
     result = build_entity(response_class(api_key, api_version), values)
@@ -253,8 +286,11 @@ __all__ = [
     "FrameError",
     "RequestPrefix",
     "build_entity",
+    "build_request",
     "build_response",
     "decode_request",
+    "decode_response",
+    "encode_request",
     "encode_response",
     "kio_versions",
     "read_frame_length",
