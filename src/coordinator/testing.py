@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import io
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from coordinator.app import Extension, ServerApp
 from coordinator.config import ServerConfig, parse_settings
@@ -120,3 +127,45 @@ class WireClient:
         self.writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.wait_closed()
+
+
+def record_batch(
+    values: Sequence[bytes | None],
+    *,
+    keys: Sequence[bytes | None] | None = None,
+    timestamp_ms: int = 1_700_000_000_000,
+) -> bytes:
+    """A v2 record batch as a producer would send it (base offset 0), written by kio."""
+    moment = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
+    records = tuple(
+        Record(
+            attributes=i8(0),
+            timestamp=moment,
+            offset=i64(index),
+            key=keys[index] if keys is not None else None,
+            value=value,
+            headers=(),
+        )
+        for index, value in enumerate(values)
+    )
+    batch = NewRecordBatch(
+        producer_id=i64(-1),
+        producer_epoch=i16(-1),
+        base_sequence=i32(-1),
+        records=records,
+        attributes=i16(0),
+    )
+    buffer = io.BytesIO()
+    write_batch(buffer, batch)
+    return buffer.getvalue()
+
+
+def read_records(data: bytes) -> list[Record]:
+    """Every record of the batches in `data` (as Fetch returns them), CRCs checked by kio."""
+    records: list[Record] = []
+    position = 0
+    while position < len(data):
+        batch, size = read_batch(data, position)
+        records.extend(batch.records)
+        position += size
+    return records
