@@ -17,7 +17,7 @@ so every registered API is advertised.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -67,6 +67,7 @@ class ApiRegistry:
 
     def __init__(self) -> None:
         self._apis: dict[int, ApiSpec] = {}
+        self._derived: dict[Hashable, object] = {}
 
     def register(self, api: ApiSpec | ModuleType, *, replace: bool = False) -> ApiSpec:
         spec = api if isinstance(api, ApiSpec) else ApiSpec.from_module(api)
@@ -82,7 +83,14 @@ class ApiRegistry:
         if spec.api_key in self._apis and not replace:
             raise RegistryError(f"api {spec.api_key} is already registered")
         self._apis[spec.api_key] = spec
+        self._derived.clear()
         return spec
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A value computed from the registered APIs, cached until the next registration."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return cast(T, self._derived[key])
 
     def get(self, api_key: int) -> ApiSpec | None:
         return self._apis.get(api_key)

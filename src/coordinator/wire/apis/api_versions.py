@@ -31,11 +31,19 @@ def advertised(registry: ApiRegistry) -> list[dict[str, int]]:
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    return {
-        "error_code": ErrorCode.none,
-        "api_keys": advertised(ctx.broker.registry),
-        "throttle_time": 0,
-    }
+    # Every connection opens with ApiVersions and the answer only changes when an API is
+    # registered, so the built response is cached by the registry.
+    registry = ctx.broker.registry
+
+    def build() -> ResponsePayload:
+        values = {
+            "error_code": ErrorCode.none,
+            "api_keys": advertised(registry),
+            "throttle_time": 0,
+        }
+        return build_response(API_KEY, api_version, values)
+
+    return registry.derived(("api_versions", api_version), build)
 
 
 def unsupported_version_response(registry: ApiRegistry) -> ResponsePayload:
