@@ -1,0 +1,1 @@
+"""Durable topic partitions: append-only logs of Kafka v2 record batches."""

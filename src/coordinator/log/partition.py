@@ -1,0 +1,229 @@
+"""One partition's log: a single append-only file of v2 record batches plus an in-memory index.
+
+Why a plain file and not SQLite: a partition log is write-once, read-sequentially data whose
+unit (the record batch) already carries its own length and CRC, so the file is self-delimiting
+and self-checking; Fetch serves whole batches with one `pread` of a contiguous byte range, and
+no per-record row or blob copy is needed. The index (base offset, file position, size, max
+timestamp per batch) is rebuilt by scanning the file when the log opens. That scan is also the
+crash-recovery pass, so a persisted index would only add a second file needing its own repair.
+
+Durability: `append` writes the batches (with server-assigned base offsets) and `flush` fsyncs
+them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
+record that a crash could take back.
+
+Recovery: scanning stops at the first batch that is incomplete or fails its CRC. If that batch is
+the file's last one (a write torn by a crash), the tail is truncated with a warning. If intact
+data follows the bad batch, the file is corrupt in the middle and `LogCorruptError` is raised
+rather than dropping valid records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from coordinator.log.batch import (
+    LENGTH_PREFIX_SIZE,
+    BatchInfo,
+    InvalidBatchError,
+    parse_batch,
+    with_base_offset,
+)
+
+logger = logging.getLogger("coordinator.log")
+
+
+class LogCorruptError(RuntimeError):
+    """A partition file is damaged before its tail; it is left untouched for inspection."""
+
+
+class OffsetOutOfRangeError(ValueError):
+    """A fetch asked for an offset outside [log start, high watermark]."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    base_offset: int
+    last_offset: int
+    position: int
+    size: int
+    max_timestamp: int
+
+
+class PartitionLog:
+    """The append-only log of one topic partition."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._index: list[IndexEntry] = []
+        self._last_offsets: list[int] = []
+        self._fd = -1
+        self._end_position = 0
+        self._log_end_offset = 0
+        self._high_watermark = 0
+        self._open()
+
+    def __repr__(self) -> str:
+        return (
+            f"<PartitionLog {self.path.name} batches={len(self._index)} "
+            f"hw={self._high_watermark} leo={self._log_end_offset}>"
+        )
+
+    @property
+    def log_start_offset(self) -> int:
+        return 0
+
+    @property
+    def high_watermark(self) -> int:
+        """One past the last durable offset; Fetch never serves beyond it."""
+        return self._high_watermark
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._recover()
+        self._high_watermark = self._log_end_offset
+
+    def _recover(self) -> None:
+        file_size = os.fstat(self._fd).st_size
+        position = 0
+        expected_base = 0
+        while position < file_size:
+            try:
+                info = self._read_info(position, file_size)
+                if info.base_offset != expected_base:
+                    raise InvalidBatchError(
+                        f"base offset {info.base_offset}, expected {expected_base}"
+                    )
+            except InvalidBatchError as exc:
+                self._handle_bad_tail(position, file_size, exc)
+                break
+            self._add_entry(info, position)
+            position += info.size
+            expected_base = info.last_offset + 1
+        self._end_position = position
+
+    def _read_info(self, position: int, file_size: int) -> BatchInfo:
+        head = os.pread(self._fd, LENGTH_PREFIX_SIZE, position)
+        if len(head) < LENGTH_PREFIX_SIZE:
+            raise InvalidBatchError("incomplete batch length prefix")
+        batch_length = int.from_bytes(head[8:12], "big", signed=True)
+        size = LENGTH_PREFIX_SIZE + max(batch_length, 0)
+        data = os.pread(self._fd, min(size, file_size - position), position)
+        return parse_batch(data)
+
+    def _handle_bad_tail(self, position: int, file_size: int, exc: InvalidBatchError) -> None:
+        head = os.pread(self._fd, LENGTH_PREFIX_SIZE, position)
+        claimed_end = file_size
+        if len(head) == LENGTH_PREFIX_SIZE:
+            batch_length = int.from_bytes(head[8:12], "big", signed=True)
+            if batch_length > 0:
+                claimed_end = position + LENGTH_PREFIX_SIZE + batch_length
+        if claimed_end < file_size:
+            raise LogCorruptError(
+                f"{self.path}: damaged record batch at byte {position} ({exc}) is followed by "
+                f"{file_size - claimed_end} more bytes; refusing to truncate valid data"
+            )
+        logger.warning(
+            "%s: truncating torn tail at byte %d (%d bytes dropped): %s",
+            self.path,
+            position,
+            file_size - position,
+            exc,
+        )
+        os.ftruncate(self._fd, position)
+        os.fsync(self._fd)
+
+    def _add_entry(self, info: BatchInfo, position: int) -> None:
+        entry = IndexEntry(
+            info.base_offset, info.last_offset, position, info.size, info.max_timestamp
+        )
+        self._index.append(entry)
+        self._last_offsets.append(entry.last_offset)
+        self._log_end_offset = entry.last_offset + 1
+
+    def append(self, batches: list[tuple[BatchInfo, bytes]]) -> int:
+        """Write validated batches with server-assigned offsets; returns the first base offset.
+
+        The data becomes visible to Fetch only after `flush` (fsync) completes.
+        """
+        first = self._log_end_offset
+        chunks = []
+        for info, raw in batches:
+            stored = with_base_offset(raw, self._log_end_offset)
+            chunks.append(stored)
+            self._add_entry(
+                BatchInfo(
+                    self._log_end_offset,
+                    info.size,
+                    info.last_offset_delta,
+                    info.record_count,
+                    info.max_timestamp,
+                ),
+                self._end_position,
+            )
+            self._end_position += info.size
+        data = b"".join(chunks)
+        written = 0
+        while written < len(data):
+            written += os.write(self._fd, data[written:])
+        return first
+
+    async def flush(self) -> bool:
+        """Fsync everything appended so far, then advance the high watermark.
+
+        Returns True if the high watermark moved.
+        """
+        target = self._log_end_offset
+        if target <= self._high_watermark:
+            return False
+        await asyncio.to_thread(os.fsync, self._fd)
+        if target > self._high_watermark:
+            self._high_watermark = target
+            return True
+        return False
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches starting with the one containing `offset`, up to the high watermark.
+
+        At least one batch is returned if any data is available, even if larger than
+        `max_bytes` (as Kafka does, so a consumer can always make progress).
+        """
+        if offset < self.log_start_offset or offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self.log_start_offset}, {self._high_watermark}]"
+            )
+        if offset == self._high_watermark:
+            return b""
+        first = bisect.bisect_left(self._last_offsets, offset)
+        start = self._index[first].position
+        end = start
+        for entry in self._index[first:]:
+            if entry.last_offset >= self._high_watermark:
+                break
+            if end > start and end + entry.size - start > max_bytes:
+                break
+            end = entry.position + entry.size
+        return os.pread(self._fd, end - start, start)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(base offset, max timestamp) of the first durable batch with a record at or after
+        `timestamp_ms`, or None.
+
+        Batch granularity: the offset may point a few records early inside that batch.
+        """
+        for entry in self._index:
+            if entry.last_offset >= self._high_watermark:
+                break
+            if entry.max_timestamp >= timestamp_ms:
+                return entry.base_offset, entry.max_timestamp
+        return None
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

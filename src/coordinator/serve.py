@@ -1,0 +1,127 @@
+"""`rebalance serve`: run a node until SIGTERM/SIGINT.
+
+    rebalance serve --bind 127.0.0.1:9092 --data-dir ./data --topic orders:3 --set num.partitions=2
+
+The console script (`coordinator.cli`) adds these options with `add_serve_arguments` and calls
+`serve_main(args)`. The group coordinator joins through `extensions` and `claims` (see
+`coordinator.app` and `coordinator.config`). On SIGTERM the node stops accepting, lets in-flight
+requests (and their writes) finish, closes its stores and returns exit status 0. Logs go to
+stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from coordinator.app import Extension, ServerApp
+from coordinator.config import ConfigError, SettingClaim, parse_settings
+
+logger = logging.getLogger("coordinator.serve")
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (IPv6 as `[::1]:9092`); port 0 picks a free port."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise argparse.ArgumentTypeError(f"--bind expects HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port_text)
+
+
+def parse_topic(text: str) -> tuple[str, int]:
+    """`NAME:PARTITIONS` for a topic created at start (existing topics are kept as they are)."""
+    name, sep, count = text.rpartition(":")
+    if not sep or not name or not count.isdigit() or int(count) < 1:
+        raise argparse.ArgumentTypeError(f"--topic expects NAME:PARTITIONS, got {text!r}")
+    return name, int(count)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bind", type=parse_bind, default=("127.0.0.1", 9092), metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:9092)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--data-dir", type=Path, required=True, metavar="DIR",
+        help="directory for topic logs and coordinator state",
+    )  # fmt: skip
+    parser.add_argument(
+        "--topic", type=parse_topic, action="append", default=[], metavar="NAME:PARTITIONS",
+        help="create this topic at start (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+        help="broker setting, Kafka names (repeatable), e.g. num.partitions=3",
+    )  # fmt: skip
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level (default INFO)",
+    )  # fmt: skip
+
+
+async def run_serve(
+    args: argparse.Namespace,
+    *,
+    extensions: Sequence[Extension] = (),
+    claims: Sequence[SettingClaim] = (),
+    ready: asyncio.Event | None = None,
+) -> int:
+    """Run until SIGTERM/SIGINT; returns the process exit status."""
+    try:
+        config = parse_settings(args.settings, claims=claims)
+    except ConfigError as exc:
+        logger.error("%s", exc)
+        return 2
+    app = ServerApp(config, args.data_dir, topics=args.topic, extensions=extensions)
+    host, port = args.bind
+    await app.start(host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    if ready is not None:
+        ready.set()
+    try:
+        await stop.wait()
+        logger.info("shutting down")
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await app.stop()
+    logger.info("stopped")
+    return 0
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def serve_main(
+    args: argparse.Namespace,
+    *,
+    extensions: Sequence[Extension] = (),
+    claims: Sequence[SettingClaim] = (),
+) -> int:
+    """Synchronous entry for the console script."""
+    configure_logging(args.log_level)
+    return asyncio.run(run_serve(args, extensions=extensions, claims=claims))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m coordinator.serve ...` (same options as `rebalance serve`)."""
+    parser = argparse.ArgumentParser(prog="rebalance serve", description=__doc__.splitlines()[0])
+    add_serve_arguments(parser)
+    return serve_main(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The record-store contract the group coordinator persists through.
+
+The coordinator core emits records; each is a `StoredRecord(kind, key, value)` where `kind`
+names the record type (e.g. group metadata, offset commit), `key` identifies the entity within
+that kind, and `value` is its serialised latest state, or `None` for a tombstone that deletes
+the key. A store keeps only the latest value per (kind, key): it is the compacted view of what
+Kafka keeps in `__consumer_offsets`. On start the coordinator replays `load()` to rebuild its
+state, so records come back in the order they were last written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    kind: str
+    key: str
+    value: bytes | None
+    """Serialised state; None is a tombstone (delete the key)."""
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value is None
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written; the message names the file."""
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    async def append(self, records: Sequence[StoredRecord]) -> None:
+        """Apply the records atomically; they are durable when this returns."""
+        ...
+
+    def load(self) -> Iterator[StoredRecord]:
+        """Live records (no tombstones), ordered by their last write, oldest first."""
+        ...
+
+    def close(self) -> None:
+        """Finish pending appends and release the store."""
+        ...

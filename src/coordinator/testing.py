@@ -1,0 +1,171 @@
+"""An in-process server for tests and embedding: `running_server(...)` and a pytest plugin.
+
+    async with running_server(topics=[("t1", 3)]) as node:
+        producer = AIOKafkaProducer(bootstrap_servers=node.bootstrap)
+
+The server listens on 127.0.0.1 on an ephemeral port, with a temporary data dir unless one is
+given, and the context manager returns only once the port accepts connections (aiokafka gives
+up at once if it cannot bootstrap). Enable the fixtures with
+`pytest_plugins = ["coordinator.pytest_plugin"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import io
+import tempfile
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+
+from coordinator.app import Extension, ServerApp
+from coordinator.config import ServerConfig, parse_settings
+from coordinator.wire.codec import FRAME_LENGTH, build_request, decode_response, encode_request
+from coordinator.wire.handlers import Broker
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """A started node: where to connect and its internals (for assertions)."""
+
+    host: str
+    port: int
+    data_dir: Path
+    broker: Broker
+    app: ServerApp
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@asynccontextmanager
+async def running_server(
+    *,
+    topics: Sequence[tuple[str, int]] = (),
+    settings: Iterable[str] = (),
+    config: ServerConfig | None = None,
+    data_dir: Path | None = None,
+    extensions: Sequence[Extension] = (),
+    host: str = "127.0.0.1",
+) -> AsyncIterator[RunningServer]:
+    """Run a node in this event loop for the duration of the block."""
+    with tempfile.TemporaryDirectory(prefix="rebalance-") as scratch:
+        directory = data_dir if data_dir is not None else Path(scratch)
+        app = ServerApp(
+            config if config is not None else parse_settings(settings),
+            directory,
+            topics=topics,
+            extensions=extensions,
+        )
+        bound_host, bound_port = await app.start(host, 0)
+        assert app.broker is not None
+        try:
+            yield RunningServer(bound_host, bound_port, directory, app.broker, app)
+        finally:
+            await app.stop(grace=2.0)
+
+
+class WireClient:
+    """A minimal Kafka-protocol client over one connection, for tests and benchmarks.
+
+    `request(api_key, version, {...})` builds the kio request from a dict, sends it and returns
+    the decoded kio response; `send`/`read_frame` give raw access for pipelining and for
+    feeding the server malformed bytes.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self._correlation_id = 0
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> WireClient:
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer)
+
+    def next_correlation_id(self) -> int:
+        self._correlation_id += 1
+        return self._correlation_id
+
+    def encode(self, api_key: int, api_version: int, values: Mapping[str, Any]) -> bytes:
+        request = build_request(api_key, api_version, values)
+        return encode_request(request, self.next_correlation_id(), "rebalance-test")
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def read_frame(self) -> bytes:
+        """The next response frame without its length prefix (IncompleteReadError at EOF)."""
+        (length,) = FRAME_LENGTH.unpack(await self.reader.readexactly(FRAME_LENGTH.size))
+        return await self.reader.readexactly(length)
+
+    async def read_response(self, api_key: int, api_version: int) -> tuple[int, Any]:
+        return decode_response(await self.read_frame(), api_key, api_version)
+
+    async def request(self, api_key: int, api_version: int, values: Mapping[str, Any]) -> Any:
+        data = self.encode(api_key, api_version, values)
+        await self.send(data)
+        correlation_id, response = await self.read_response(api_key, api_version)
+        if correlation_id != self._correlation_id:
+            raise AssertionError(
+                f"correlation id {correlation_id}, expected {self._correlation_id}"
+            )
+        return response
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.writer.wait_closed()
+
+
+def record_batch(
+    values: Sequence[bytes | None],
+    *,
+    keys: Sequence[bytes | None] | None = None,
+    timestamp_ms: int = 1_700_000_000_000,
+) -> bytes:
+    """A v2 record batch as a producer would send it (base offset 0), written by kio."""
+    moment = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
+    records = tuple(
+        Record(
+            attributes=i8(0),
+            timestamp=moment,
+            offset=i64(index),
+            key=keys[index] if keys is not None else None,
+            value=value,
+            headers=(),
+        )
+        for index, value in enumerate(values)
+    )
+    batch = NewRecordBatch(
+        producer_id=i64(-1),
+        producer_epoch=i16(-1),
+        base_sequence=i32(-1),
+        records=records,
+        attributes=i16(0),
+    )
+    buffer = io.BytesIO()
+    write_batch(buffer, batch)
+    return buffer.getvalue()
+
+
+def read_records(data: bytes) -> list[Record]:
+    """Every record of the batches in `data` (as Fetch returns them), CRCs checked by kio."""
+    records: list[Record] = []
+    position = 0
+    while position < len(data):
+        batch, size = read_batch(data, position)
+        records.extend(batch.records)
+        position += size
+    return records

@@ -1,0 +1,27 @@
+"""One module per Kafka API key, each with `API_KEY`, `VERSIONS` and `handle`.
+
+See `coordinator.wire.handlers` for the contract. `BUILTIN_APIS` are the ones the server
+infrastructure answers itself; the group coordinator registers the group APIs next to them.
+"""
+
+from coordinator.wire.apis import (
+    api_versions,
+    fetch,
+    find_coordinator,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+
+BUILTIN_APIS = (
+    api_versions,
+    metadata,
+    find_coordinator,
+    produce,
+    fetch,
+    list_offsets,
+    init_producer_id,
+)
+
+__all__ = ["BUILTIN_APIS"]

@@ -1,0 +1,300 @@
+"""Thin glue between the byte stream and kio's generated protocol classes.
+
+kio does all the field encoding and decoding. The only bytes read by hand are the int32 frame
+length and the fixed request prefix (int16 api_key, int16 api_version, int32 correlation_id),
+which every request version shares: they are needed to choose the kio class, and to answer a
+request whose version kio (or we) cannot decode (KIP-511's UNSUPPORTED_VERSION ApiVersions answer).
+
+`build_response` fills the response dataclass of one specific version from a version-agnostic
+dict, so API handlers can describe a response once and serve every version with it: keys the
+version lacks are dropped, ints become `timedelta`/`ErrorCode`, `None` in a field that is not
+nullable in this version becomes the field's zero value (e.g. `""`), missing fields get their
+default. This is what keeps old clients working when a newer version made a field nullable.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from datetime import timedelta
+from functools import cache
+from typing import Any, Final
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import uuid_zero
+from kio.static.primitive import Records, i32, i32Timedelta, i64Timedelta
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+FRAME_LENGTH: Final = struct.Struct(">i")
+REQUEST_PREFIX: Final = struct.Struct(">hhi")
+
+
+class FrameError(ValueError):
+    """The bytes on a connection are not a well-formed request frame."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPrefix:
+    """The version-independent start of every request: enough to route it and to answer it."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def read_frame_length(raw: bytes, max_bytes: int) -> int:
+    """Decode the int32 length prefix and enforce `socket.request.max.bytes`."""
+    (length,) = FRAME_LENGTH.unpack(raw)
+    if length < REQUEST_PREFIX.size:
+        raise FrameError(f"frame length {length} is smaller than a request header")
+    if length > max_bytes:
+        raise FrameError(f"frame length {length} exceeds socket.request.max.bytes={max_bytes}")
+    return int(length)
+
+
+def read_prefix(frame: bytes) -> RequestPrefix:
+    """Read api_key, api_version and correlation_id from the start of a request frame."""
+    if len(frame) < REQUEST_PREFIX.size:
+        raise FrameError(f"frame of {len(frame)} bytes is too short for a request header")
+    api_key, api_version, correlation_id = REQUEST_PREFIX.unpack_from(frame, 0)
+    return RequestPrefix(api_key, api_version, correlation_id)
+
+
+def kio_versions(api_key: int) -> range:
+    """The contiguous range of versions kio can decode for an API key (empty if unknown)."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return range(0)
+    versions = sorted(schema_name_map[name])
+    return range(versions[0], versions[-1] + 1)
+
+
+@cache
+def request_class(api_key: int, api_version: int) -> type[RequestPayload]:
+    """kio's request class for one version (raises kio's UnknownEntity/UnknownAPIKey)."""
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type[ResponsePayload]:
+    """kio's response class for one version (raises kio's UnknownEntity/UnknownAPIKey)."""
+    return load_response_schema(api_key, api_version)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    """A request as kio decoded it: its header (for client_id) and its body."""
+
+    header: Any
+    body: RequestPayload
+
+    @property
+    def client_id(self) -> str | None:
+        client_id = getattr(self.header, "client_id", None)
+        return None if client_id is None else str(client_id)
+
+
+def decode_request(frame: bytes, prefix: RequestPrefix) -> DecodedRequest:
+    """Decode header and body of a request with kio.
+
+    Trailing bytes after the body are ignored on purpose: librdkafka pads some Metadata requests
+    with zero bytes. Any kio decoding failure is re-raised as `FrameError`.
+    """
+    cls = request_class(prefix.api_key, prefix.api_version)
+    try:
+        header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
+        request, _body_size = entity_reader(cls)(frame, header_size)
+    except Exception as exc:  # kio raises ValueError, UnicodeDecodeError, its own SerialErrors
+        raise FrameError(
+            f"cannot decode api_key={prefix.api_key} v{prefix.api_version}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return DecodedRequest(header, request)
+
+
+def encode_response(response: ResponsePayload, correlation_id: int) -> bytes:
+    """Length-prefixed bytes of a response: kio header (chosen by kio) plus kio body."""
+    cls = type(response)
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    header_cls = cls.__header_schema__
+    entity_writer(header_cls)(buffer, header_cls(correlation_id=i32(correlation_id)))
+    entity_writer(cls)(buffer, response)
+    data = buffer.getbuffer()
+    FRAME_LENGTH.pack_into(data, 0, len(data) - FRAME_LENGTH.size)
+    del data
+    return buffer.getvalue()
+
+
+def encode_request(request: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
+    """Length-prefixed bytes of a request (the client direction: tests, benchmarks)."""
+    cls = type(request)
+    header_cls = cls.__header_schema__
+    header = header_cls(
+        request_api_key=cls.__api_key__,
+        request_api_version=cls.__version__,
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    entity_writer(header_cls)(buffer, header)
+    entity_writer(cls)(buffer, request)
+    data = buffer.getbuffer()
+    FRAME_LENGTH.pack_into(data, 0, len(data) - FRAME_LENGTH.size)
+    del data
+    return buffer.getvalue()
+
+
+def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, ResponsePayload]:
+    """(correlation_id, response) from a response frame (the client direction)."""
+    cls = response_class(api_key, api_version)
+    header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
+    response, _size = entity_reader(cls)(frame, header_size)
+    return int(header.correlation_id), response
+
+
+def build_request(api_key: int, api_version: int, values: Mapping[str, Any]) -> RequestPayload:
+    """Fill the kio request class of (api_key, api_version) from a version-agnostic dict."""
+    return typing.cast(RequestPayload, build_entity(request_class(api_key, api_version), values))
+
+
+def build_response(api_key: int, api_version: int, values: Mapping[str, Any]) -> ResponsePayload:
+    """Fill the kio response class of (api_key, api_version) from a version-agnostic dict."""
+    result = build_entity(response_class(api_key, api_version), values)
+    return typing.cast(ResponsePayload, result)
+
+
+def build_entity(cls: type[Any], values: Mapping[str, Any]) -> Any:
+    """Fill any kio dataclass (response, nested struct) from a dict; see the module docstring."""
+    kwargs: dict[str, Any] = {}
+    for plan in _field_plans(cls):
+        if plan.name in values:
+            kwargs[plan.name] = plan.convert(values[plan.name])
+        elif not plan.has_default:
+            kwargs[plan.name] = plan.convert(None)
+    return cls(**kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldPlan:
+    name: str
+    has_default: bool
+    convert: Callable[[Any], Any]
+
+
+_PLANS: dict[type[Any], tuple[_FieldPlan, ...]] = {}
+
+
+def _field_plans(cls: type[Any]) -> tuple[_FieldPlan, ...]:
+    cached = _PLANS.get(cls)
+    if cached is not None:
+        return cached
+    plans = []
+    for f in fields(cls):
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        plans.append(_FieldPlan(f.name, has_default, _converter(f.type)))
+    _PLANS[cls] = result = tuple(plans)
+    return result
+
+
+def _split_optional(annotation: Any) -> tuple[Any, bool]:
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
+        return args[0], nullable
+    return annotation, False
+
+
+def _converter(annotation: Any) -> Callable[[Any], Any]:
+    inner, nullable = _split_optional(annotation)
+    if typing.get_origin(inner) is tuple:
+        item_convert = _converter(typing.get_args(inner)[0])
+
+        def convert_array(value: Any) -> Any:
+            if value is None:
+                return None if nullable else ()
+            return tuple(item_convert(item) for item in value)
+
+        return convert_array
+    if is_dataclass(inner):
+        entity_cls = typing.cast(type[Any], inner)
+
+        def convert_entity(value: Any) -> Any:
+            if value is None:
+                return None if nullable else build_entity(entity_cls, {})
+            if isinstance(value, Mapping):
+                return build_entity(entity_cls, value)
+            return value
+
+        return convert_entity
+    zero = _zero_value(inner)
+    make = _scalar_maker(inner)
+
+    def convert_scalar(value: Any) -> Any:
+        if value is None:
+            return None if nullable else zero
+        return make(value)
+
+    return convert_scalar
+
+
+def _scalar_maker(kind: Any) -> Callable[[Any], Any]:
+    if isinstance(kind, type) and issubclass(kind, ErrorCode):
+        return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(int(v))
+    if isinstance(kind, type) and issubclass(kind, timedelta):
+        return lambda v: v if isinstance(v, timedelta) else timedelta(milliseconds=int(v))
+    if kind is uuid.UUID:
+        return lambda v: v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))
+    return lambda v: v
+
+
+def _zero_value(kind: Any) -> Any:
+    if not isinstance(kind, type):
+        return None
+    if issubclass(kind, ErrorCode):
+        return ErrorCode.none
+    if issubclass(kind, i32Timedelta | i64Timedelta | timedelta):
+        return timedelta(0)
+    if kind is uuid.UUID:
+        return uuid_zero
+    if issubclass(kind, bool):
+        return False
+    if issubclass(kind, Records | bytes):
+        return b""
+    if issubclass(kind, str):
+        return ""
+    if issubclass(kind, int):
+        return 0
+    if issubclass(kind, float):
+        return 0.0
+    return None
+
+
+__all__ = [
+    "FRAME_LENGTH",
+    "REQUEST_PREFIX",
+    "DecodedRequest",
+    "FrameError",
+    "RequestPrefix",
+    "build_entity",
+    "build_request",
+    "build_response",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "kio_versions",
+    "read_frame_length",
+    "read_prefix",
+    "request_class",
+    "response_class",
+]

@@ -1,0 +1,163 @@
+"""The asyncio server: in-order responses, concurrency, and bad input on raw sockets.
+
+Every bad-input case checks three things: the offending connection is closed, a warning names
+the reason on the `coordinator.wire` logger, and another connection opened before it still works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.wire.handlers import ApiSpec, RequestContext, ResponseValue
+
+HEARTBEAT = 12
+API_VERSIONS = 18
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningServer]:
+    async with running_server(settings=["socket.request.max.bytes=4096"]) as server:
+        yield server
+
+
+async def connect(node: RunningServer) -> WireClient:
+    return await WireClient.connect(node.host, node.port)
+
+
+async def assert_closed(client: WireClient) -> None:
+    data = await asyncio.wait_for(client.reader.read(), timeout=5)
+    assert data == b""
+
+
+async def assert_works(client: WireClient) -> None:
+    response = await client.request(API_VERSIONS, 3, {})
+    assert response.error_code is ErrorCode.none
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+BAD_INPUT = {
+    "negative-length": (struct.pack(">i", -5), "smaller than a request header"),
+    "oversized": (struct.pack(">i", 4097), "exceeds socket.request.max.bytes=4096"),
+    "too-short-for-prefix": (frame(b"\x00\x12"), "smaller than a request header"),
+    "unknown-api-key": (frame(struct.pack(">hhi", 999, 0, 1)), "unknown api_key 999"),
+    "unsupported-version": (frame(struct.pack(">hhi", 3, 99, 1)), "unsupported version 99"),
+    "garbage-body": (frame(struct.pack(">hhi", 3, 13, 1) + b"\xff" * 5), "cannot decode"),
+    "truncated-frame": (struct.pack(">i", 100) + b"\x00\x03", "ended after 2 of 100"),
+    "truncated-length": (b"\x00\x00", "inside a frame length"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUT, ids=list(BAD_INPUT))
+async def test_bad_input_closes_only_that_connection(
+    node: RunningServer, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    data, reason = BAD_INPUT[case]
+    bystander = await connect(node)
+    offender = await connect(node)
+    with caplog.at_level(logging.WARNING, logger="coordinator.wire"):
+        await offender.send(data)
+        if case.startswith("truncated"):
+            offender.writer.write_eof()
+        await assert_closed(offender)
+    assert reason in caplog.text
+    await assert_works(bystander)
+    latecomer = await connect(node)
+    await assert_works(latecomer)
+    for client in (bystander, offender, latecomer):
+        await client.close()
+
+
+async def test_api_versions_above_our_max_gets_kip511_answer(node: RunningServer) -> None:
+    client = await connect(node)
+    await client.send(frame(struct.pack(">hhi", API_VERSIONS, 99, 5) + b"\xff\xff"))
+    correlation_id, response = await client.read_response(API_VERSIONS, 0)
+    assert correlation_id == 5
+    assert response.error_code is ErrorCode.unsupported_version
+    versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert versions[API_VERSIONS] == (0, 4)
+    await assert_works(client)  # the connection stays usable, clients retry with v0
+    await client.close()
+
+
+def delayed_heartbeat(log: list[str]) -> ApiSpec:
+    """A Heartbeat stand-in whose latency is chosen by the group id ("slow"/"fast")."""
+
+    async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+        await asyncio.sleep(0.3 if request.group_id == "slow" else 0)
+        log.append(request.group_id)
+        return {"error_code": 0}
+
+    return ApiSpec(HEARTBEAT, range(0, 5), handle, "test_heartbeat")
+
+
+async def test_responses_are_written_in_request_order(node: RunningServer) -> None:
+    finished: list[str] = []
+    node.broker.registry.register(delayed_heartbeat(finished))
+    client = await connect(node)
+    beat = {"generation_id": 1, "member_id": "m"}
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
+        + client.encode(API_VERSIONS, 3, {})
+    )
+    first, _ = await client.read_response(HEARTBEAT, 4)
+    second, _ = await client.read_response(HEARTBEAT, 4)
+    third, _ = await client.read_response(API_VERSIONS, 3)
+    assert (first, second, third) == (1, 2, 3)
+    assert finished == ["fast", "slow"]  # handled concurrently, answered in order
+    await client.close()
+
+
+async def test_registered_api_is_advertised(node: RunningServer) -> None:
+    node.broker.registry.register(delayed_heartbeat([]))
+    client = await connect(node)
+    response = await client.request(API_VERSIONS, 3, {})
+    versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert versions[HEARTBEAT] == (0, 4)
+    await client.close()
+
+
+async def test_handler_failure_closes_the_connection_with_a_traceback(
+    node: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+        raise RuntimeError("core exploded")
+
+    node.broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), broken))
+    client = await connect(node)
+    bystander = await connect(node)
+    with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
+        await client.send(
+            client.encode(HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"})
+        )
+        await assert_closed(client)
+    assert "handler for api_key 12 v4 failed" in caplog.text
+    assert "core exploded" in caplog.text
+    await assert_works(bystander)
+    await client.close()
+    await bystander.close()
+
+
+async def test_shutdown_lets_in_flight_requests_finish(node: RunningServer) -> None:
+    node.broker.registry.register(delayed_heartbeat([]))
+    client = await connect(node)
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"})
+    )
+    await asyncio.sleep(0.05)
+    await node.app.stop(grace=5)
+    correlation_id, response = await client.read_response(HEARTBEAT, 4)
+    assert (correlation_id, response.error_code) == (1, ErrorCode.none)
+    await assert_closed(client)
+    await client.close()

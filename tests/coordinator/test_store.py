@@ -1,0 +1,123 @@
+"""Record stores: last value per (kind, key), tombstones, reload order, and the SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from coordinator.store import MemoryStore, RecordStore, SqliteStore, StoredRecord, StoreError
+from coordinator.store.sqlite import SCHEMA_VERSION
+
+
+def offset(group: str, partition: int, value: bytes | None) -> StoredRecord:
+    return StoredRecord("offset", f"{group}/t/{partition}", value)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RecordStore]:
+    opened: RecordStore = (
+        MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "groups.sqlite")
+    )
+    yield opened
+    opened.close()
+
+
+async def test_latest_value_wins_in_last_write_order(store: RecordStore) -> None:
+    await store.append([offset("g", 0, b"1"), offset("g", 1, b"1")])
+    await store.append([offset("g", 0, b"2")])
+    assert list(store.load()) == [offset("g", 1, b"1"), offset("g", 0, b"2")]
+
+
+async def test_tombstone_deletes_the_key(store: RecordStore) -> None:
+    await store.append([offset("g", 0, b"1"), StoredRecord("group", "g", b"meta")])
+    await store.append([offset("g", 0, None)])
+    assert list(store.load()) == [StoredRecord("group", "g", b"meta")]
+
+
+async def test_same_key_in_different_kinds_are_separate(store: RecordStore) -> None:
+    await store.append([StoredRecord("group", "g", b"a"), StoredRecord("offset", "g", b"b")])
+    assert len(list(store.load())) == 2
+
+
+async def test_sqlite_reload_after_restart(tmp_path: Path) -> None:
+    path = tmp_path / "groups.sqlite"
+    first = SqliteStore(path)
+    await first.append([offset("g", 0, b"1"), offset("g", 1, b"1")])
+    await first.append([offset("g", 0, b"2"), offset("g", 1, None)])
+    first.close()
+    second = SqliteStore(path)
+    assert list(second.load()) == [offset("g", 0, b"2")]
+    await second.append([offset("g", 2, b"3")])
+    assert [r.key for r in second.load()] == ["g/t/0", "g/t/2"]
+    second.close()
+
+
+async def test_concurrent_appends_share_transactions(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "groups.sqlite")
+    writers = 200
+    await asyncio.gather(*(store.append([offset(f"g{i}", 0, b"x")]) for i in range(writers)))
+    assert store.stats.appends == writers
+    assert store.stats.transactions < writers
+    assert len(list(store.load())) == writers
+    store.close()
+
+
+async def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "groups.sqlite"
+    SqliteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match=r"groups\.sqlite: schema version 2 is newer"):
+        SqliteStore(path)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"this is not a database at all" * 200,
+        lambda data: data[:100] + b"\xff" * 4000 + data[4100:],
+    ],
+    ids=["garbage", "damaged-pages"],
+)
+async def test_corrupt_file_raises_naming_it(
+    tmp_path: Path, damage: Callable[[bytes], bytes]
+) -> None:
+    path = tmp_path / "groups.sqlite"
+    store = SqliteStore(path)
+    await store.append([offset(f"g{i}", 0, b"v" * 100) for i in range(200)])
+    store.close()
+    path.write_bytes(damage(path.read_bytes()))
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    with pytest.raises(StoreError, match=r"groups\.sqlite"):
+        SqliteStore(path)
+
+
+async def test_closed_store_refuses_appends(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "groups.sqlite")
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.append([offset("g", 0, b"1")])
+
+
+async def test_close_commits_what_was_queued(tmp_path: Path) -> None:
+    path = tmp_path / "groups.sqlite"
+    store = SqliteStore(path)
+    pending = [asyncio.create_task(store.append([offset(f"g{i}", 0, b"x")])) for i in range(50)]
+    await asyncio.sleep(0)
+    await asyncio.to_thread(store.close)
+    await asyncio.gather(*pending)
+    reopened = SqliteStore(path)
+    assert len(list(reopened.load())) == 50
+    reopened.close()
+
+
+def test_both_stores_satisfy_the_protocol(tmp_path: Path) -> None:
+    sqlite_store = SqliteStore(tmp_path / "s.sqlite")
+    assert isinstance(sqlite_store, RecordStore)
+    assert isinstance(MemoryStore(), RecordStore)
+    sqlite_store.close()
