@@ -1,12 +1,15 @@
-"""The `rebalance` console script."""
+"""The `rebalance` console script: `serve` the Kafka-protocol coordinator, or run the `demo`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from coordinator.core_demo import run_core_demo
+from coordinator.groups import GroupCoordinatorExtension
+from coordinator.serve import add_serve_arguments, serve_main
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +18,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="walk a consumer group through its lifecycle, narrated")
+    serve = commands.add_parser(
+        "serve", help="run the Kafka-protocol group coordinator and partition log"
+    )
+    add_serve_arguments(serve)
+    serve.add_argument(
+        "--event-log",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the JSON Lines event log goes (default: DATA_DIR/events)",
+    )
     return parser
 
 
@@ -22,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         return run_core_demo()
+    if args.command == "serve":
+        groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
+        return serve_main(args, extensions=[groups], claims=[groups.claim])
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
 
 

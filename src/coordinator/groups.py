@@ -1,0 +1,82 @@
+"""The group coordinator as a server extension: store, core, runtime, event log, group APIs.
+
+`GroupCoordinatorExtension` is what `rebalance serve` and the in-process test server plug into
+`ServerApp`. It claims the group settings of `--set KEY=VALUE` (Kafka's names, validated by
+`rebalance.config.CoordinatorConfig`), opens `groups.sqlite` in the data dir, replays it into a
+fresh core (every `__consumer_offsets` partition is owned: a single node coordinates every
+group), registers the group API modules and publishes the `GroupRuntime` as a service.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from coordinator.event_log import EventLog
+from coordinator.group_apis import MODULES
+from coordinator.runtime import GroupRuntime
+from coordinator.store.sqlite import SqliteStore
+from coordinator.wire.handlers import Broker
+from rebalance.config import CoordinatorConfig
+from rebalance.core import GroupCoordinatorCore
+from rebalance.rng import SplitMix64
+
+STORE_FILE = "groups.sqlite"
+EVENTS_DIR = "events"
+
+
+class GroupCoordinatorExtension:
+    def __init__(
+        self,
+        config: CoordinatorConfig | None = None,
+        *,
+        event_log_dir: Path | None = None,
+        event_log_max_bytes: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self._settings: dict[str, Any] = {}
+        self._config = config
+        self.event_log_dir = event_log_dir
+        self.event_log_max_bytes = event_log_max_bytes
+        self.seed = seed
+        self.runtime: GroupRuntime | None = None
+
+    def claim(self, key: str, raw: str) -> bool:
+        """The `--set` hook: take group coordinator keys, validating each as it comes."""
+        if key not in CoordinatorConfig.kafka_keys():
+            return False
+        candidate = {**self._settings, key: raw}
+        CoordinatorConfig.from_properties(candidate)  # raises ConfigError naming the key
+        self._settings = candidate
+        return True
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        if self._config is None:
+            self._config = CoordinatorConfig.from_properties(self._settings)
+        return self._config
+
+    @asynccontextmanager
+    async def __call__(self, broker: Broker) -> AsyncIterator[GroupRuntime]:
+        seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "big")
+        store = SqliteStore(broker.data_dir / STORE_FILE)
+        events = EventLog(
+            self.event_log_dir or broker.data_dir / EVENTS_DIR,
+            broker.node_id,
+            **({"max_bytes": self.event_log_max_bytes} if self.event_log_max_bytes else {}),
+        )
+        runtime = GroupRuntime(GroupCoordinatorCore(self.config, SplitMix64(seed)), store, events)
+        try:
+            await runtime.start()
+            for module in MODULES:
+                broker.registry.register(module)
+            broker.services.add(runtime)
+            self.runtime = runtime
+            yield runtime
+        finally:
+            await runtime.close()
+            store.close()
+            events.close()

@@ -1,0 +1,181 @@
+"""The asyncio shell around the pure core: time, timers, durability and reply delivery.
+
+`GroupRuntime` owns the only `GroupCoordinatorCore` of a server and calls it exclusively from the
+event loop thread, so every group is processed by one serial lane (the loop itself) and the
+core never needs a lock. For each handler result it:
+
+1. arms and cancels timers with `loop.call_at` (a firing timer re-enters the core through
+   `on_timer`, on the same loop, exactly like a request);
+2. appends the result's records to the store (the store batches concurrent appends into one
+   transaction and fsync: group commit);
+3. answers the result's replies only once those records are durable, and never before the
+   records of any earlier result are durable (appends complete in order), so no reply can
+   acknowledge state that a crash could still lose.
+
+If the store fails, the affected partitions are unloaded (parked requests get NOT_COORDINATOR)
+and loaded again from what is durable, and the failed result's own replies become
+NOT_COORDINATOR: clients rediscover the coordinator and retry, as with a Kafka leader change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING
+
+from coordinator import record_codec
+from coordinator.event_log import EventLog, epoch_offset_ms
+from rebalance.commands import Command
+from rebalance.core import GroupCoordinatorCore
+from rebalance.errors import ErrorCode
+from rebalance.records import Cancel, Record, Result, TimerKey
+from rebalance.replies import AnyReply, error_reply
+
+if TYPE_CHECKING:
+    from coordinator.store.base import RecordStore
+
+log = logging.getLogger("coordinator.runtime")
+
+
+class MonotonicClock:
+    """Milliseconds from the loop's monotonic clock."""
+
+    def now_ms(self) -> int:
+        return int(time.monotonic() * 1000)
+
+
+class GroupRuntime:
+    def __init__(
+        self, core: GroupCoordinatorCore, store: RecordStore, events: EventLog | None = None
+    ) -> None:
+        self.core = core
+        self.store = store
+        self.events = events
+        self._clock = MonotonicClock()
+        self._epoch_offset = epoch_offset_ms(self._clock.now_ms())
+        self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
+        self._waiting: dict[Hashable, tuple[asyncio.Future[AnyReply], Command]] = {}
+        self._last_write: asyncio.Future[None] | None = None
+        self._next_token = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self, partitions: Iterable[int] | None = None) -> None:
+        """Own `partitions` (default: all): DOWN -> INITIALIZE -> STABLE for every group."""
+        self._loop = asyncio.get_running_loop()
+        owned = list(
+            range(self.core.config.offsets_topic_num_partitions)
+            if partitions is None
+            else partitions
+        )
+        await self._load(owned)
+
+    async def _load(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self.core.begin_load(p)
+        wanted = set(partitions)
+        rows = await asyncio.to_thread(lambda: list(self.store.load()))
+        loaded = 0
+        for row in rows:
+            record = record_codec.decode(row)
+            if self.core.partition_for(record.group_id) in wanted:
+                self.core.replay(record)
+                loaded += 1
+        now = self._clock.now_ms()
+        for p in partitions:
+            loaded_result = self.core.complete_load(p, now)
+            if self.events is not None:
+                self.events.emit(loaded_result.events, self._epoch_offset)
+            self._carry_out_timers(loaded_result)
+        log.info("loaded %d records for %d partitions", loaded, len(partitions))
+
+    async def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        if self._last_write is not None:
+            await asyncio.shield(self._last_write)
+
+    # -- requests -------------------------------------------------------------------------
+    async def submit(self, command: Command) -> AnyReply:
+        """Run one command; resolves when its reply may be sent (maybe much later: parked)."""
+        loop = self._running_loop()
+        self._next_token += 1
+        token = self._next_token
+        future: asyncio.Future[AnyReply] = loop.create_future()
+        self._waiting[token] = (future, command)
+        self._carry_out(self.core.handle(command, self._clock.now_ms(), token))
+        try:
+            return await future
+        finally:
+            self._waiting.pop(token, None)
+
+    def _on_timer(self, key: TimerKey) -> None:
+        self._timers.pop(key, None)
+        self._carry_out(self.core.on_timer(key, self._clock.now_ms()))
+
+    # -- effects --------------------------------------------------------------------------
+    def _carry_out(self, result: Result) -> None:
+        if result.events and self.events is not None:
+            self.events.emit(result.events, self._epoch_offset)
+        self._carry_out_timers(result)
+        if result.records:
+            write = self._running_loop().create_task(self._persist(result.records))
+            barrier: asyncio.Future[None] | None = write
+            self._last_write = write
+        else:
+            barrier = self._last_write if self._last_write and not self._last_write.done() else None
+        if not result.replies:
+            return
+        if barrier is None:
+            self._deliver(result)
+        else:
+            barrier.add_done_callback(lambda done: self._after_write(done, result))
+
+    def _carry_out_timers(self, result: Result) -> None:
+        loop = self._running_loop()
+        offset = loop.time() * 1000 - self._clock.now_ms()
+        for effect in result.timers:
+            old = self._timers.pop(effect.key, None)
+            if old is not None:
+                old.cancel()
+            if not isinstance(effect, Cancel):
+                when = (effect.deadline_ms + offset) / 1000
+                self._timers[effect.key] = loop.call_at(when, self._on_timer, effect.key)
+
+    async def _persist(self, records: list[Record]) -> None:
+        await self.store.append([record_codec.encode(r) for r in records])
+
+    def _after_write(self, write: asyncio.Future[None], result: Result) -> None:
+        if write.cancelled() or write.exception() is None:
+            self._deliver(result)
+            return
+        log.error("store write failed, reloading affected partitions: %s", write.exception())
+        for reply in result.replies:
+            entry = self._waiting.get(reply.token)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(error_reply(entry[1], ErrorCode.NOT_COORDINATOR))
+        partitions = sorted({self.core.partition_for(r.group_id) for r in result.records})
+        self._running_loop().create_task(self._reload(partitions))
+
+    async def _reload(self, partitions: list[int]) -> None:
+        for p in partitions:
+            unloaded = self.core.unload(p, self._clock.now_ms())
+            if self.events is not None:
+                self.events.emit(unloaded.events, self._epoch_offset)
+            self._carry_out_timers(unloaded)
+            self._deliver(unloaded)
+        await self._load(partitions)
+
+    def _deliver(self, result: Result) -> None:
+        for reply in result.replies:
+            entry = self._waiting.get(reply.token)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(reply.response)
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
