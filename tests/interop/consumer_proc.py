@@ -1,0 +1,211 @@
+"""A real Kafka consumer in its own process, for interop tests.
+
+Runs one unmodified client library (aiokafka, kafka-python or confluent-kafka) as a member of a
+consumer group and reports what happens as JSON lines on stdout:
+
+    {"event": "assigned", "partitions": [[topic, partition], ...]}   after every rebalance
+    {"event": "record", "topic": t, "partition": p, "offset": o, "value": v}
+    {"event": "committed", "offsets": [[topic, partition, next offset], ...]}
+    {"event": "closed"}
+
+It commits synchronously after every non-empty batch. SIGTERM closes the consumer cleanly (a
+dynamic member sends LeaveGroup); SIGKILL, sent by a test, leaves it to the session timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+stop_requested = False
+
+
+def say(**fields: Any) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def on_sigterm(*_: object) -> None:
+    global stop_requested
+    stop_requested = True
+
+
+def run_kafka_python(args: argparse.Namespace) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    strategies = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    options: dict[str, Any] = {}
+    if args.instance_id:
+        options["group_instance_id"] = args.instance_id
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=args.client_id,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        partition_assignment_strategy=[strategies[s] for s in args.strategy],
+        **options,
+    )
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            pass
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            say(event="assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))
+
+    consumer.subscribe([args.topic], listener=Listener())
+    while not stop_requested:
+        batch = consumer.poll(timeout_ms=200)
+        offsets = {}
+        for tp, messages in batch.items():
+            for m in messages:
+                say(
+                    event="record",
+                    topic=m.topic,
+                    partition=m.partition,
+                    offset=m.offset,
+                    value=m.value.decode(),
+                )
+            offsets[TopicPartition(tp.topic, tp.partition)] = messages[-1].offset + 1
+        if offsets:
+            consumer.commit()
+            say(
+                event="committed",
+                offsets=sorted([t.topic, t.partition, o] for t, o in offsets.items()),
+            )
+    consumer.close()
+    say(event="closed")
+
+
+async def run_aiokafka(args: argparse.Namespace) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    strategies = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    options: dict[str, Any] = {}
+    if args.instance_id:
+        options["group_instance_id"] = args.instance_id
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=args.client_id,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        partition_assignment_strategy=tuple(strategies[s] for s in args.strategy),
+        **options,
+    )
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            pass
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            say(event="assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))
+
+    consumer.subscribe([args.topic], listener=Listener())
+    await consumer.start()
+    try:
+        while not stop_requested:
+            batch = await consumer.getmany(timeout_ms=200)
+            offsets = {}
+            for tp, messages in batch.items():
+                for m in messages:
+                    say(
+                        event="record",
+                        topic=m.topic,
+                        partition=m.partition,
+                        offset=m.offset,
+                        value=m.value.decode(),
+                    )
+                offsets[tp] = messages[-1].offset + 1
+            if offsets:
+                await consumer.commit()
+                say(
+                    event="committed",
+                    offsets=sorted([t.topic, t.partition, o] for t, o in offsets.items()),
+                )
+    finally:
+        await consumer.stop()
+    say(event="closed")
+
+
+def run_confluent(args: argparse.Namespace) -> None:
+    from confluent_kafka import Consumer
+
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.client_id,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": args.session_ms,
+        "heartbeat.interval.ms": args.heartbeat_ms,
+        "partition.assignment.strategy": ",".join(args.strategy),
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
+    consumer = Consumer(config)
+
+    def on_assign(_: Any, partitions: Any) -> None:
+        say(event="assigned", partitions=sorted([p.topic, p.partition] for p in partitions))
+
+    consumer.subscribe([args.topic], on_assign=on_assign)
+    while not stop_requested:
+        messages = consumer.consume(num_messages=100, timeout=0.2)
+        offsets: dict[tuple[str, int], int] = {}
+        for m in messages:
+            if m.error() is not None:
+                continue
+            say(
+                event="record",
+                topic=m.topic(),
+                partition=m.partition(),
+                offset=m.offset(),
+                value=m.value().decode(),
+            )
+            offsets[(m.topic(), m.partition())] = m.offset() + 1
+        if offsets:
+            consumer.commit(asynchronous=False)
+            say(event="committed", offsets=sorted([t, p, o] for (t, p), o in offsets.items()))
+    consumer.close()
+    say(event="closed")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lib", choices=["aiokafka", "kafka-python", "confluent"], required=True)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--client-id", default="interop")
+    parser.add_argument("--instance-id", default=None)
+    parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--heartbeat-ms", type=int, default=500)
+    parser.add_argument("--strategy", action="append", default=None)
+    args = parser.parse_args()
+    args.strategy = args.strategy or ["range", "roundrobin"]
+    signal.signal(signal.SIGTERM, on_sigterm)
+    if args.lib == "aiokafka":
+        asyncio.run(run_aiokafka(args))
+    elif args.lib == "kafka-python":
+        run_kafka_python(args)
+    else:
+        run_confluent(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Real consumer groups against the server: aiokafka, kafka-python and confluent-kafka
+(librdkafka, classic protocol), unmodified, each member in its own process.
+
+Scenarios, per library: one member gets every partition and consumes every record; three members
+split the partitions without overlap; a member leaves and the others take over; a member is
+SIGKILLed and the others take over after its session timeout. Across libraries: commit, restart
+the server, resume from the committed offset; a static member restarts without the others
+rebalancing; one group mixing all three libraries. Admin clients list and describe groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.groups import GroupCoordinatorExtension
+from coordinator.testing import RunningServer, running_server
+from rebalance.config import CoordinatorConfig
+
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:DeprecationWarning"),
+]
+
+TOPIC = "orders"
+PARTITIONS = 3
+RECORDS = 30
+LIBRARIES = ["aiokafka", "kafka-python", "confluent"]
+GROUP_CONFIG = CoordinatorConfig.from_properties(
+    {"group.initial.rebalance.delay.ms": "300", "group.min.session.timeout.ms": "1000"}
+)
+PROC = Path(__file__).with_name("consumer_proc.py")
+ALL = {(TOPIC, p) for p in range(PARTITIONS)}
+
+
+@dataclass
+class Member:
+    """A consumer process and what it has reported so far."""
+
+    name: str
+    process: asyncio.subprocess.Process
+    assignments: list[set[tuple[str, int]]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    closed: bool = False
+    reader: asyncio.Task[None] | None = None
+
+    @property
+    def assignment(self) -> set[tuple[str, int]]:
+        return self.assignments[-1] if self.assignments else set()
+
+    async def read(self) -> None:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            line = json.loads(raw)
+            if line["event"] == "assigned":
+                self.assignments.append({(t, p) for t, p in line["partitions"]})
+            elif line["event"] == "record":
+                self.records.append(line)
+            elif line["event"] == "committed":
+                for t, p, o in line["offsets"]:
+                    self.committed[(t, p)] = o
+            elif line["event"] == "closed":
+                self.closed = True
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(self.process.wait(), 30)
+        if self.reader is not None:
+            await self.reader
+
+    async def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        await self.process.wait()
+
+
+async def start_member(
+    server: RunningServer,
+    lib: str,
+    group: str,
+    *,
+    name: str = "",
+    instance_id: str | None = None,
+    session_ms: int = 4000,
+    strategies: tuple[str, ...] = ("range", "roundrobin"),
+) -> Member:
+    args = [
+        sys.executable, str(PROC), "--lib", lib, "--bootstrap", server.bootstrap,
+        "--group", group, "--topic", TOPIC, "--session-ms", str(session_ms),
+        "--heartbeat-ms", "300", "--client-id", name or lib,
+    ]  # fmt: skip
+    for strategy in strategies:
+        args += ["--strategy", strategy]
+    if instance_id:
+        args += ["--instance-id", instance_id]
+    process = await asyncio.create_subprocess_exec(
+        *args, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+    )
+    member = Member(name or lib, process)
+    member.reader = asyncio.create_task(member.read())
+    return member
+
+
+async def eventually(condition: Callable[[], bool], what: str, timeout: float = 45) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        await asyncio.sleep(0.1)
+
+
+def produce(bootstrap: str, start: int, count: int) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    for i in range(start, start + count):
+        producer.send(TOPIC, value=f"r{i}".encode(), partition=i % PARTITIONS)
+    producer.flush(timeout=30)
+    producer.close(timeout=10)
+
+
+def split_cleanly(members: list[Member]) -> bool:
+    assignments = [m.assignment for m in members]
+    union = set().union(*assignments)
+    return union == ALL and sum(len(a) for a in assignments) == len(ALL)
+
+
+@contextlib.asynccontextmanager
+async def node(data_dir: Path | None = None) -> AsyncIterator[RunningServer]:
+    async with running_server(
+        topics=[(TOPIC, PARTITIONS)],
+        extensions=[GroupCoordinatorExtension(GROUP_CONFIG)],
+        data_dir=data_dir,
+    ) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def members_of(*members: Member) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        for m in members:
+            if m.process.returncode is None:
+                await m.kill()
+            if m.reader is not None:
+                m.reader.cancel()
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+async def test_one_member_gets_everything_and_consumes_every_record(lib: str) -> None:
+    async with node() as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        member = await start_member(server, lib, f"solo-{lib}")
+        async with members_of(member):
+            await eventually(lambda: member.assignment == ALL, "the member owns every partition")
+            await eventually(lambda: len(member.records) >= RECORDS, "every record is consumed")
+            values = sorted(r["value"] for r in member.records)
+            assert values == sorted(f"r{i}" for i in range(RECORDS))
+            await member.stop()
+            assert member.closed
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+async def test_three_members_split_then_survivors_take_over(lib: str) -> None:
+    async with node() as server:
+        members = [
+            await start_member(server, lib, f"trio-{lib}", name=f"{lib}-{i}") for i in range(3)
+        ]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "three members split 3 partitions")
+            assert all(len(m.assignment) == 1 for m in members)
+            # A clean leave (LeaveGroup): the other two take over its partition.
+            await members[0].stop()
+            await eventually(lambda: split_cleanly(members[1:]), "two survivors own everything")
+            # A crash (SIGKILL): the last one takes over after the session timeout.
+            await members[1].kill()
+            started = time.monotonic()
+            await eventually(lambda: members[2].assignment == ALL, "the last member owns all")
+            assert time.monotonic() - started >= 2.0  # waited for the session to expire
+
+
+async def test_commit_restart_resume_from_committed_offsets(tmp_path: Path) -> None:
+    async with node(tmp_path) as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        first = await start_member(server, "kafka-python", "resume")
+        async with members_of(first):
+            await eventually(
+                lambda: sum(first.committed.values()) == RECORDS, "every record is committed"
+            )
+            await first.stop()
+    # The server restarts on the same data dir; the group's offsets come back from SQLite.
+    async with node(tmp_path) as server:
+        await asyncio.to_thread(produce, server.bootstrap, RECORDS, 9)
+        second = await start_member(server, "confluent", "resume")
+        async with members_of(second):
+            await eventually(lambda: len(second.records) >= 9, "the new records are consumed")
+            await asyncio.sleep(1.0)  # anything older would show up by now
+            assert sorted(r["value"] for r in second.records) == sorted(
+                f"r{i}" for i in range(RECORDS, RECORDS + 9)
+            )
+            await second.stop()
+
+
+@pytest.mark.parametrize("lib", ["aiokafka", "kafka-python", "confluent"])
+async def test_static_member_restart_does_not_rebalance_the_others(lib: str) -> None:
+    async with node() as server:
+        steady = await start_member(server, lib, f"static-{lib}", name="steady", instance_id="s1")
+        bouncing = await start_member(
+            server, lib, f"static-{lib}", name="bouncing", instance_id="s2"
+        )
+        async with members_of(steady, bouncing):
+            await eventually(lambda: split_cleanly([steady, bouncing]), "two static members split")
+            rebalances_before = len(steady.assignments)
+            # Static members do not leave on close: a restart within the session timeout
+            # replaces the old member id without a rebalance (KIP-345).
+            await bouncing.kill()
+            again = await start_member(
+                server, lib, f"static-{lib}", name="bouncing", instance_id="s2"
+            )
+            async with members_of(again):
+                await eventually(lambda: bool(again.assignment), "the restarted member is back")
+                assert again.assignment == bouncing.assignment
+                await asyncio.sleep(1.5)
+                assert len(steady.assignments) == rebalances_before, "the steady member rebalanced"
+
+
+async def test_one_group_mixing_all_three_libraries() -> None:
+    async with node() as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        members = [
+            await start_member(server, lib, "mixed", strategies=("roundrobin",))
+            for lib in LIBRARIES
+        ]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "the three libraries split the topic")
+            await eventually(
+                lambda: sum(len(m.records) for m in members) >= RECORDS, "all records consumed"
+            )
+            values = sorted(r["value"] for m in members for r in m.records)
+            assert values == sorted(f"r{i}" for i in range(RECORDS))
+
+
+async def test_admin_clients_list_and_describe_groups() -> None:
+    async with node() as server:
+        member = await start_member(server, "aiokafka", "watched")
+        async with members_of(member):
+            await eventually(lambda: member.assignment == ALL, "the group is stable")
+            kafka_python = await asyncio.to_thread(kafka_python_admin_view, server.bootstrap)
+            confluent = await asyncio.to_thread(confluent_admin_view, server.bootstrap)
+    for listed, state, members in (kafka_python, confluent):
+        assert "watched" in listed
+        assert state.lower() == "stable"
+        assert members == 1
+
+
+def kafka_python_admin_view(bootstrap: str) -> tuple[set[str], str, int]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listed = {entry["group_id"] for entry in admin.list_groups()}
+        described = admin.describe_groups(["watched"])["watched"]
+        assert described["members"][0]["member_assignment"]["assigned_partitions"] == [
+            {"topic": TOPIC, "partitions": [0, 1, 2]}
+        ]
+        return listed, described["group_state"], len(described["members"])
+    finally:
+        admin.close()
+
+
+def confluent_admin_view(bootstrap: str) -> tuple[set[str], str, int]:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(timeout=30)
+    names = {g.group_id for g in listed.valid}
+    described = admin.describe_consumer_groups(["watched"])["watched"].result(timeout=30)
+    return names, described.state.name, len(described.members)
