@@ -60,6 +60,7 @@ class GroupRuntime:
         self._last_write: asyncio.Future[None] | None = None
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._reloading: set[int] = set()
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self, partitions: Iterable[int] | None = None) -> None:
@@ -96,7 +97,8 @@ class GroupRuntime:
             handle.cancel()
         self._timers.clear()
         if self._last_write is not None:
-            await asyncio.shield(self._last_write)
+            # Waits without raising: a failed write was already handled by `_after_write`.
+            await asyncio.wait([self._last_write])
 
     # -- requests -------------------------------------------------------------------------
     async def submit(self, command: Command) -> AnyReply:
@@ -161,6 +163,14 @@ class GroupRuntime:
         self._running_loop().create_task(self._reload(partitions))
 
     async def _reload(self, partitions: list[int]) -> None:
+        partitions = [p for p in partitions if p not in self._reloading]
+        self._reloading.update(partitions)
+        try:
+            await self._reload_now(partitions)
+        finally:
+            self._reloading.difference_update(partitions)
+
+    async def _reload_now(self, partitions: list[int]) -> None:
         for p in partitions:
             unloaded = self.core.unload(p, self._clock.now_ms())
             if self.events is not None:
