@@ -1,0 +1,361 @@
+"""Group coordinator over loopback: heartbeats/s, durable offset commits/s, rebalance latency
+for 10/100/1000 members, and server memory per connected member.
+
+The server (our node with the group coordinator, SQLite store in a temp dir) runs in its own
+process; the load generator runs here with one connection per member and one request
+outstanding per connection. The peer is a bare length-prefixed echo server measured in the same
+run with the same frames: the most an asyncio server in Python does per request on this machine.
+
+Run: .venv/bin/python benchmarks/bench_groups.py [--runs 5] [--seconds 3] [--members 200]
+Numbers are medians over runs; they go to benchmarks/RESULTS.md under "## Server".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_wire import _echo, machine
+from coordinator.groups import GroupCoordinatorExtension
+from coordinator.testing import running_server
+from coordinator.wire.codec import (
+    build_request,
+    decode_response,
+    encode_request,
+)
+from rebalance.config import CoordinatorConfig
+
+LENGTH = struct.Struct(">i")
+SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
+GROUP_CONFIG = CoordinatorConfig.from_properties(
+    {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "1000"}
+)
+
+
+# ------------------------------------------------------------------------------ servers
+async def _serve(kind: str, ready: Connection) -> None:
+    if kind == "echo":
+        server = await asyncio.start_server(_echo, "127.0.0.1", 0, backlog=4096)
+        ready.send(server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+    with tempfile.TemporaryDirectory() as scratch:
+        async with running_server(
+            data_dir=Path(scratch), extensions=[GroupCoordinatorExtension(GROUP_CONFIG, seed=1)]
+        ) as node:
+            ready.send(node.port)
+            while True:
+                command = await asyncio.to_thread(ready.recv)
+                ready.send(_rss_bytes() if command == "rss" else None)
+
+
+def _rss_bytes() -> int:
+    with open(f"/proc/{os.getpid()}/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _server_process(kind: str, use_uvloop: bool, ready: Connection) -> None:
+    if use_uvloop:
+        import uvloop
+
+        uvloop.run(_serve(kind, ready))
+    else:
+        asyncio.run(_serve(kind, ready))
+
+
+class Server:
+    def __init__(self, kind: str, use_uvloop: bool = False) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipe, child = context.Pipe()
+        self.process = context.Process(
+            target=_server_process, args=(kind, use_uvloop, child), daemon=True
+        )
+        self.process.start()
+        self.port: int = self.pipe.recv()
+
+    def rss(self) -> int:
+        self.pipe.send("rss")
+        value: int = self.pipe.recv()
+        return value
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.join()
+
+
+# ------------------------------------------------------------------------------ client
+class Conn:
+    """One member's connection: request/response, one at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.correlation = 0
+
+    @classmethod
+    async def open(cls, port: int) -> Conn:
+        return cls(*await asyncio.open_connection("127.0.0.1", port))
+
+    async def call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
+        self.correlation += 1
+        self.writer.write(
+            encode_request(build_request(api_key, version, values), self.correlation, "b")
+        )
+        return await self.read(api_key, version)
+
+    async def read(self, api_key: int, version: int) -> Any:
+        head = await self.reader.readexactly(4)
+        frame = await self.reader.readexactly(LENGTH.unpack(head)[0])
+        return decode_response(frame, api_key, version)[1]
+
+    async def raw(self, frame: bytes) -> None:
+        self.writer.write(frame)
+        head = await self.reader.readexactly(4)
+        await self.reader.readexactly(LENGTH.unpack(head)[0])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def join_values(group: str, member_id: str) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "session_timeout": 30_000,
+        "rebalance_timeout": 30_000,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
+    }
+
+
+async def form_group(conns: list[Conn], group: str) -> tuple[list[str], int, str]:
+    """All join (v5 two-step... v3 one-step), leader syncs; returns (ids, generation, leader)."""
+    replies = await asyncio.gather(*(c.call(11, 3, join_values(group, "")) for c in conns))
+    ids = [r.member_id for r in replies]
+    generation, leader = replies[0].generation_id, replies[0].leader
+    await asyncio.gather(
+        *(
+            c.call(
+                14,
+                3,
+                {
+                    "group_id": group,
+                    "generation_id": generation,
+                    "member_id": m,
+                    "group_instance_id": None,
+                    "assignments": [{"member_id": x, "assignment": b"a" * 24} for x in ids]
+                    if m == leader
+                    else [],
+                },
+            )
+            for c, m in zip(conns, ids, strict=True)
+        )
+    )
+    return ids, generation, leader
+
+
+async def rebalance_round(
+    conns: list[Conn], group: str, ids: list[str], generation: int, leader: str
+) -> float:
+    """Everybody rejoins; ms from the last JoinGroup sent to the last SyncGroup reply.
+
+    Every request is encoded before the clock starts (the next generation and the leader are
+    known: a rejoining leader stays leader), so the figure is the server's work plus loopback,
+    not the load generator's encoding.
+    """
+    joins = [encode_request(build_request(11, 3, join_values(group, m)), 1, "b") for m in ids]
+    syncs = [
+        encode_request(
+            build_request(
+                14,
+                3,
+                {
+                    "group_id": group,
+                    "generation_id": generation + 1,
+                    "member_id": m,
+                    "group_instance_id": None,
+                    "assignments": [{"member_id": x, "assignment": b"b" * 24} for x in ids]
+                    if m == leader
+                    else [],
+                },
+            ),
+            2,
+            "b",
+        )
+        for m in ids
+    ]
+
+    async def member(conn: Conn, join: bytes, sync: bytes) -> None:
+        await conn.raw(join)
+        await conn.raw(sync)
+
+    # All but one rejoin first; their joins park until the last one arrives.
+    pending = [
+        asyncio.ensure_future(member(c, j, s))
+        for c, j, s in zip(conns[:-1], joins[:-1], syncs[:-1], strict=True)
+    ]
+    await asyncio.sleep(0.3 + len(conns) / 2000)  # let every parked join reach the server
+    started = time.perf_counter()
+    await asyncio.gather(member(conns[-1], joins[-1], syncs[-1]), *pending)
+    return (time.perf_counter() - started) * 1000
+
+
+async def heartbeat_load(port: int, groups: int, per_group: int, seconds: float) -> float:
+    conns = [await Conn.open(port) for _ in range(groups * per_group)]
+    frames: list[bytes] = []
+    for g in range(groups):
+        members = conns[g * per_group : (g + 1) * per_group]
+        ids, generation, _ = await form_group(members, f"hb-{g}")
+        for m in ids:
+            values = {"group_id": f"hb-{g}", "generation_id": generation, "member_id": m}
+            frames.append(encode_request(build_request(12, 1, values), 7, "b"))
+    result = await _hammer(conns, frames, seconds)
+    for c in conns:
+        c.close()
+    return result
+
+
+async def _hammer(conns: list[Conn], frames: list[bytes], seconds: float) -> float:
+    counts: list[int] = []
+    started = time.perf_counter()
+    stop_at = started + seconds
+
+    async def loop(conn: Conn, frame: bytes) -> None:
+        done = 0
+        while time.perf_counter() < stop_at:
+            await conn.raw(frame)
+            done += 1
+        counts.append(done)
+
+    await asyncio.gather(*(loop(c, f) for c, f in zip(conns, frames, strict=True)))
+    return sum(counts) / (time.perf_counter() - started)
+
+
+async def echo_load(port: int, frames: list[bytes], seconds: float) -> float:
+    conns = [await Conn.open(port) for _ in frames]
+    result = await _hammer(conns, frames, seconds)
+    for c in conns:
+        c.close()
+    return result
+
+
+async def commit_load(port: int, writers: int, seconds: float) -> float:
+    """Offsets made durable per second: each writer commits 1 offset per request (simple
+    group, generation -1), one request outstanding per connection."""
+    conns = [await Conn.open(port) for _ in range(writers)]
+    frames = [
+        encode_request(
+            build_request(
+                8,
+                8,
+                {
+                    "group_id": f"commit-{i}",
+                    "generation_id_or_member_epoch": -1,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "topics": [
+                        {
+                            "name": "orders",
+                            "partitions": [
+                                {
+                                    "partition_index": 0,
+                                    "committed_offset": 42,
+                                    "committed_leader_epoch": -1,
+                                    "committed_metadata": "",
+                                }
+                            ],
+                        }
+                    ],
+                },
+            ),
+            3,
+            "b",
+        )
+        for i in range(writers)
+    ]
+    result = await _hammer(conns, frames, seconds)
+    for c in conns:
+        c.close()
+    return result
+
+
+async def latency_and_memory(server: Server, members: int, rounds: int) -> tuple[float, float]:
+    before = server.rss()
+    conns = [await Conn.open(server.port) for _ in range(members)]
+    ids, generation, leader = await form_group(conns, f"round-{members}")
+    after = server.rss()
+    samples = []
+    for _ in range(rounds):
+        samples.append(await rebalance_round(conns, f"round-{members}", ids, generation, leader))
+        generation += 1
+    for c in conns:
+        c.close()
+    return statistics.median(samples), (after - before) / members
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--members", type=int, default=200, help="connections for throughput")
+    parser.add_argument("--uvloop", action="store_true", help="also run our server on uvloop")
+    args = parser.parse_args()
+    print(f"# group coordinator over loopback — {machine()}")
+    loops = [False, True] if args.uvloop else [False]
+    echo = Server("echo")
+    for use_uvloop in loops:
+        label = "uvloop" if use_uvloop else "asyncio"
+        ours = Server("groups", use_uvloop)
+        try:
+            hb_runs, echo_runs = [], []
+            for run in range(args.runs):
+                hb_runs.append(
+                    asyncio.run(heartbeat_load(ours.port, args.members // 10, 10, args.seconds))
+                )
+                frames = [
+                    encode_request(
+                        build_request(
+                            12, 1, {"group_id": f"hb-{run}", "generation_id": 1, "member_id": "m"}
+                        ),
+                        7,
+                        "b",
+                    )
+                ] * args.members
+                echo_runs.append(asyncio.run(echo_load(echo.port, frames, args.seconds)))
+            hb, ech = statistics.median(hb_runs), statistics.median(echo_runs)
+            print(
+                f"[{label}] heartbeats/s: {hb:,.0f}; echo server (asyncio): {ech:,.0f}; "
+                f"ratio {hb / ech:.0%}  [target >= 40%]"
+            )
+            commits = statistics.median(
+                asyncio.run(commit_load(ours.port, args.members, args.seconds))
+                for _ in range(args.runs)
+            )
+            print(
+                f"[{label}] durable offset commits/s ({args.members} connections): "
+                f"{commits:,.0f}  [target >= 10,000]"
+            )
+            for members in (10, 100, 1000):
+                ms, per_member = asyncio.run(latency_and_memory(ours, members, args.runs))
+                print(
+                    f"[{label}] rebalance of {members} members, last JoinGroup -> last "
+                    f"SyncGroup reply: {ms:.1f} ms; server memory per member: "
+                    f"{per_member / 1024:.1f} KiB"
+                )
+        finally:
+            ours.stop()
+    echo.stop()
+
+
+if __name__ == "__main__":
+    main()
