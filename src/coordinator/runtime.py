@@ -55,7 +55,10 @@ class GroupRuntime:
         self.events = events
         self._clock = MonotonicClock()
         self._epoch_offset = epoch_offset_ms(self._clock.now_ms())
+        #: Loop timers by key, and the deadline each key must fire at (core clock, ms).
         self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
+        self._deadlines: dict[TimerKey, int] = {}
+        self._offset_ms = 0.0
         self._waiting: dict[Hashable, tuple[asyncio.Future[AnyReply], Command]] = {}
         self._last_write: asyncio.Future[None] | None = None
         self._next_token = 0
@@ -66,6 +69,8 @@ class GroupRuntime:
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Own `partitions` (default: all): DOWN -> INITIALIZE -> STABLE for every group."""
         self._loop = asyncio.get_running_loop()
+        # Loop time and our clock are both monotonic; keep their difference once.
+        self._offset_ms = self._loop.time() * 1000 - self._clock.now_ms()
         owned = list(
             range(self.core.config.offsets_topic_num_partitions)
             if partitions is None
@@ -96,6 +101,7 @@ class GroupRuntime:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        self._deadlines.clear()
         if self._last_write is not None:
             # Waits without raising: a failed write was already handled by `_after_write`.
             await asyncio.wait([self._last_write])
@@ -113,10 +119,6 @@ class GroupRuntime:
             return await future
         finally:
             self._waiting.pop(token, None)
-
-    def _on_timer(self, key: TimerKey) -> None:
-        self._timers.pop(key, None)
-        self._carry_out(self.core.on_timer(key, self._clock.now_ms()))
 
     # -- effects --------------------------------------------------------------------------
     def _carry_out(self, result: Result) -> None:
@@ -137,15 +139,38 @@ class GroupRuntime:
             barrier.add_done_callback(lambda done: self._after_write(done, result))
 
     def _carry_out_timers(self, result: Result) -> None:
-        loop = self._running_loop()
-        offset = loop.time() * 1000 - self._clock.now_ms()
+        """Apply timer effects lazily: a later deadline for an armed key only updates the
+        deadline (heartbeats push session timers forward thousands of times a second), and the
+        loop timer, when it fires early, re-arms itself for what is left."""
         for effect in result.timers:
-            old = self._timers.pop(effect.key, None)
-            if old is not None:
-                old.cancel()
-            if not isinstance(effect, Cancel):
-                when = (effect.deadline_ms + offset) / 1000
-                self._timers[effect.key] = loop.call_at(when, self._on_timer, effect.key)
+            if isinstance(effect, Cancel):
+                self._deadlines.pop(effect.key, None)
+                handle = self._timers.pop(effect.key, None)
+                if handle is not None:
+                    handle.cancel()
+                continue
+            self._deadlines[effect.key] = effect.deadline_ms
+            handle = self._timers.get(effect.key)
+            if handle is not None:
+                if handle.when() * 1000 <= effect.deadline_ms + self._offset_ms:
+                    continue  # fires no later than needed; `_on_loop_timer` re-arms
+                handle.cancel()
+            self._arm(effect.key, effect.deadline_ms)
+
+    def _arm(self, key: TimerKey, deadline_ms: int) -> None:
+        when = (deadline_ms + self._offset_ms) / 1000
+        self._timers[key] = self._running_loop().call_at(when, self._on_loop_timer, key)
+
+    def _on_loop_timer(self, key: TimerKey) -> None:
+        self._timers.pop(key, None)
+        deadline = self._deadlines.get(key)
+        if deadline is None:
+            return
+        if deadline > self._clock.now_ms():
+            self._arm(key, deadline)
+            return
+        del self._deadlines[key]
+        self._carry_out(self.core.on_timer(key, self._clock.now_ms()))
 
     async def _persist(self, records: list[Record]) -> None:
         await self.store.append([record_codec.encode(r) for r in records])
