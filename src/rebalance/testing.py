@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import struct
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -177,6 +178,24 @@ class GroupHarness:
         if not done():
             raise AssertionError("condition not reached: no timer left to fire")
 
+    def failover(self, config: CoordinatorConfig | None = None) -> None:
+        """Unload every partition, then load them on a fresh core from the records written so far.
+
+        This is a coordinator move (spec §4): parked requests are answered NOT_COORDINATOR by the
+        unload, in-flight rebalances are lost, and the new core sees only the durable records.
+        """
+        partitions = range(self.config.offsets_topic_num_partitions)
+        for partition in partitions:
+            self._absorb(self.core.unload(partition))
+        if config is not None:
+            self.config = config
+        self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed + 1))
+        self.timer = ManualTimer()
+        records = list(self.records)
+        for partition in partitions:
+            mine = [r for r in records if self.core.partition_for(r.group_id) == partition]
+            self._absorb(self.core.load(partition, mine, self.clock.now_ms()))
+
     def parked(self) -> set[Hashable]:
         """Tokens of requests the core still holds."""
         held: set[Hashable] = set()
@@ -334,3 +353,13 @@ class GroupHarness:
         for token in sync_tokens:
             assert self.sync_reply(token).error is ErrorCode.NONE
         return [leader, *[m for m in replies if m != leader]], generation
+
+
+def consumer_subscription(*topics: str, version: int = 0) -> bytes:
+    """A ConsumerProtocol Subscription as member metadata: int16 version, int32 topic count,
+    then int16-length UTF-8 topic names (user data and later fields omitted)."""
+    out = struct.pack(">hi", version, len(topics))
+    for topic in topics:
+        name = topic.encode()
+        out += struct.pack(">h", len(name)) + name
+    return out
