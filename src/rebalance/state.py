@@ -100,6 +100,11 @@ class CoordinatorState:
             return
         if group is None:
             group = self._materialise(record.group_id)
+        if group.state is GroupState.INITIALIZE:
+            # Loading: the latest record *is* the membership (spec §4). Live, membership is soft
+            # state and the record only carries the assignments it made durable.
+            for member_id in list(group.members):
+                group.remove_member(member_id, next_leader=None)
             for m in value.members:
                 group.add_member(
                     Member(
