@@ -334,17 +334,23 @@ class GroupHarness:
         assert isinstance(reply, OffsetFetchReply)
         return {(t, f.partition): f.offset for t, found in reply.topics for f in found}
 
-    def form_group(self, group_id: str, n: int, **kwargs: object) -> tuple[list[str], int]:
-        """Join `n` dynamic members, let the initial delay pass, sync everyone.
+    def form_group(
+        self, group_id: str, n: int, *, instance_ids: Iterable[str] = (), **kwargs: object
+    ) -> tuple[list[str], int]:
+        """Join `n` dynamic members (plus one static member per `instance_ids`, which join in
+        one step), let the initial delay pass, sync everyone.
 
         Returns (member ids with the leader first, generation).
         """
-        tokens = {}
+        tokens: dict[str, int] = {}
+        for instance_id in instance_ids:
+            token = self.join(group_id, instance_id=instance_id, **kwargs)  # type: ignore[arg-type]
+            tokens[f"static:{instance_id}"] = token
         for _ in range(n):
             member_id, token = self.new_member(group_id, **kwargs)
             tokens[member_id] = token
         self.run_until(lambda: all(t in self.replies for t in tokens.values()))
-        replies = {m: self.join_reply(t) for m, t in tokens.items()}
+        replies = {self.join_reply(t).member_id: self.join_reply(t) for t in tokens.values()}
         leader = next(iter(replies.values())).leader
         generation = replies[leader].generation_id
         assignments = {m: m.encode() for m in replies}

@@ -301,7 +301,9 @@ def test_join_in_completing_rebalance_changed_protocols_rebalances() -> None:
     tokens = [h.new_member(G)[1] for _ in range(2)]
     h.run_until(lambda: all(h.reply(t) is not None for t in tokens))
     leader = h.join_reply(tokens[0]).leader
-    follower = next(h.join_reply(t).member_id for t in tokens if h.join_reply(t).member_id != leader)
+    follower = next(
+        h.join_reply(t).member_id for t in tokens if h.join_reply(t).member_id != leader
+    )
     sync = h.sync(G, follower, 1)
     assert h.reply(sync) is None
     h.join(G, leader, protocols=(("range", b"changed"),))
