@@ -354,8 +354,12 @@ class GroupHarness:
         leader = next(iter(replies.values())).leader
         generation = replies[leader].generation_id
         assignments = {m: m.encode() for m in replies}
-        sync_tokens = [self.sync(group_id, leader, generation, assignments)]
-        sync_tokens += [self.sync(group_id, m, generation) for m in replies if m != leader]
+        names = {
+            "protocol_type": replies[leader].protocol_type,
+            "protocol_name": replies[leader].protocol_name,
+        }
+        sync_tokens = [self.sync(group_id, leader, generation, assignments, **names)]
+        sync_tokens += [self.sync(group_id, m, generation, **names) for m in replies if m != leader]
         for token in sync_tokens:
             assert self.sync_reply(token).error is ErrorCode.NONE
         return [leader, *[m for m in replies if m != leader]], generation
