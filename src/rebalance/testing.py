@@ -354,12 +354,18 @@ class GroupHarness:
         leader = next(iter(replies.values())).leader
         generation = replies[leader].generation_id
         assignments = {m: m.encode() for m in replies}
-        names = {
-            "protocol_type": replies[leader].protocol_type,
-            "protocol_name": replies[leader].protocol_name,
-        }
-        sync_tokens = [self.sync(group_id, leader, generation, assignments, **names)]
-        sync_tokens += [self.sync(group_id, m, generation, **names) for m in replies if m != leader]
+        ptype, pname = replies[leader].protocol_type, replies[leader].protocol_name
+        sync_tokens = [
+            self.sync(
+                group_id,
+                m,
+                generation,
+                assignments if m == leader else None,
+                protocol_type=ptype,
+                protocol_name=pname,
+            )
+            for m in [leader, *[m for m in replies if m != leader]]
+        ]
         for token in sync_tokens:
             assert self.sync_reply(token).error is ErrorCode.NONE
         return [leader, *[m for m in replies if m != leader]], generation
