@@ -178,6 +178,10 @@ class GroupHarness:
         if not done():
             raise AssertionError("condition not reached: no timer left to fire")
 
+    def unload(self, partition: int) -> None:
+        """Stop owning `partition` (spec §4): parked requests are answered NOT_COORDINATOR."""
+        self._absorb(self.core.unload(partition))
+
     def failover(self, config: CoordinatorConfig | None = None) -> None:
         """Unload every partition, then load them on a fresh core from the records written so far.
 
