@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rebalance.config import CoordinatorConfig
 from rebalance.errors import ErrorCode
 from rebalance.records import session_key
 from rebalance.testing import GroupHarness
@@ -198,3 +199,18 @@ def test_everyone_synced_makes_pending_sync_timer_harmless() -> None:
     group = h.core.group(G)
     assert group is not None and group.kafka_state == "Stable"
     assert group.generation == generation
+
+
+def test_session_expiry_in_initial_rebalance_completes_join_at_once() -> None:
+    """§1.5 heartbeat expiry / §8.1: the new coordinator completes the join as soon as an
+    expiry leaves every remaining member joined, even during the initial rebalance."""
+    h = GroupHarness(CoordinatorConfig(group_initial_rebalance_delay_ms=400_000))
+    first = h.join(G, version=3, rebalance_timeout_ms=400_000)
+    h.advance(100_000)
+    second = h.join(G, version=3, rebalance_timeout_ms=400_000)
+    h.advance(199_999)
+    assert h.reply(second) is None
+    h.advance(1)  # t=300 s: the first member's new-member join timeout
+    assert h.join_reply(first).error is ErrorCode.UNKNOWN_MEMBER_ID
+    reply = h.join_reply(second)
+    assert reply.error is ErrorCode.NONE and reply.generation_id == 1
