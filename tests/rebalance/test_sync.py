@@ -167,3 +167,21 @@ def test_sync_invalid_group_id() -> None:
     h = GroupHarness()
     token = h.send(SyncGroup("", 1, "m", protocol_type="consumer", protocol_name="range"))
     assert h.sync_reply(token).error is ErrorCode.INVALID_GROUP_ID
+
+
+def test_sync_v5_protocol_check_precedes_coordinator_checks() -> None:
+    """§1.8 pre-checks, in order: ... v5+ lacking ProtocolType/ProtocolName ->
+    INCONSISTENT_GROUP_PROTOCOL (KafkaApis, before the coordinator), then NOT_COORDINATOR,
+    then loading."""
+    h = GroupHarness()
+    partition = h.core.partition_for(G)
+    h.core.unload(partition)
+    assert h.sync_reply(h.sync(G, "m", 1, protocol_name=None)).error is (
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    )
+    assert h.sync_reply(h.sync(G, "m", 1)).error is ErrorCode.NOT_COORDINATOR
+    h.core.begin_load(partition)
+    assert h.sync_reply(h.sync(G, "m", 1, protocol_type=None)).error is (
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    )
+    assert h.sync_reply(h.sync(G, "m", 1)).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
