@@ -404,3 +404,57 @@ def test_generation_starts_at_zero_and_first_is_one() -> None:
     assert group.state is GroupState.STABLE and not group.members
     _, generation = h.form_group("other", 1)
     assert generation == 1
+
+
+def test_session_timeout_bounds_are_inclusive() -> None:
+    """§1.6 pre-checks: [group.min.session.timeout.ms, group.max.session.timeout.ms]."""
+    h = GroupHarness()
+    for timeout in (6000, 1_800_000):
+        reply = h.join_reply(h.join(G, session_timeout_ms=timeout))
+        assert reply.error is ErrorCode.MEMBER_ID_REQUIRED
+
+
+def test_member_id_required_in_every_live_state_without_state_change() -> None:
+    """§1.11 row 1: MEMBER_ID_REQUIRED in Empty, PR, CR and S; the state does not change."""
+    h = GroupHarness()
+    assert h.join_reply(h.join(G)).error is ErrorCode.MEMBER_ID_REQUIRED  # Empty
+    token = h.join(G, version=3)
+    assert _group_state(h) == "PreparingRebalance"
+    assert h.join_reply(h.join(G)).error is ErrorCode.MEMBER_ID_REQUIRED
+    h.run_until(lambda: h.reply(token) is not None)
+    assert _group_state(h) == "CompletingRebalance"
+    assert h.join_reply(h.join(G)).error is ErrorCode.MEMBER_ID_REQUIRED
+    assert _group_state(h) == "CompletingRebalance"
+
+
+def test_pending_member_second_join_in_completing_rebalance_rebalances() -> None:
+    """§1.11 row 2, CR: the pending id's second join adds it and moves CR -> PR; parked syncs
+    get REBALANCE_IN_PROGRESS."""
+    h = GroupHarness()
+    tokens = [h.new_member(G)[1] for _ in range(2)]
+    h.run_until(lambda: all(h.reply(t) is not None for t in tokens))
+    replies = [h.join_reply(t) for t in tokens]
+    leader = replies[0].leader
+    follower = next(r.member_id for r in replies if r.member_id != leader)
+    sync = h.sync(G, follower, replies[0].generation_id)
+    newcomer, token = h.new_member(G)
+    assert h.sync_reply(sync).error is ErrorCode.REBALANCE_IN_PROGRESS
+    assert h.reply(token) is None
+    group = h.core.group(G)
+    assert group is not None
+    assert newcomer in group.members and group.kafka_state == "PreparingRebalance"
+
+
+def test_new_member_joining_stable_group_waits_for_rebalance_timeout() -> None:
+    """§1.5 prepare-rebalance step 4: a non-initial rebalance arms R when not everyone has
+    joined; members that rejoin in time make the generation."""
+    h = GroupHarness()
+    (leader, follower), generation = h.form_group(G, 2)
+    newcomer, token = h.new_member(G)
+    assert _group_state(h) == "PreparingRebalance"
+    lt = h.join(G, leader)
+    assert h.reply(lt) is None
+    ft = h.join(G, follower)  # the last one: completes synchronously
+    for t in (token, lt, ft):
+        assert h.join_reply(t).generation_id == generation + 1
+    assert h.join_reply(token).member_id == newcomer
