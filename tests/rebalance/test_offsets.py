@@ -339,3 +339,26 @@ def test_explicit_retention_time_v2_to_v4() -> None:
     h.send(OffsetCommit(G, (CommitTopic("u", (partition,)),), retention_time_ms=5000, version=5))
     h.advance(5000)
     assert h.committed(G, ("t", 0), ("u", 0)) == {("t", 0): -1, ("u", 0): 9}
+
+
+def test_stored_value_fields_round_trip() -> None:
+    """§3.1 stored value: offset, leader epoch (-1 = absent), metadata (null -> "")."""
+    h = GroupHarness()
+    partitions = (CommitPartition(0, 5, leader_epoch=3, metadata="hello"), CommitPartition(1, 6))
+    h.send(OffsetCommit(G, (CommitTopic("t", partitions),)))
+    reply = h.reply(h.send(OffsetFetch(G, (("t", (0, 1)),))))
+    assert isinstance(reply, OffsetFetchReply)
+    ((_, found),) = reply.topics
+    assert [(f.offset, f.leader_epoch, f.metadata) for f in found] == [(5, 3, "hello"), (6, -1, "")]
+
+
+def test_v1_explicit_commit_timestamp_is_the_retention_base() -> None:
+    """§3.1 stored value: commitTimestamp = now, except an explicit v1 CommitTimestamp; §3.3
+    a simple group's offsets expire retention after their commit timestamp."""
+    h = _retention_harness()
+    h.advance(30_000)
+    explicit = CommitPartition(0, 1, commit_timestamp_ms=0)
+    h.send(OffsetCommit(G, (CommitTopic("t", (explicit,)),), version=1))
+    h.send(OffsetCommit(G, (CommitTopic("u", (explicit,)),), version=2))
+    h.advance(30_000)  # t=60 s: the v1 offset is 60 s old, the v2 one 30 s
+    assert h.committed(G, ("t", 0), ("u", 0)) == {("t", 0): -1, ("u", 0): 1}
