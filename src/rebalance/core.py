@@ -228,7 +228,13 @@ class GroupCoordinatorCore:
         return self._membership.join(cmd, now_ms, token)
 
     def sync_group(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if not cmd.group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        elif cmd.version >= 5 and (cmd.protocol_type is None or cmd.protocol_name is None):
+            # Mandatory from v5; rejected before the coordinator is consulted (spec §1.8).
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        else:
+            error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
             return _single(token, SyncGroupReply(error))
         return self._membership.sync(cmd, now_ms, token)

@@ -596,18 +596,21 @@ class Membership:
             result.reply(token, LeaveGroupReply(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return result
         outcomes: list[LeftMember] = []
-        removed_any = False
+        removed_member = removed_pending = False
         for leaving in cmd.members:
+            pending = leaving.member_id in group.pending_join
             code = self._leave_one(
                 result, group, leaving.member_id, leaving.group_instance_id, now_ms
             )
             outcomes.append(LeftMember(leaving.member_id, leaving.group_instance_id, code))
-            removed_any |= code is ErrorCode.NONE
-        if removed_any:
-            if group.can_rebalance():
-                self.prepare_rebalance(result, group, now_ms, initial=False, trigger="member_left")
-            else:
-                self.maybe_complete_join(result, group, now_ms)
+            removed_pending |= pending and code is ErrorCode.NONE
+            removed_member |= not pending and code is ErrorCode.NONE
+        # A pending id is not a member: dropping it never starts a rebalance, it may only let
+        # a waiting join phase complete (Kafka's removePendingMemberAndUpdateGroup).
+        if removed_member and group.can_rebalance():
+            self.prepare_rebalance(result, group, now_ms, initial=False, trigger="member_left")
+        elif removed_member or removed_pending:
+            self.maybe_complete_join(result, group, now_ms)
         result.reply(token, LeaveGroupReply(ErrorCode.NONE, tuple(outcomes)))
         return result
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import struct
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -180,6 +181,28 @@ class GroupHarness:
         if not done():
             raise AssertionError("condition not reached: no timer left to fire")
 
+    def unload(self, partition: int) -> None:
+        """Stop owning `partition` (spec §4): parked requests are answered NOT_COORDINATOR."""
+        self._absorb(self.core.unload(partition, self.clock.now_ms()))
+
+    def failover(self, config: CoordinatorConfig | None = None) -> None:
+        """Unload every partition, then load them on a fresh core from the records written so far.
+
+        This is a coordinator move (spec §4): parked requests are answered NOT_COORDINATOR by the
+        unload, in-flight rebalances are lost, and the new core sees only the durable records.
+        """
+        partitions = range(self.config.offsets_topic_num_partitions)
+        for partition in partitions:
+            self._absorb(self.core.unload(partition, self.clock.now_ms()))
+        if config is not None:
+            self.config = config
+        self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed + 1))
+        self.timer = ManualTimer()
+        records = list(self.records)
+        for partition in partitions:
+            mine = [r for r in records if self.core.partition_for(r.group_id) == partition]
+            self._absorb(self.core.load(partition, mine, self.clock.now_ms()))
+
     def parked(self) -> set[Hashable]:
         """Tokens of requests the core still holds."""
         held: set[Hashable] = set()
@@ -318,22 +341,48 @@ class GroupHarness:
         assert isinstance(reply, OffsetFetchReply)
         return {(t, f.partition): f.offset for t, found in reply.topics for f in found}
 
-    def form_group(self, group_id: str, n: int, **kwargs: object) -> tuple[list[str], int]:
-        """Join `n` dynamic members, let the initial delay pass, sync everyone.
+    def form_group(
+        self, group_id: str, n: int, *, instance_ids: Iterable[str] = (), **kwargs: object
+    ) -> tuple[list[str], int]:
+        """Join `n` dynamic members (plus one static member per `instance_ids`, which join in
+        one step), let the initial delay pass, sync everyone.
 
         Returns (member ids with the leader first, generation).
         """
-        tokens = {}
+        tokens: dict[str, int] = {}
+        for instance_id in instance_ids:
+            token = self.join(group_id, instance_id=instance_id, **kwargs)  # type: ignore[arg-type]
+            tokens[f"static:{instance_id}"] = token
         for _ in range(n):
             member_id, token = self.new_member(group_id, **kwargs)
             tokens[member_id] = token
         self.run_until(lambda: all(t in self.replies for t in tokens.values()))
-        replies = {m: self.join_reply(t) for m, t in tokens.items()}
+        replies = {self.join_reply(t).member_id: self.join_reply(t) for t in tokens.values()}
         leader = next(iter(replies.values())).leader
         generation = replies[leader].generation_id
         assignments = {m: m.encode() for m in replies}
-        sync_tokens = [self.sync(group_id, leader, generation, assignments)]
-        sync_tokens += [self.sync(group_id, m, generation) for m in replies if m != leader]
+        ptype, pname = replies[leader].protocol_type, replies[leader].protocol_name
+        sync_tokens = [
+            self.sync(
+                group_id,
+                m,
+                generation,
+                assignments if m == leader else None,
+                protocol_type=ptype,
+                protocol_name=pname,
+            )
+            for m in [leader, *[m for m in replies if m != leader]]
+        ]
         for token in sync_tokens:
             assert self.sync_reply(token).error is ErrorCode.NONE
         return [leader, *[m for m in replies if m != leader]], generation
+
+
+def consumer_subscription(*topics: str, version: int = 0) -> bytes:
+    """A ConsumerProtocol Subscription as member metadata: int16 version, int32 topic count,
+    then int16-length UTF-8 topic names (user data and later fields omitted)."""
+    out = struct.pack(">hi", version, len(topics))
+    for topic in topics:
+        name = topic.encode()
+        out += struct.pack(">h", len(name)) + name
+    return out

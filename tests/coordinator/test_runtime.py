@@ -174,7 +174,7 @@ def test_record_rows_round_trip_and_refuse_newer_versions() -> None:
     row = encode(result.records[0])
     assert row.value is not None
     newer = StoredRecord(row.kind, row.key, json.dumps({**json.loads(row.value), "v": 2}).encode())
-    with pytest.raises(RecordFormatError, match="version 2.*newer"):
+    with pytest.raises(RecordFormatError, match=r"version 2.*newer"):
         decode(newer)
     with pytest.raises(RecordFormatError, match="unreadable"):
         decode(StoredRecord(row.kind, row.key, b'{"v": 1}'))
