@@ -84,18 +84,41 @@ async def _load(port: int, connections: int, seconds: float) -> float:
     return sum(counts) / (time.perf_counter() - started)
 
 
-def measure_server(kind: str, use_uvloop: bool, args: argparse.Namespace) -> list[float]:
+def start_server(kind: str, use_uvloop: bool) -> tuple[multiprocessing.process.BaseProcess, int]:
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=_server_process, args=(kind, use_uvloop, child), daemon=True)
     process.start()
+    return process, int(parent.recv())
+
+
+def run_load(port: int, connections: int, seconds: float) -> float:
+    """The load generator uses uvloop when it is installed, so it is less of a bottleneck."""
     try:
-        port = parent.recv()
-        asyncio.run(_load(port, args.connections, 0.5))  # warm-up
-        return [asyncio.run(_load(port, args.connections, args.seconds)) for _ in range(args.runs)]
+        import uvloop
+
+        return uvloop.run(_load(port, connections, seconds))
+    except ImportError:
+        return asyncio.run(_load(port, connections, seconds))
+
+
+def measure_servers(
+    configs: list[tuple[str, bool]], args: argparse.Namespace
+) -> dict[tuple[str, bool], list[float]]:
+    """Runs are interleaved across servers so machine noise hits every server alike."""
+    started = {config: start_server(*config) for config in configs}
+    try:
+        results: dict[tuple[str, bool], list[float]] = {config: [] for config in configs}
+        for _process, port in started.values():
+            run_load(port, args.connections, 0.5)  # warm-up
+        for _ in range(args.runs):
+            for config, (_process, port) in started.items():
+                results[config].append(run_load(port, args.connections, args.seconds))
+        return results
     finally:
-        process.kill()
-        process.join()
+        for process, _port in started.values():
+            process.kill()
+            process.join()
 
 
 async def _store_run(writers: int, seconds: float) -> tuple[float, float]:
@@ -150,8 +173,7 @@ def main() -> None:
     if has_uvloop:
         configs += [("echo", True), ("kafka", True)]
     medians = {}
-    for kind, use_uvloop in configs:
-        runs = measure_server(kind, use_uvloop, args)
+    for (kind, use_uvloop), runs in measure_servers(configs, args).items():
         label = f"{kind}{' (uvloop)' if use_uvloop else ''}"
         medians[(kind, use_uvloop)] = statistics.median(runs)
         spread = f"min {min(runs):,.0f} max {max(runs):,.0f}"

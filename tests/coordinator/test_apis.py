@@ -328,3 +328,17 @@ async def test_init_producer_id_hands_out_distinct_ids(
         INIT_PRODUCER_ID, 4, {"transactional_id": "tx", "transaction_timeout": 1}
     )
     assert transactional.error_code is ErrorCode.coordinator_not_available
+
+
+async def test_fetch_max_bytes_lets_only_the_first_partition_exceed_it(client: WireClient) -> None:
+    await produce(client, 0, b"x" * 100)
+    await produce(client, 1, b"y" * 100)
+    request = fetch_request(0)
+    request["max_bytes"] = 1
+    request["topics"][0]["partitions"].append(
+        {"partition": 1, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+    )
+    response = await client.request(FETCH, 12, request)
+    first, second = response.responses[0].partitions
+    assert [r.value for r in read_records(first.records)] == [b"x" * 100]
+    assert (second.error_code, second.high_watermark, second.records) == (ErrorCode.none, 1, b"")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,26 @@ def test_unreadable_topic_metadata_names_the_file(tmp_path: Path) -> None:
     meta.write_text("{not json")
     with pytest.raises(RuntimeError, match=r"topic\.json"):
         TopicStore(tmp_path)
+
+
+async def test_failed_write_leaves_log_and_index_consistent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    await append(log, b"a")
+    real_write = os.write
+
+    def write_half_then_fail(fd: int, data: bytes) -> int:
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", write_half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        log.append(batches(b"lost"))  # type: ignore[arg-type]
+    monkeypatch.undo()
+    assert await append(log, b"b") == 1
+    log.close()
+    assert [v for _, v in values_of(PartitionLog(tmp_path / "0.log").read(0, 1 << 20))] == [
+        b"a",
+        b"b",
+    ]

@@ -149,28 +149,34 @@ class PartitionLog:
     def append(self, batches: list[tuple[BatchInfo, bytes]]) -> int:
         """Write validated batches with server-assigned offsets; returns the first base offset.
 
-        The data becomes visible to Fetch only after `flush` (fsync) completes.
+        The data becomes visible to Fetch only after `flush` (fsync) completes. If the write
+        fails (e.g. disk full), the file is cut back to its previous end and the error raised,
+        so the log and its index stay consistent.
         """
         first = self._log_end_offset
-        chunks = []
+        stored: list[tuple[BatchInfo, bytes]] = []
+        next_offset = first
         for info, raw in batches:
-            stored = with_base_offset(raw, self._log_end_offset)
-            chunks.append(stored)
-            self._add_entry(
-                BatchInfo(
-                    self._log_end_offset,
-                    info.size,
-                    info.last_offset_delta,
-                    info.record_count,
-                    info.max_timestamp,
-                ),
-                self._end_position,
+            assigned = BatchInfo(
+                next_offset,
+                info.size,
+                info.last_offset_delta,
+                info.record_count,
+                info.max_timestamp,
             )
+            stored.append((assigned, with_base_offset(raw, next_offset)))
+            next_offset = assigned.last_offset + 1
+        data = b"".join(raw for _, raw in stored)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(self._fd, data[written:])
+        except OSError:
+            os.ftruncate(self._fd, self._end_position)
+            raise
+        for info, _raw in stored:
+            self._add_entry(info, self._end_position)
             self._end_position += info.size
-        data = b"".join(chunks)
-        written = 0
-        while written < len(data):
-            written += os.write(self._fd, data[written:])
         return first
 
     async def flush(self) -> bool:
@@ -187,16 +193,20 @@ class PartitionLog:
             return True
         return False
 
+    def check_offset(self, offset: int) -> None:
+        """Raise `OffsetOutOfRangeError` unless log start <= offset <= high watermark."""
+        if offset < self.log_start_offset or offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self.log_start_offset}, {self._high_watermark}]"
+            )
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches starting with the one containing `offset`, up to the high watermark.
 
         At least one batch is returned if any data is available, even if larger than
         `max_bytes` (as Kafka does, so a consumer can always make progress).
         """
-        if offset < self.log_start_offset or offset > self._high_watermark:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} outside [{self.log_start_offset}, {self._high_watermark}]"
-            )
+        self.check_offset(offset)
         if offset == self._high_watermark:
             return b""
         first = bisect.bisect_left(self._last_offsets, offset)
