@@ -2,7 +2,9 @@
 
 No consumer group is involved (that needs the group APIs); these tests pin the parts every
 client needs first: ApiVersions negotiation, Metadata, InitProducerId (kafka-python's default
-idempotent producer), Produce, ListOffsets and Fetch at each client's preferred versions.
+idempotent producer), Produce, ListOffsets and Fetch at each client's preferred versions
+(aiokafka: Fetch v11; kafka-python: Fetch v12; librdkafka: Metadata v13 with topic ids, then
+Fetch v16 by topic id, ListOffsets v7 read_committed).
 """
 
 from __future__ import annotations
@@ -129,3 +131,41 @@ async def test_records_from_one_client_reach_the_other(node: RunningServer) -> N
         return received
 
     assert await asyncio.to_thread(consume) == expected()
+
+
+def librdkafka_round_trip(bootstrap: str, idempotent: bool) -> set[tuple[int, bytes, bytes]]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": idempotent})
+    for i in range(COUNT):
+        producer.produce(
+            TOPIC, key=f"key-{i}".encode(), value=f"value-{i}".encode(), partition=i % 3
+        )
+    assert producer.flush(30) == 0, "records left unsent"
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "never-joined",  # required by the client; assign() does not join
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    received: set[tuple[int, bytes, bytes]] = set()
+    deadline = time.monotonic() + 30
+    while len(received) < COUNT and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        assert message.error() is None, message.error()
+        received.add((message.partition(), message.key(), message.value()))
+    consumer.close()
+    return received
+
+
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain", "idempotent"])
+async def test_librdkafka_producer_and_assigned_consumer(
+    node: RunningServer, idempotent: bool
+) -> None:
+    received = await asyncio.to_thread(librdkafka_round_trip, node.bootstrap, idempotent)
+    assert received == expected()
