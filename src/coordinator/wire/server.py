@@ -32,6 +32,7 @@ from coordinator.wire.apis.api_versions import API_KEY as API_VERSIONS_KEY
 from coordinator.wire.apis.api_versions import unsupported_version_response
 from coordinator.wire.codec import (
     FRAME_LENGTH,
+    EncodedBody,
     FrameError,
     RequestPrefix,
     build_response,
@@ -266,10 +267,13 @@ class _Connection:
                 self.writer.write(ready)
 
 
-def _check_response(response: ResponsePayload, prefix: RequestPrefix) -> ResponsePayload:
-    if response.__api_key__ != prefix.api_key or response.__version__ != prefix.api_version:
+def _check_response(
+    response: ResponsePayload | EncodedBody, prefix: RequestPrefix
+) -> ResponsePayload | EncodedBody:
+    kind = response.response_type if isinstance(response, EncodedBody) else type(response)
+    if kind.__api_key__ != prefix.api_key or kind.__version__ != prefix.api_version:
         raise TypeError(
-            f"handler returned {type(response).__qualname__} v{response.__version__} for "
+            f"handler returned {kind.__qualname__} v{kind.__version__} for "
             f"api_key {prefix.api_key} v{prefix.api_version}"
         )
     return response
