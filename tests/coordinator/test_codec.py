@@ -19,6 +19,7 @@ from coordinator.wire.codec import (
     build_response,
     decode_request,
     decode_response,
+    encode_body,
     encode_request,
     encode_response,
     kio_versions,
@@ -169,3 +170,10 @@ def test_kio_versions() -> None:
     assert kio_versions(1) == range(4, 19)
     assert kio_versions(18) == range(0, 5)
     assert kio_versions(9999) == range(0)
+
+
+def test_pre_encoded_body_frames_like_the_response_itself() -> None:
+    response = build_response(
+        API_VERSIONS, 3, {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 13}]}
+    )
+    assert encode_response(encode_body(response), 11) == encode_response(response, 11)
