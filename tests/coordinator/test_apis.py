@@ -193,16 +193,19 @@ async def test_produce_then_fetch_every_record(client: WireClient) -> None:
         ]  # fmt: skip
 
 
-async def test_fetch_by_topic_id_echoes_it(node: RunningServer, client: WireClient) -> None:
+@pytest.mark.parametrize("version", [13, 16, 18])
+async def test_fetch_by_topic_id_echoes_it(
+    node: RunningServer, client: WireClient, version: int
+) -> None:
     await produce(client, 1, b"x")
     request = fetch_request(0, partition=1)
     request["topics"][0]["topic_id"] = t1_id(node)
-    response = await client.request(FETCH, 16, request)
+    response = await client.request(FETCH, version, request)
     topic = response.responses[0]
     assert topic.topic_id == t1_id(node)
     assert [r.value for r in read_records(topic.partitions[0].records)] == [b"x"]
     request["topics"][0]["topic_id"] = uuid.uuid4()
-    unknown = await client.request(FETCH, 16, request)
+    unknown = await client.request(FETCH, version, request)
     assert unknown.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_id
 
 
