@@ -345,3 +345,19 @@ async def test_fetch_max_bytes_lets_only_the_first_partition_exceed_it(client: W
     first, second = response.responses[0].partitions
     assert [r.value for r in read_records(first.records)] == [b"x" * 100]
     assert (second.error_code, second.high_watermark, second.records) == (ErrorCode.none, 1, b"")
+
+
+async def test_produce_v13_addresses_topics_by_id(node: RunningServer, client: WireClient) -> None:
+    def request(topic_id: uuid.UUID) -> dict[str, Any]:
+        data = {"index": 0, "records": record_batch([b"by-id"])}
+        return {
+            "acks": -1,
+            "timeout": 1000,
+            "topic_data": [{"topic_id": topic_id, "partition_data": [data]}],
+        }
+
+    stored = await client.request(PRODUCE, 13, request(t1_id(node)))
+    assert stored.responses[0].topic_id == t1_id(node)
+    assert stored.responses[0].partition_responses[0].error_code is ErrorCode.none
+    unknown = await client.request(PRODUCE, 13, request(uuid.uuid4()))
+    assert unknown.responses[0].partition_responses[0].error_code is ErrorCode.unknown_topic_id
