@@ -161,3 +161,19 @@ async def test_shutdown_lets_in_flight_requests_finish(node: RunningServer) -> N
     assert (correlation_id, response.error_code) == (1, ErrorCode.none)
     await assert_closed(client)
     await client.close()
+
+
+async def test_reading_pauses_when_max_in_flight_is_reached(node: RunningServer) -> None:
+    finished: list[str] = []
+    node.broker.registry.register(delayed_heartbeat(finished))
+    assert node.app.server is not None
+    node.app.server.max_in_flight = 1  # applies to connections opened from now on
+    client = await connect(node)
+    beat = {"generation_id": 1, "member_id": "m"}
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
+    )
+    assert [(await client.read_response(HEARTBEAT, 4))[0] for _ in range(2)] == [1, 2]
+    assert finished == ["slow", "fast"]  # the second was not read before the first was answered
+    await client.close()
