@@ -169,3 +169,18 @@ async def test_librdkafka_producer_and_assigned_consumer(
 ) -> None:
     received = await asyncio.to_thread(librdkafka_round_trip, node.bootstrap, idempotent)
     assert received == expected()
+
+
+async def test_kafka_python_infers_a_modern_broker(node: RunningServer) -> None:
+    """kafka-python derives a broker version from ApiVersions and acts like an old client
+    (30 s session timeout, no static membership) if the advertised ranges look old."""
+
+    def inferred_version() -> tuple[int, ...]:
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(bootstrap_servers=node.bootstrap)
+        version: tuple[int, ...] = consumer.config["api_version"]
+        consumer.close()
+        return version
+
+    assert await asyncio.to_thread(inferred_version) >= (3, 9)
