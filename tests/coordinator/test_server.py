@@ -128,22 +128,38 @@ async def test_registered_api_is_advertised(node: RunningServer) -> None:
     await client.close()
 
 
-async def test_handler_failure_closes_the_connection_with_a_traceback(
+async def broken(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    raise RuntimeError("core exploded")
+
+
+async def test_handler_failure_answers_unknown_server_error_with_a_traceback(
     node: RunningServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def broken(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-        raise RuntimeError("core exploded")
-
     node.broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), broken))
+    client = await connect(node)
+    with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
+        response = await client.request(
+            HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
+        )
+    assert response.error_code is ErrorCode.unknown_server_error
+    assert "handler for api_key 12 v4 failed" in caplog.text
+    assert "core exploded" in caplog.text
+    await assert_works(client)
+    await client.close()
+
+
+async def test_handler_failure_without_a_top_level_error_code_closes_the_connection(
+    node: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    list_offsets = 2
+    node.broker.registry.register(ApiSpec(list_offsets, range(1, 12), broken), replace=True)
     client = await connect(node)
     bystander = await connect(node)
     with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
-        await client.send(
-            client.encode(HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"})
-        )
+        await client.send(client.encode(list_offsets, 7, {"replica_id": -1, "topics": []}))
         await assert_closed(client)
-    assert "handler for api_key 12 v4 failed" in caplog.text
-    assert "core exploded" in caplog.text
+    assert "handler for api_key 2 v7 failed" in caplog.text
+    assert "closing connection" in caplog.text
     await assert_works(bystander)
     await client.close()
     await bystander.close()
