@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator.testing import RunningServer, running_server
+from coordinator.testing import RunningServer, read_records, running_server
 
 pytestmark = [
     pytest.mark.interop,
@@ -184,3 +184,37 @@ async def test_kafka_python_infers_a_modern_broker(node: RunningServer) -> None:
         return version
 
     assert await asyncio.to_thread(inferred_version) >= (3, 9)
+
+
+async def test_aiokafka_consumer_starting_inside_a_batch(node: RunningServer) -> None:
+    """Fetch serves whole batches; the client drops the records before its position."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    producer = AIOKafkaProducer(bootstrap_servers=node.bootstrap, linger_ms=50)
+    await producer.start()
+    try:
+        batch = producer.create_batch()
+        for i in range(10):
+            batch.append(key=None, value=f"in-batch-{i}".encode(), timestamp=None)
+        batch.close()
+        await (await producer.send_batch(batch, TOPIC, partition=0))
+    finally:
+        await producer.stop()
+    log = node.broker.topics.get(TOPIC)
+    assert log is not None and log.partitions[0].high_watermark == 10
+    assert len(read_records(log.partitions[0].read(0, max_bytes=1))) == 10  # a single batch
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=node.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partition = TopicPartition(TOPIC, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 7)
+        received: list[tuple[int, bytes]] = []
+        async with asyncio.timeout(30):
+            while len(received) < 3:
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    received.extend((m.offset, m.value) for m in messages)
+    finally:
+        await consumer.stop()
+    assert received == [(i, f"in-batch-{i}".encode()) for i in (7, 8, 9)]
