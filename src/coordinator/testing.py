@@ -134,8 +134,14 @@ def record_batch(
     *,
     keys: Sequence[bytes | None] | None = None,
     timestamp_ms: int = 1_700_000_000_000,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
 ) -> bytes:
-    """A v2 record batch as a producer would send it (base offset 0), written by kio."""
+    """A v2 record batch as a producer would send it (base offset 0), written by kio.
+
+    Pass producer_id/epoch/base_sequence for an idempotent producer's batch.
+    """
     moment = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
     records = tuple(
         Record(
@@ -149,9 +155,9 @@ def record_batch(
         for index, value in enumerate(values)
     )
     batch = NewRecordBatch(
-        producer_id=i64(-1),
-        producer_epoch=i16(-1),
-        base_sequence=i32(-1),
+        producer_id=i64(producer_id),
+        producer_epoch=i16(producer_epoch),
+        base_sequence=i32(base_sequence),
         records=records,
         attributes=i16(0),
     )

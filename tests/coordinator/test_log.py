@@ -199,3 +199,29 @@ async def test_failed_write_leaves_log_and_index_consistent(
         b"a",
         b"b",
     ]
+
+
+def idempotent(*values: bytes, sequence: int, epoch: int = 0) -> list[tuple[object, bytes]]:
+    batch = record_batch(list(values), producer_id=7, producer_epoch=epoch, base_sequence=sequence)
+    return list(iter_batches(batch))
+
+
+async def test_retried_idempotent_batch_is_stored_once(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    assert log.append(idempotent(b"a", b"b", sequence=0)) == 0  # type: ignore[arg-type]
+    assert log.append(idempotent(b"c", sequence=2)) == 2  # type: ignore[arg-type]
+    assert log.append(idempotent(b"a", b"b", sequence=0)) == 0  # type: ignore[arg-type]
+    await log.flush()
+    assert log.high_watermark == 3
+    log.close()
+    reopened = PartitionLog(tmp_path / "0.log")  # producer state is rebuilt from the log
+    assert reopened.append(idempotent(b"c", sequence=2)) == 2  # type: ignore[arg-type]
+    assert reopened.append(idempotent(b"d", sequence=3)) == 3  # type: ignore[arg-type]
+
+
+async def test_new_epoch_or_plain_batches_are_never_taken_for_retries(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    log.append(idempotent(b"a", sequence=0))  # type: ignore[arg-type]
+    assert log.append(idempotent(b"a", sequence=0, epoch=1)) == 1  # type: ignore[arg-type]
+    assert log.append(batches(b"p")) == 2  # type: ignore[arg-type]
+    assert log.append(batches(b"p")) == 3  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ import asyncio
 import bisect
 import logging
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,40 @@ class IndexEntry:
     max_timestamp: int
 
 
+class ProducerBatches:
+    """The last batches of each idempotent producer, to recognise retried batches.
+
+    Like Kafka, the last 5 batches per producer id are remembered (clients have at most 5
+    requests in flight per connection when idempotent). Rebuilt from the log on restart.
+    """
+
+    REMEMBERED = 5
+
+    def __init__(self) -> None:
+        self._recent: dict[int, deque[BatchInfo]] = {}
+
+    def record(self, info: BatchInfo) -> None:
+        if info.producer_id < 0 or info.base_sequence < 0:
+            return
+        recent = self._recent.setdefault(info.producer_id, deque(maxlen=self.REMEMBERED))
+        if recent and recent[-1].producer_epoch != info.producer_epoch:
+            recent.clear()
+        recent.append(info)
+
+    def duplicate_of(self, info: BatchInfo) -> int | None:
+        """Base offset of the stored copy of this batch, if it was already written."""
+        if info.producer_id < 0 or info.base_sequence < 0:
+            return None
+        for seen in self._recent.get(info.producer_id, ()):
+            if (
+                seen.producer_epoch == info.producer_epoch
+                and seen.base_sequence == info.base_sequence
+                and seen.last_offset_delta == info.last_offset_delta
+            ):
+                return seen.base_offset
+        return None
+
+
 class PartitionLog:
     """The append-only log of one topic partition."""
 
@@ -65,6 +100,7 @@ class PartitionLog:
         self._end_position = 0
         self._log_end_offset = 0
         self._high_watermark = 0
+        self._producers = ProducerBatches()
         self._open()
 
     def __repr__(self) -> str:
@@ -139,6 +175,7 @@ class PartitionLog:
         os.fsync(self._fd)
 
     def _add_entry(self, info: BatchInfo, position: int) -> None:
+        self._producers.record(info)
         entry = IndexEntry(
             info.base_offset, info.last_offset, position, info.size, info.max_timestamp
         )
@@ -149,22 +186,23 @@ class PartitionLog:
     def append(self, batches: list[tuple[BatchInfo, bytes]]) -> int:
         """Write validated batches with server-assigned offsets; returns the first base offset.
 
-        The data becomes visible to Fetch only after `flush` (fsync) completes. If the write
-        fails (e.g. disk full), the file is cut back to its previous end and the error raised,
-        so the log and its index stay consistent.
+        A batch an idempotent producer already wrote (a retry after a lost response, recognised
+        by producer id, epoch and sequence range) is not written again: its original offset is
+        returned instead. The data becomes visible to Fetch only after `flush` (fsync)
+        completes. If the write fails (e.g. disk full), the file is cut back to its previous end
+        and the error raised, so the log and its index stay consistent.
         """
-        first = self._log_end_offset
+        first: int | None = None
         stored: list[tuple[BatchInfo, bytes]] = []
-        next_offset = first
+        next_offset = self._log_end_offset
         for info, raw in batches:
-            assigned = BatchInfo(
-                next_offset,
-                info.size,
-                info.last_offset_delta,
-                info.record_count,
-                info.max_timestamp,
-            )
+            duplicate_of = self._producers.duplicate_of(info)
+            if duplicate_of is not None:
+                first = duplicate_of if first is None else first
+                continue
+            assigned = info.at(next_offset)
             stored.append((assigned, with_base_offset(raw, next_offset)))
+            first = next_offset if first is None else first
             next_offset = assigned.last_offset + 1
         data = b"".join(raw for _, raw in stored)
         try:
@@ -177,6 +215,7 @@ class PartitionLog:
         for info, _raw in stored:
             self._add_entry(info, self._end_position)
             self._end_position += info.size
+        assert first is not None, "append needs at least one batch"
         return first
 
     async def flush(self) -> bool:

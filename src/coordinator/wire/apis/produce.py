@@ -8,7 +8,8 @@ Produce to join a group, but librdkafka refuses to Fetch unless Produce v3+ is a
 Each batch is validated (magic 2, length, CRC) before anything is written; a partition with any
 invalid batch gets CORRUPT_MESSAGE and nothing of it is stored. The server assigns base
 offsets; the response carries the first one once the data is fsynced. acks=0 gets no response.
-Transactional and idempotent producers are not supported (no InitProducerId is advertised).
+Idempotent producers are supported (InitProducerId; a retried batch is answered with its
+original offset instead of being stored twice); transactional producers are not.
 """
 
 from __future__ import annotations
