@@ -6,6 +6,8 @@ and self-checking; Fetch serves whole batches with one `pread` of a contiguous b
 no per-record row or blob copy is needed. The index (base offset, file position, size, max
 timestamp per batch) is rebuilt by scanning the file when the log opens. That scan is also the
 crash-recovery pass, so a persisted index would only add a second file needing its own repair.
+There is one segment per partition and no retention: the log starts at offset 0 and grows until
+the topic's directory is deleted, which suits a coordinator test/dev broker, not bulk data.
 
 Durability: `append` writes the batches (with server-assigned base offsets) and `flush` fsyncs
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
