@@ -193,3 +193,34 @@ async def test_reading_pauses_when_max_in_flight_is_reached(node: RunningServer)
     assert [(await client.read_response(HEARTBEAT, 4))[0] for _ in range(2)] == [1, 2]
     assert finished == ["slow", "fast"]  # the second was not read before the first was answered
     await client.close()
+
+
+async def test_many_pipelining_connections_each_get_their_responses_in_order(
+    node: RunningServer,
+) -> None:
+    """Fetches that long-poll for different times finish out of order; answers may not."""
+    node.broker.topics.create("t", 1)
+
+    def fetch(wait_ms: int) -> dict[str, object]:
+        partition = {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}
+        return {
+            "max_wait": wait_ms,
+            "min_bytes": 1,
+            "topics": [{"topic": "t", "partitions": [partition]}],
+        }
+
+    async def session(index: int) -> list[int]:
+        client = await connect(node)
+        plan = [(1, 12, fetch(((index + step) % 4) * 20)) for step in range(20)]
+        plan += [(API_VERSIONS, 3, {})] * 5
+        await client.send(
+            b"".join(client.encode(key, version, body) for key, version, body in plan)
+        )
+        correlation_ids = [
+            (await client.read_response(key, version))[0] for key, version, _ in plan
+        ]
+        await client.close()
+        return correlation_ids
+
+    results = await asyncio.gather(*(session(i) for i in range(20)))
+    assert all(ids == list(range(1, 26)) for ids in results)
