@@ -11,6 +11,7 @@ has stopped, so it can flush and close what it opened.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -20,6 +21,8 @@ from coordinator.log.producer_ids import ProducerIdAllocator
 from coordinator.log.topics import TopicStore
 from coordinator.wire.handlers import Broker, builtin_registry
 from coordinator.wire.server import WireServer
+
+logger = logging.getLogger("coordinator.serve")
 
 Extension = Callable[[Broker], AbstractAsyncContextManager[object]]
 
@@ -48,7 +51,14 @@ class ServerApp:
         topics = TopicStore(self.data_dir)
         self._stack.callback(topics.close)
         for name, partitions in self._initial_topics:
-            topics.create(name, partitions)
+            topic = topics.create(name, partitions)
+            if len(topic.partitions) != partitions:
+                logger.warning(
+                    "topic %s already exists with %d partitions; keeping them (asked for %d)",
+                    name,
+                    len(topic.partitions),
+                    partitions,
+                )
         broker = Broker(self.config, topics, builtin_registry(), host, port, self.data_dir)
         broker.services.add(ProducerIdAllocator(self.data_dir))
         self.broker = broker

@@ -1,12 +1,14 @@
-"""An in-process server for tests and embedding: `running_server(...)` and a pytest plugin.
+"""Test and embedding helpers: an in-process server, a raw protocol client, record batches.
 
     async with running_server(topics=[("t1", 3)]) as node:
         producer = AIOKafkaProducer(bootstrap_servers=node.bootstrap)
 
-The server listens on 127.0.0.1 on an ephemeral port, with a temporary data dir unless one is
-given, and the context manager returns only once the port accepts connections (aiokafka gives
-up at once if it cannot bootstrap). Enable the fixtures with
-`pytest_plugins = ["coordinator.pytest_plugin"]`.
+`running_server` listens on 127.0.0.1 on an ephemeral port, with a temporary data dir unless one
+is given, and returns only once the port accepts connections (aiokafka gives up at once if it
+cannot bootstrap). The pytest fixtures built on it are enabled with
+`pytest_plugins = ["coordinator.pytest_plugin"]`. `WireClient` speaks the protocol through kio
+(including malformed bytes on purpose), and `record_batch`/`read_records` make and read v2
+record batches.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from kio.records.writers import write_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from coordinator.app import Extension, ServerApp
-from coordinator.config import ServerConfig, parse_settings
+from coordinator.config import ServerConfig, SettingClaim, parse_settings
 from coordinator.wire.codec import FRAME_LENGTH, build_request, decode_response, encode_request
 from coordinator.wire.handlers import Broker
 
@@ -53,16 +55,21 @@ async def running_server(
     *,
     topics: Sequence[tuple[str, int]] = (),
     settings: Iterable[str] = (),
+    claims: Sequence[SettingClaim] = (),
     config: ServerConfig | None = None,
     data_dir: Path | None = None,
     extensions: Sequence[Extension] = (),
     host: str = "127.0.0.1",
 ) -> AsyncIterator[RunningServer]:
-    """Run a node in this event loop for the duration of the block."""
+    """Run a node in this event loop for the duration of the block.
+
+    `settings` are `KEY=VALUE` strings as for `--set`; keys the server does not know go to
+    `claims` (see `coordinator.config.parse_settings`). `config` replaces both.
+    """
     with tempfile.TemporaryDirectory(prefix="rebalance-") as scratch:
         directory = data_dir if data_dir is not None else Path(scratch)
         app = ServerApp(
-            config if config is not None else parse_settings(settings),
+            config if config is not None else parse_settings(settings, claims=claims),
             directory,
             topics=topics,
             extensions=extensions,
@@ -134,8 +141,14 @@ def record_batch(
     *,
     keys: Sequence[bytes | None] | None = None,
     timestamp_ms: int = 1_700_000_000_000,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
 ) -> bytes:
-    """A v2 record batch as a producer would send it (base offset 0), written by kio."""
+    """A v2 record batch as a producer would send it (base offset 0), written by kio.
+
+    Pass producer_id/epoch/base_sequence for an idempotent producer's batch.
+    """
     moment = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
     records = tuple(
         Record(
@@ -149,9 +162,9 @@ def record_batch(
         for index, value in enumerate(values)
     )
     batch = NewRecordBatch(
-        producer_id=i64(-1),
-        producer_epoch=i16(-1),
-        base_sequence=i32(-1),
+        producer_id=i64(producer_id),
+        producer_epoch=i16(producer_epoch),
+        base_sequence=i32(base_sequence),
         records=records,
         attributes=i16(0),
     )

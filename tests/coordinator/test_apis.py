@@ -193,16 +193,19 @@ async def test_produce_then_fetch_every_record(client: WireClient) -> None:
         ]  # fmt: skip
 
 
-async def test_fetch_by_topic_id_echoes_it(node: RunningServer, client: WireClient) -> None:
+@pytest.mark.parametrize("version", [13, 16, 18])
+async def test_fetch_by_topic_id_echoes_it(
+    node: RunningServer, client: WireClient, version: int
+) -> None:
     await produce(client, 1, b"x")
     request = fetch_request(0, partition=1)
     request["topics"][0]["topic_id"] = t1_id(node)
-    response = await client.request(FETCH, 16, request)
+    response = await client.request(FETCH, version, request)
     topic = response.responses[0]
     assert topic.topic_id == t1_id(node)
     assert [r.value for r in read_records(topic.partitions[0].records)] == [b"x"]
     request["topics"][0]["topic_id"] = uuid.uuid4()
-    unknown = await client.request(FETCH, 16, request)
+    unknown = await client.request(FETCH, version, request)
     assert unknown.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_id
 
 
@@ -328,3 +331,33 @@ async def test_init_producer_id_hands_out_distinct_ids(
         INIT_PRODUCER_ID, 4, {"transactional_id": "tx", "transaction_timeout": 1}
     )
     assert transactional.error_code is ErrorCode.coordinator_not_available
+
+
+async def test_fetch_max_bytes_lets_only_the_first_partition_exceed_it(client: WireClient) -> None:
+    await produce(client, 0, b"x" * 100)
+    await produce(client, 1, b"y" * 100)
+    request = fetch_request(0)
+    request["max_bytes"] = 1
+    request["topics"][0]["partitions"].append(
+        {"partition": 1, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+    )
+    response = await client.request(FETCH, 12, request)
+    first, second = response.responses[0].partitions
+    assert [r.value for r in read_records(first.records)] == [b"x" * 100]
+    assert (second.error_code, second.high_watermark, second.records) == (ErrorCode.none, 1, b"")
+
+
+async def test_produce_v13_addresses_topics_by_id(node: RunningServer, client: WireClient) -> None:
+    def request(topic_id: uuid.UUID) -> dict[str, Any]:
+        data = {"index": 0, "records": record_batch([b"by-id"])}
+        return {
+            "acks": -1,
+            "timeout": 1000,
+            "topic_data": [{"topic_id": topic_id, "partition_data": [data]}],
+        }
+
+    stored = await client.request(PRODUCE, 13, request(t1_id(node)))
+    assert stored.responses[0].topic_id == t1_id(node)
+    assert stored.responses[0].partition_responses[0].error_code is ErrorCode.none
+    unknown = await client.request(PRODUCE, 13, request(uuid.uuid4()))
+    assert unknown.responses[0].partition_responses[0].error_code is ErrorCode.unknown_topic_id

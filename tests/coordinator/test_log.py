@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,52 @@ def test_unreadable_topic_metadata_names_the_file(tmp_path: Path) -> None:
     meta.write_text("{not json")
     with pytest.raises(RuntimeError, match=r"topic\.json"):
         TopicStore(tmp_path)
+
+
+async def test_failed_write_leaves_log_and_index_consistent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    await append(log, b"a")
+    real_write = os.write
+
+    def write_half_then_fail(fd: int, data: bytes) -> int:
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", write_half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        log.append(batches(b"lost"))  # type: ignore[arg-type]
+    monkeypatch.undo()
+    assert await append(log, b"b") == 1
+    log.close()
+    assert [v for _, v in values_of(PartitionLog(tmp_path / "0.log").read(0, 1 << 20))] == [
+        b"a",
+        b"b",
+    ]
+
+
+def idempotent(*values: bytes, sequence: int, epoch: int = 0) -> list[tuple[object, bytes]]:
+    batch = record_batch(list(values), producer_id=7, producer_epoch=epoch, base_sequence=sequence)
+    return list(iter_batches(batch))
+
+
+async def test_retried_idempotent_batch_is_stored_once(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    assert log.append(idempotent(b"a", b"b", sequence=0)) == 0  # type: ignore[arg-type]
+    assert log.append(idempotent(b"c", sequence=2)) == 2  # type: ignore[arg-type]
+    assert log.append(idempotent(b"a", b"b", sequence=0)) == 0  # type: ignore[arg-type]
+    await log.flush()
+    assert log.high_watermark == 3
+    log.close()
+    reopened = PartitionLog(tmp_path / "0.log")  # producer state is rebuilt from the log
+    assert reopened.append(idempotent(b"c", sequence=2)) == 2  # type: ignore[arg-type]
+    assert reopened.append(idempotent(b"d", sequence=3)) == 3  # type: ignore[arg-type]
+
+
+async def test_new_epoch_or_plain_batches_are_never_taken_for_retries(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    log.append(idempotent(b"a", sequence=0))  # type: ignore[arg-type]
+    assert log.append(idempotent(b"a", sequence=0, epoch=1)) == 1  # type: ignore[arg-type]
+    assert log.append(batches(b"p")) == 2  # type: ignore[arg-type]
+    assert log.append(batches(b"p")) == 3  # type: ignore[arg-type]

@@ -128,22 +128,38 @@ async def test_registered_api_is_advertised(node: RunningServer) -> None:
     await client.close()
 
 
-async def test_handler_failure_closes_the_connection_with_a_traceback(
+async def broken(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    raise RuntimeError("core exploded")
+
+
+async def test_handler_failure_answers_unknown_server_error_with_a_traceback(
     node: RunningServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def broken(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-        raise RuntimeError("core exploded")
-
     node.broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), broken))
+    client = await connect(node)
+    with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
+        response = await client.request(
+            HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
+        )
+    assert response.error_code is ErrorCode.unknown_server_error
+    assert "handler for api_key 12 v4 failed" in caplog.text
+    assert "core exploded" in caplog.text
+    await assert_works(client)
+    await client.close()
+
+
+async def test_handler_failure_without_a_top_level_error_code_closes_the_connection(
+    node: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    list_offsets = 2
+    node.broker.registry.register(ApiSpec(list_offsets, range(1, 12), broken), replace=True)
     client = await connect(node)
     bystander = await connect(node)
     with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
-        await client.send(
-            client.encode(HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"})
-        )
+        await client.send(client.encode(list_offsets, 7, {"replica_id": -1, "topics": []}))
         await assert_closed(client)
-    assert "handler for api_key 12 v4 failed" in caplog.text
-    assert "core exploded" in caplog.text
+    assert "handler for api_key 2 v7 failed" in caplog.text
+    assert "closing connection" in caplog.text
     await assert_works(bystander)
     await client.close()
     await bystander.close()
@@ -161,3 +177,50 @@ async def test_shutdown_lets_in_flight_requests_finish(node: RunningServer) -> N
     assert (correlation_id, response.error_code) == (1, ErrorCode.none)
     await assert_closed(client)
     await client.close()
+
+
+async def test_reading_pauses_when_max_in_flight_is_reached(node: RunningServer) -> None:
+    finished: list[str] = []
+    node.broker.registry.register(delayed_heartbeat(finished))
+    assert node.app.server is not None
+    node.app.server.max_in_flight = 1  # applies to connections opened from now on
+    client = await connect(node)
+    beat = {"generation_id": 1, "member_id": "m"}
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
+    )
+    assert [(await client.read_response(HEARTBEAT, 4))[0] for _ in range(2)] == [1, 2]
+    assert finished == ["slow", "fast"]  # the second was not read before the first was answered
+    await client.close()
+
+
+async def test_many_pipelining_connections_each_get_their_responses_in_order(
+    node: RunningServer,
+) -> None:
+    """Fetches that long-poll for different times finish out of order; answers may not."""
+    node.broker.topics.create("t", 1)
+
+    def fetch(wait_ms: int) -> dict[str, object]:
+        partition = {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}
+        return {
+            "max_wait": wait_ms,
+            "min_bytes": 1,
+            "topics": [{"topic": "t", "partitions": [partition]}],
+        }
+
+    async def session(index: int) -> list[int]:
+        client = await connect(node)
+        plan = [(1, 12, fetch(((index + step) % 4) * 20)) for step in range(20)]
+        plan += [(API_VERSIONS, 3, {})] * 5
+        await client.send(
+            b"".join(client.encode(key, version, body) for key, version, body in plan)
+        )
+        correlation_ids = [
+            (await client.read_response(key, version))[0] for key, version, _ in plan
+        ]
+        await client.close()
+        return correlation_ids
+
+    results = await asyncio.gather(*(session(i) for i in range(20)))
+    assert all(ids == list(range(1, 26)) for ids in results)

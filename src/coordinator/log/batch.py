@@ -14,6 +14,7 @@ producer_epoch i16 @51, base_sequence i32 @53, record_count i32 @57.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -44,10 +45,18 @@ class BatchInfo:
     last_offset_delta: int
     record_count: int
     max_timestamp: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    """Idempotent producers number their batches; -1 when the producer is not idempotent."""
 
     @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
+
+    def at(self, base_offset: int) -> BatchInfo:
+        """The same batch placed at another base offset."""
+        return dataclasses.replace(self, base_offset=base_offset)
 
 
 def parse_batch(data: bytes | memoryview, position: int = 0) -> BatchInfo:
@@ -66,12 +75,12 @@ def parse_batch(data: bytes | memoryview, position: int = 0) -> BatchInfo:
     actual = crc32c(memoryview(data)[position + CRC_START : position + size])
     if actual != crc:
         raise InvalidBatchError(f"batch CRC mismatch (stored {crc:#010x}, computed {actual:#010x})")
-    _attrs, last_delta, _base_ts, max_ts, _pid, _pepoch, _seq, count = _TAIL.unpack_from(
+    _attrs, last_delta, _base_ts, max_ts, pid, pepoch, sequence, count = _TAIL.unpack_from(
         data, position + CRC_START
     )
     if last_delta < 0 or count < 0:
         raise InvalidBatchError(f"negative last_offset_delta {last_delta} or count {count}")
-    return BatchInfo(base_offset, size, last_delta, count, max_ts)
+    return BatchInfo(base_offset, size, last_delta, count, max_ts, pid, pepoch, sequence)
 
 
 def iter_batches(records: bytes) -> Iterator[tuple[BatchInfo, bytes]]:

@@ -6,6 +6,8 @@ and self-checking; Fetch serves whole batches with one `pread` of a contiguous b
 no per-record row or blob copy is needed. The index (base offset, file position, size, max
 timestamp per batch) is rebuilt by scanning the file when the log opens. That scan is also the
 crash-recovery pass, so a persisted index would only add a second file needing its own repair.
+There is one segment per partition and no retention: the log starts at offset 0 and grows until
+the topic's directory is deleted, which suits a coordinator test/dev broker, not bulk data.
 
 Durability: `append` writes the batches (with server-assigned base offsets) and `flush` fsyncs
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
@@ -23,6 +25,7 @@ import asyncio
 import bisect
 import logging
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +57,40 @@ class IndexEntry:
     max_timestamp: int
 
 
+class ProducerBatches:
+    """The last batches of each idempotent producer, to recognise retried batches.
+
+    Like Kafka, the last 5 batches per producer id are remembered (clients have at most 5
+    requests in flight per connection when idempotent). Rebuilt from the log on restart.
+    """
+
+    REMEMBERED = 5
+
+    def __init__(self) -> None:
+        self._recent: dict[int, deque[BatchInfo]] = {}
+
+    def record(self, info: BatchInfo) -> None:
+        if info.producer_id < 0 or info.base_sequence < 0:
+            return
+        recent = self._recent.setdefault(info.producer_id, deque(maxlen=self.REMEMBERED))
+        if recent and recent[-1].producer_epoch != info.producer_epoch:
+            recent.clear()
+        recent.append(info)
+
+    def duplicate_of(self, info: BatchInfo) -> int | None:
+        """Base offset of the stored copy of this batch, if it was already written."""
+        if info.producer_id < 0 or info.base_sequence < 0:
+            return None
+        for seen in self._recent.get(info.producer_id, ()):
+            if (
+                seen.producer_epoch == info.producer_epoch
+                and seen.base_sequence == info.base_sequence
+                and seen.last_offset_delta == info.last_offset_delta
+            ):
+                return seen.base_offset
+        return None
+
+
 class PartitionLog:
     """The append-only log of one topic partition."""
 
@@ -65,6 +102,7 @@ class PartitionLog:
         self._end_position = 0
         self._log_end_offset = 0
         self._high_watermark = 0
+        self._producers = ProducerBatches()
         self._open()
 
     def __repr__(self) -> str:
@@ -139,6 +177,7 @@ class PartitionLog:
         os.fsync(self._fd)
 
     def _add_entry(self, info: BatchInfo, position: int) -> None:
+        self._producers.record(info)
         entry = IndexEntry(
             info.base_offset, info.last_offset, position, info.size, info.max_timestamp
         )
@@ -149,28 +188,36 @@ class PartitionLog:
     def append(self, batches: list[tuple[BatchInfo, bytes]]) -> int:
         """Write validated batches with server-assigned offsets; returns the first base offset.
 
-        The data becomes visible to Fetch only after `flush` (fsync) completes.
+        A batch an idempotent producer already wrote (a retry after a lost response, recognised
+        by producer id, epoch and sequence range) is not written again: its original offset is
+        returned instead. The data becomes visible to Fetch only after `flush` (fsync)
+        completes. If the write fails (e.g. disk full), the file is cut back to its previous end
+        and the error raised, so the log and its index stay consistent.
         """
-        first = self._log_end_offset
-        chunks = []
+        first: int | None = None
+        stored: list[tuple[BatchInfo, bytes]] = []
+        next_offset = self._log_end_offset
         for info, raw in batches:
-            stored = with_base_offset(raw, self._log_end_offset)
-            chunks.append(stored)
-            self._add_entry(
-                BatchInfo(
-                    self._log_end_offset,
-                    info.size,
-                    info.last_offset_delta,
-                    info.record_count,
-                    info.max_timestamp,
-                ),
-                self._end_position,
-            )
+            duplicate_of = self._producers.duplicate_of(info)
+            if duplicate_of is not None:
+                first = duplicate_of if first is None else first
+                continue
+            assigned = info.at(next_offset)
+            stored.append((assigned, with_base_offset(raw, next_offset)))
+            first = next_offset if first is None else first
+            next_offset = assigned.last_offset + 1
+        data = b"".join(raw for _, raw in stored)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(self._fd, data[written:])
+        except OSError:
+            os.ftruncate(self._fd, self._end_position)
+            raise
+        for info, _raw in stored:
+            self._add_entry(info, self._end_position)
             self._end_position += info.size
-        data = b"".join(chunks)
-        written = 0
-        while written < len(data):
-            written += os.write(self._fd, data[written:])
+        assert first is not None, "append needs at least one batch"
         return first
 
     async def flush(self) -> bool:
@@ -187,16 +234,20 @@ class PartitionLog:
             return True
         return False
 
+    def check_offset(self, offset: int) -> None:
+        """Raise `OffsetOutOfRangeError` unless log start <= offset <= high watermark."""
+        if offset < self.log_start_offset or offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self.log_start_offset}, {self._high_watermark}]"
+            )
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches starting with the one containing `offset`, up to the high watermark.
 
         At least one batch is returned if any data is available, even if larger than
         `max_bytes` (as Kafka does, so a consumer can always make progress).
         """
-        if offset < self.log_start_offset or offset > self._high_watermark:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} outside [{self.log_start_offset}, {self._high_watermark}]"
-            )
+        self.check_offset(offset)
         if offset == self._high_watermark:
             return b""
         first = bisect.bisect_left(self._last_offsets, offset)

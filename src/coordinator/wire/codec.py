@@ -120,14 +120,32 @@ def decode_request(frame: bytes, prefix: RequestPrefix) -> DecodedRequest:
     return DecodedRequest(header, request)
 
 
-def encode_response(response: ResponsePayload, correlation_id: int) -> bytes:
+@dataclass(frozen=True, slots=True)
+class EncodedBody:
+    """A response body already written by kio, for answers that are the same for many requests
+    (ApiVersions): only the header, which carries the correlation id, is written per request."""
+
+    response_type: type[ResponsePayload]
+    body: bytes
+
+
+def encode_body(response: ResponsePayload) -> EncodedBody:
+    buffer = io.BytesIO()
+    entity_writer(type(response))(buffer, response)
+    return EncodedBody(type(response), buffer.getvalue())
+
+
+def encode_response(response: ResponsePayload | EncodedBody, correlation_id: int) -> bytes:
     """Length-prefixed bytes of a response: kio header (chosen by kio) plus kio body."""
-    cls = type(response)
+    cls = response.response_type if isinstance(response, EncodedBody) else type(response)
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")
     header_cls = cls.__header_schema__
     entity_writer(header_cls)(buffer, header_cls(correlation_id=i32(correlation_id)))
-    entity_writer(cls)(buffer, response)
+    if isinstance(response, EncodedBody):
+        buffer.write(response.body)
+    else:
+        entity_writer(cls)(buffer, response)
     data = buffer.getbuffer()
     FRAME_LENGTH.pack_into(data, 0, len(data) - FRAME_LENGTH.size)
     del data
@@ -283,6 +301,7 @@ __all__ = [
     "FRAME_LENGTH",
     "REQUEST_PREFIX",
     "DecodedRequest",
+    "EncodedBody",
     "FrameError",
     "RequestPrefix",
     "build_entity",
@@ -290,6 +309,7 @@ __all__ = [
     "build_response",
     "decode_request",
     "decode_response",
+    "encode_body",
     "encode_request",
     "encode_response",
     "kio_versions",

@@ -8,11 +8,13 @@ Each API lives in its own module (see `coordinator.wire.apis`) that declares::
 
 A handler gets the decoded kio request, the request's version and a `RequestContext`, and
 returns either a version-agnostic dict (turned into that version's kio response by
-`codec.build_response`), a ready kio response, or `None` for "send no response" (Produce with
-acks=0). The registry is an object, not module state: a server is built from
-`builtin_registry()` and other packages (the group coordinator) add their modules with
-`registry.register(module)` before the server starts. ApiVersions answers from the registry,
-so every registered API is advertised.
+`codec.build_response`), a ready kio response, a pre-encoded `codec.EncodedBody`, or `None`
+for "send no response" (Produce with acks=0).
+
+The registry is an object, not module state: a server is built from `builtin_registry()` and
+other packages (the group coordinator) add their modules with `registry.register(module)`
+before the server starts. ApiVersions answers from the registry, so every registered API is
+advertised.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from kio.static.protocol import ResponsePayload
 
 from coordinator.config import ServerConfig
-from coordinator.wire.codec import kio_versions
+from coordinator.wire.codec import EncodedBody, kio_versions
 
 if TYPE_CHECKING:
     from coordinator.log.topics import TopicStore
 
-ResponseValue = Mapping[str, Any] | ResponsePayload | None
+ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
 Handler = Callable[[Any, int, "RequestContext"], Awaitable[ResponseValue]]
 
 T = TypeVar("T")

@@ -11,8 +11,10 @@ Bad input never affects other connections. The offending connection is closed wi
 the `coordinator.wire` logger for: a negative, too-small or oversized (`socket.request.max.bytes`)
 frame length, a frame cut short by EOF, an unknown API key, an unsupported version of an API
 other than ApiVersions (ApiVersions gets KIP-511's UNSUPPORTED_VERSION answer instead), and a
-body kio cannot decode. A handler failure is logged with its traceback and closes the connection
-(clients reconnect and retry). When a connection closes, its in-flight requests are cancelled.
+body kio cannot decode. A handler failure is logged with its traceback; the request is answered
+with UNKNOWN_SERVER_ERROR if its response has a top-level error code (as Kafka does), otherwise
+the connection is closed (clients reconnect and retry). When a connection closes, its in-flight
+requests are cancelled.
 
 Shutdown (`close`): stop accepting, wake long polls, let in-flight requests finish within a grace
 period, then close every connection.
@@ -22,16 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
+from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from coordinator.wire.apis.api_versions import API_KEY as API_VERSIONS_KEY
 from coordinator.wire.apis.api_versions import unsupported_version_response
 from coordinator.wire.codec import (
     FRAME_LENGTH,
+    EncodedBody,
     FrameError,
     RequestPrefix,
     build_response,
@@ -39,8 +44,9 @@ from coordinator.wire.codec import (
     encode_response,
     read_frame_length,
     read_prefix,
+    response_class,
 )
-from coordinator.wire.handlers import Broker, RequestContext
+from coordinator.wire.handlers import ApiSpec, Broker, RequestContext
 
 logger = logging.getLogger("coordinator.wire")
 
@@ -219,38 +225,36 @@ class _Connection:
         context = RequestContext(
             self.server.broker, prefix.correlation_id, decoded.client_id, self.peer
         )
-        task = asyncio.create_task(self._answer(sequence, prefix, decoded.body, context))
+        task = asyncio.create_task(self._answer(sequence, spec, prefix, decoded.body, context))
         self.in_flight.add(task)
         task.add_done_callback(self.in_flight.discard)
 
     async def _answer(
-        self, sequence: int, prefix: RequestPrefix, request: object, context: RequestContext
+        self,
+        sequence: int,
+        spec: ApiSpec,
+        prefix: RequestPrefix,
+        request: object,
+        context: RequestContext,
     ) -> None:
-        spec = self.server.broker.registry.get(prefix.api_key)
-        assert spec is not None
         try:
             value = await spec.handle(request, prefix.api_version, context)
-            if value is None:
-                data = None
-            else:
-                response = (
-                    build_response(prefix.api_key, prefix.api_version, value)
-                    if isinstance(value, Mapping)
-                    else value
-                )
-                data = encode_response(_check_response(response, prefix), prefix.correlation_id)
+            data = None if value is None else _encode(value, prefix)
         except asyncio.CancelledError:
             raise
         except Exception:
+            data = _unknown_server_error(prefix)
             logger.exception(
-                "%s: handler for api_key %d v%d failed (correlation id %d); closing connection",
+                "%s: handler for api_key %d v%d failed (correlation id %d); %s",
                 self.name,
                 prefix.api_key,
                 prefix.api_version,
                 prefix.correlation_id,
+                "answering UNKNOWN_SERVER_ERROR" if data else "closing connection",
             )
-            await self.close()
-            return
+            if data is None:
+                await self.close()
+                return
         self._complete(sequence, data)
         with contextlib.suppress(ConnectionError):
             await self.writer.drain()
@@ -266,10 +270,38 @@ class _Connection:
                 self.writer.write(ready)
 
 
-def _check_response(response: ResponsePayload, prefix: RequestPrefix) -> ResponsePayload:
-    if response.__api_key__ != prefix.api_key or response.__version__ != prefix.api_version:
+def _encode(
+    value: Mapping[str, Any] | ResponsePayload | EncodedBody, prefix: RequestPrefix
+) -> bytes:
+    response = (
+        build_response(prefix.api_key, prefix.api_version, value)
+        if isinstance(value, Mapping)
+        else value
+    )
+    return encode_response(_check_response(response, prefix), prefix.correlation_id)
+
+
+def _unknown_server_error(prefix: RequestPrefix) -> bytes | None:
+    """An UNKNOWN_SERVER_ERROR answer, for APIs whose response has a top-level error code.
+
+    Other responses carry errors only per topic/partition; an empty one would read as success,
+    so for those the connection is closed instead.
+    """
+    fields = {
+        f.name for f in dataclasses.fields(response_class(prefix.api_key, prefix.api_version))
+    }
+    if "error_code" not in fields:
+        return None
+    return _encode({"error_code": ErrorCode.unknown_server_error}, prefix)
+
+
+def _check_response(
+    response: ResponsePayload | EncodedBody, prefix: RequestPrefix
+) -> ResponsePayload | EncodedBody:
+    kind = response.response_type if isinstance(response, EncodedBody) else type(response)
+    if kind.__api_key__ != prefix.api_key or kind.__version__ != prefix.api_version:
         raise TypeError(
-            f"handler returned {type(response).__qualname__} v{response.__version__} for "
+            f"handler returned {kind.__qualname__} v{kind.__version__} for "
             f"api_key {prefix.api_key} v{prefix.api_version}"
         )
     return response

@@ -16,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from coordinator.wire.codec import build_response
+from coordinator.wire.codec import EncodedBody, build_response, encode_body
 from coordinator.wire.handlers import ApiRegistry, RequestContext, ResponseValue
 
 API_KEY = 18
@@ -32,16 +32,16 @@ def advertised(registry: ApiRegistry) -> list[dict[str, int]]:
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     # Every connection opens with ApiVersions and the answer only changes when an API is
-    # registered, so the built response is cached by the registry.
+    # registered, so the encoded body is cached by the registry.
     registry = ctx.broker.registry
 
-    def build() -> ResponsePayload:
+    def build() -> EncodedBody:
         values = {
             "error_code": ErrorCode.none,
             "api_keys": advertised(registry),
             "throttle_time": 0,
         }
-        return build_response(API_KEY, api_version, values)
+        return encode_body(build_response(API_KEY, api_version, values))
 
     return registry.derived(("api_versions", api_version), build)
 

@@ -6,6 +6,10 @@ preferred_read_replica; v12 flexible; v13 topics addressed by topic_id (the resp
 it); v15 replica_state; v17/v18 only add fields we leave at their defaults. aiokafka sends
 v11, kafka-python v12, librdkafka v16.
 
+Size limits: the first partition with data always returns at least one whole batch (so a
+consumer can make progress past a batch larger than its limits); after `max_bytes` is used up,
+further partitions report their offsets without records.
+
 Long poll: if fewer than `min_bytes` are available the request waits for new data until
 `max_wait`, and is then answered even if empty (otherwise clients spin). There are no
 transactions, so last_stable_offset = high watermark (librdkafka reads with read_committed and
@@ -30,12 +34,17 @@ VERSIONS = range(4, 19)
 
 
 def _partition_data(topic: Topic | None, request: Any, budget: int) -> tuple[dict[str, Any], int]:
+    """One partition's answer; with no `budget` left, only its offsets (no records)."""
     index = request.partition
     log = topic.partition(index) if topic is not None else None
     if log is None:
         return _answer(index, ErrorCode.unknown_topic_or_partition, -1, b""), 0
     try:
-        records = log.read(request.fetch_offset, min(request.partition_max_bytes, budget))
+        if budget > 0:
+            records = log.read(request.fetch_offset, min(request.partition_max_bytes, budget))
+        else:
+            log.check_offset(request.fetch_offset)
+            records = b""
         code = ErrorCode.none
     except OffsetOutOfRangeError:
         records, code = b"", ErrorCode.offset_out_of_range
@@ -69,7 +78,7 @@ def _collect(request: Any, api_version: int, ctx: RequestContext) -> tuple[list[
                 data = _answer(partition.partition, ErrorCode.unknown_topic_id, -1, b"")
                 size = 0
             else:
-                data, size = _partition_data(topic, partition, max(budget - total, 1))
+                data, size = _partition_data(topic, partition, budget - total)
             partitions.append(data)
             total += size
         responses.append(

@@ -8,7 +8,8 @@ Produce to join a group, but librdkafka refuses to Fetch unless Produce v3+ is a
 Each batch is validated (magic 2, length, CRC) before anything is written; a partition with any
 invalid batch gets CORRUPT_MESSAGE and nothing of it is stored. The server assigns base
 offsets; the response carries the first one once the data is fsynced. acks=0 gets no response.
-Transactional and idempotent producers are not supported (no InitProducerId is advertised).
+Idempotent producers are supported (InitProducerId; a retried batch is answered with its
+original offset instead of being stored twice); transactional producers are not.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ VALID_ACKS = frozenset({-1, 0, 1})
 
 
 def _partition_result(
-    topic: Topic | None, index: int, records: bytes | None, acks: int
+    topic: Topic | None, index: int, records: bytes | None, acks: int, by_id: bool
 ) -> tuple[dict[str, Any], PartitionLog | None]:
     def answer(code: ErrorCode, base_offset: int = -1, message: str | None = None) -> Any:
         return {
@@ -47,6 +48,8 @@ def _partition_result(
         return answer(ErrorCode.invalid_required_acks), None
     log = topic.partition(index) if topic is not None else None
     if log is None:
+        if topic is None and by_id:
+            return answer(ErrorCode.unknown_topic_id), None
         return answer(ErrorCode.unknown_topic_or_partition), None
     try:
         batches = list(iter_batches(bytes(records or b"")))
@@ -74,7 +77,9 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             topic = topics.get(topic_data.name)
         partitions = []
         for data in topic_data.partition_data:
-            result, log = _partition_result(topic, data.index, data.records, request.acks)
+            result, log = _partition_result(
+                topic, data.index, data.records, request.acks, api_version >= 13
+            )
             partitions.append(result)
             if log is not None:
                 touched.add(log)
