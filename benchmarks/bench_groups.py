@@ -51,7 +51,7 @@ async def _serve(kind: str, ready: Connection) -> None:
         await asyncio.Event().wait()
     with tempfile.TemporaryDirectory() as scratch:
         async with running_server(
-            data_dir=Path(scratch), extensions=[GroupCoordinatorExtension(GROUP_CONFIG, seed=1)]
+            data_dir=Path(scratch), groups=GroupCoordinatorExtension(GROUP_CONFIG, seed=1)
         ) as node:
             ready.send(node.port)
             while True:

@@ -31,6 +31,7 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from coordinator.app import Extension, ServerApp
 from coordinator.config import ServerConfig, SettingClaim, parse_settings
+from coordinator.groups import GroupCoordinatorExtension
 from coordinator.wire.codec import FRAME_LENGTH, build_request, decode_response, encode_request
 from coordinator.wire.handlers import Broker
 
@@ -60,12 +61,20 @@ async def running_server(
     data_dir: Path | None = None,
     extensions: Sequence[Extension] = (),
     host: str = "127.0.0.1",
+    groups: GroupCoordinatorExtension | bool = True,
 ) -> AsyncIterator[RunningServer]:
     """Run a node in this event loop for the duration of the block.
 
     `settings` are `KEY=VALUE` strings as for `--set`; keys the server does not know go to
-    `claims` (see `coordinator.config.parse_settings`). `config` replaces both.
+    `claims` (see `coordinator.config.parse_settings`), group coordinator keys (e.g.
+    `group.initial.rebalance.delay.ms=0`) included. `config` replaces both. The group
+    coordinator runs unless `groups=False`; pass a `GroupCoordinatorExtension` to configure it.
     """
+    if groups is True:
+        groups = GroupCoordinatorExtension()
+    if isinstance(groups, GroupCoordinatorExtension):
+        extensions = [groups, *extensions]
+        claims = [groups.claim, *claims]
     with tempfile.TemporaryDirectory(prefix="rebalance-") as scratch:
         directory = data_dir if data_dir is not None else Path(scratch)
         app = ServerApp(

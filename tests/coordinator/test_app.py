@@ -46,7 +46,9 @@ async def test_extension_registers_apis_and_services_and_is_closed(tmp_path: Pat
         yield
         runtime.closed = True
 
-    async with running_server(data_dir=tmp_path, extensions=[group_coordinator]) as node:
+    async with running_server(
+        data_dir=tmp_path, extensions=[group_coordinator], groups=False
+    ) as node:
         client = await WireClient.connect(node.host, node.port)
         versions = await client.request(18, 3, {})
         assert HEARTBEAT in {k.api_key for k in versions.api_keys}

@@ -24,7 +24,7 @@ API_VERSIONS = 18
 
 @pytest.fixture
 async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(settings=["socket.request.max.bytes=4096"]) as server:
+    async with running_server(settings=["socket.request.max.bytes=4096"], groups=False) as server:
         yield server
 
 

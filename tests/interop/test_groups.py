@@ -141,7 +141,7 @@ def split_cleanly(members: list[Member]) -> bool:
 async def node(data_dir: Path | None = None) -> AsyncIterator[RunningServer]:
     async with running_server(
         topics=[(TOPIC, PARTITIONS)],
-        extensions=[GroupCoordinatorExtension(GROUP_CONFIG)],
+        groups=GroupCoordinatorExtension(GROUP_CONFIG),
         data_dir=data_dir,
     ) as server:
         yield server
