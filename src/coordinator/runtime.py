@@ -34,7 +34,7 @@ from rebalance.records import Cancel, Record, Result, TimerKey
 from rebalance.replies import AnyReply, error_reply
 
 if TYPE_CHECKING:
-    from coordinator.store.base import RecordStore
+    from coordinator.store.base import RecordStore, StoredRecord
 
 log = logging.getLogger("coordinator.runtime")
 
@@ -64,6 +64,8 @@ class GroupRuntime:
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reloading: set[int] = set()
+        self._batch: list[StoredRecord] = []
+        self._batch_future: asyncio.Future[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self, partitions: Iterable[int] | None = None) -> None:
@@ -102,6 +104,8 @@ class GroupRuntime:
             handle.cancel()
         self._timers.clear()
         self._deadlines.clear()
+        if self._batch_future is not None:
+            self._flush()
         if self._last_write is not None:
             # Waits without raising: a failed write was already handled by `_after_write`.
             await asyncio.wait([self._last_write])
@@ -112,9 +116,19 @@ class GroupRuntime:
         loop = self._running_loop()
         self._next_token += 1
         token = self._next_token
+        result = self.core.handle(command, self._clock.now_ms(), token)
+        if (
+            not result.records
+            and len(result.replies) == 1
+            and result.replies[0].token == token
+            and self._pending_write() is None
+        ):
+            # Fast path (heartbeats, fetches): nothing to make durable, nothing pending.
+            self._carry_out(result)
+            return result.replies[0].response
         future: asyncio.Future[AnyReply] = loop.create_future()
         self._waiting[token] = (future, command)
-        self._carry_out(self.core.handle(command, self._clock.now_ms(), token))
+        self._carry_out(result)
         try:
             return await future
         finally:
@@ -126,11 +140,9 @@ class GroupRuntime:
             self.events.emit(result.events, self._epoch_offset)
         self._carry_out_timers(result)
         if result.records:
-            write = self._running_loop().create_task(self._persist(result.records))
-            barrier: asyncio.Future[None] | None = write
-            self._last_write = write
+            barrier: asyncio.Future[None] | None = self._enqueue_write(result.records)
         else:
-            barrier = self._last_write if self._last_write and not self._last_write.done() else None
+            barrier = self._pending_write()
         if not result.replies:
             return
         if barrier is None:
@@ -172,8 +184,34 @@ class GroupRuntime:
         del self._deadlines[key]
         self._carry_out(self.core.on_timer(key, self._clock.now_ms()))
 
-    async def _persist(self, records: list[Record]) -> None:
-        await self.store.append([record_codec.encode(r) for r in records])
+    def _pending_write(self) -> asyncio.Future[None] | None:
+        """The newest write not yet durable: replies must not overtake it."""
+        if self._batch_future is not None:
+            return self._batch_future
+        if self._last_write is not None and not self._last_write.done():
+            return self._last_write
+        return None
+
+    def _enqueue_write(self, records: list[Record]) -> asyncio.Future[None]:
+        """Add records to the batch written at the end of this loop iteration.
+
+        Every result handled in one iteration shares one store append (and the store folds
+        concurrent appends into one transaction and fsync): group commit at both levels.
+        """
+        if self._batch_future is None:
+            loop = self._running_loop()
+            self._batch_future = loop.create_future()
+            loop.call_soon(self._flush)
+        self._batch.extend(record_codec.encode(r) for r in records)
+        return self._batch_future
+
+    def _flush(self) -> None:
+        batch, done = self._batch, self._batch_future
+        assert done is not None
+        self._batch, self._batch_future = [], None
+        self._last_write = done
+        write = self._running_loop().create_task(self.store.append(batch))
+        write.add_done_callback(lambda task: _settle(task, done))
 
     def _after_write(self, write: asyncio.Future[None], result: Result) -> None:
         if write.cancelled() or write.exception() is None:
@@ -214,3 +252,13 @@ class GroupRuntime:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         return self._loop
+
+
+def _settle(task: asyncio.Task[None], done: asyncio.Future[None]) -> None:
+    """Pass a store append's outcome on to the future the batch's results wait on."""
+    if task.cancelled():
+        done.cancel()
+    elif (error := task.exception()) is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(None)

@@ -1,16 +1,30 @@
-"""Heartbeat (key 12). v1-v2: throttle time; v3: GroupInstanceId; v4: flexible."""
+"""Heartbeat (key 12). v1-v2: throttle time; v3: GroupInstanceId; v4: flexible.
+
+The most frequent request a coordinator answers, and its response depends only on the version
+and the error code, so each distinct body is encoded once and reused.
+"""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from coordinator.group_apis.common import runtime
+from coordinator.wire.codec import EncodedBody, build_response, encode_body
 from coordinator.wire.handlers import RequestContext, ResponseValue
 from rebalance.commands import Heartbeat
+from rebalance.errors import ErrorCode
 from rebalance.replies import HeartbeatReply
 
 API_KEY = 12
 VERSIONS = range(0, 5)
+
+
+@cache
+def encoded(api_version: int, error: ErrorCode) -> EncodedBody:
+    return encode_body(
+        build_response(API_KEY, api_version, {"throttle_time": 0, "error_code": int(error)})
+    )
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
@@ -23,4 +37,4 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     )
     reply = await runtime(ctx).submit(command)
     assert isinstance(reply, HeartbeatReply)
-    return {"throttle_time": 0, "error_code": int(reply.error)}
+    return encoded(api_version, reply.error)
