@@ -470,7 +470,7 @@ class Membership:
                 result.reply(token, self._join_reply(group, member))
             member.is_new = False
             self._rearm_session(result, group, member, now_ms)
-        group.pending_sync.update(group.members)
+        group.pending_sync.add_all(group.members)
         group.sync_generation = group.generation
         self.state.schedule(
             result, sync_key(group.group_id), now_ms + group.max_rebalance_timeout_ms()
