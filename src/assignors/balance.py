@@ -41,9 +41,10 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, filterfalse
+from operator import itemgetter
 
 from .racks import member_rack, racks_match, use_rack_aware
 from .spec import (
@@ -81,19 +82,34 @@ class _Layout:
         self.total = total
         self.base_of = dict(zip(topic_names, self.bases, strict=True))
         self.count_of = dict(zip(topic_names, self.counts, strict=True))
+        self.min_count = min(self.counts, default=0)
+        self._topic_sets: dict[frozenset[str], set[int]] = {}
         self._tps: list[TopicPartition] | None = None
 
-    def index(self, topic: str, partition: int) -> int | None:
-        base = self.base_of.get(topic)
-        if base is None or not 0 <= partition < self.count_of[topic]:
-            return None
-        return base + partition
+    def indices(self, owned: Iterable[TopicPartition]) -> list[int]:
+        """Indices of the partitions in ``owned`` that exist (others are ignored, as in Kafka)."""
+        bases, counts = self.base_of, self.count_of
+        if self.min_count > 0:
+            numbers = list(map(itemgetter(1), owned))
+            if not numbers:
+                return []
+            if min(numbers) >= 0 and max(numbers) < self.min_count:
+                try:  # fast path: every partition number is valid for every topic
+                    return [bases[t] + p for t, p in owned]
+                except KeyError:
+                    pass
+        return [bases[t] + p for t, p in owned if t in bases and 0 <= p < counts[t]]
 
     def topic_index(self, index: int) -> int:
         return bisect_right(self.bases, index) - 1
 
     def topic_indices(self, topic_names: frozenset[str]) -> set[int]:
-        return {i for i, t in enumerate(self.topics) if t in topic_names}
+        """Indices of the subscribed topics (cached: most members share one subscription)."""
+        cached = self._topic_sets.get(topic_names)
+        if cached is None:
+            cached = {i for i, t in enumerate(self.topics) if t in topic_names}
+            self._topic_sets[topic_names] = cached
+        return cached
 
     def tps(self) -> list[TopicPartition]:
         if self._tps is None:
@@ -147,13 +163,12 @@ def _validated_claims(
     raw: list[list[int]] = []
     generations: list[int] = []
     for member in members:
-        indices = [i for i in (layout.index(t, p) for t, p in member.owned) if i is not None]
+        indices = layout.indices(member.owned)
         if len(set(indices)) != len(indices):
             indices = list(dict.fromkeys(indices))
         raw.append(indices)
         generations.append(_NO_GENERATION if member.generation is None else member.generation)
-    flat = list(chain.from_iterable(raw))
-    if len(set(flat)) == len(flat):
+    if len(set(chain.from_iterable(raw))) == sum(map(len, raw)):
         return raw, set()
     owner: dict[int, int] = {}
     for j, indices in enumerate(raw):
