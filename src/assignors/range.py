@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from .racks import member_rack, racks_match, topic_racks, use_rack_aware
 from .spec import GroupAssignment, GroupSpec, TopicDescriber, subscribed_topics
@@ -34,18 +35,26 @@ class RangeAssignor:
         order = spec.ordered_member_ids()
         result: GroupAssignment = {m: [] for m in spec.members}
         racks = {m: member_rack(spec.members[m].rack) for m in order}
-        states: list[_TopicState] = []
+        plan: list[tuple[str, list[str], int, list[frozenset[str]], bool]] = []
         for topic in subscribed_topics(spec, topics):
             subscribers = [m for m in order if topic in spec.members[m].topics]
             count = topics.partition_count(topic) or 0
-            state = _TopicState(topic, subscribers, count)
+            partition_racks: list[frozenset[str]] = []
+            rack_aware = False
             if any(racks[m] for m in subscribers):
-                state.racks = topic_racks(topics, topic, count)
-                state.rack_aware = use_rack_aware((racks[m] for m in subscribers), state.racks)
-            states.append(state)
+                partition_racks = topic_racks(topics, topic, count)
+                rack_aware = use_rack_aware((racks[m] for m in subscribers), partition_racks)
+            plan.append((topic, subscribers, count, partition_racks, rack_aware))
 
-        if any(s.rack_aware for s in states):
-            _assign_rack_aware(states, racks)
+        if not any(rack_aware for *_, rack_aware in plan):
+            for topic, subscribers, count, _, _ in plan:
+                _assign_plain_ranges(topic, subscribers, count, result)
+            return result
+        states = [
+            _TopicState(topic, subscribers, count, partition_racks, rack_aware)
+            for topic, subscribers, count, partition_racks, rack_aware in plan
+        ]
+        _assign_rack_aware(states, racks)
         for state in states:
             state.assign_remaining_in_ranges()
             for member, numbers in state.assigned.items():
@@ -53,6 +62,21 @@ class RangeAssignor:
         for tps in result.values():
             tps.sort()
         return result
+
+
+def _assign_plain_ranges(
+    topic: str, subscribers: list[str], count: int, result: GroupAssignment
+) -> None:
+    """Subscriber ``i`` of ``C`` takes ``q`` partitions from ``q*i + min(i, r)``, one more if
+    ``i < r`` (``q, r = divmod(P, C)``). Topics arrive in name order, so lists stay sorted."""
+    quota, extras = divmod(count, len(subscribers))
+    start = 0
+    for position, member in enumerate(subscribers):
+        length = quota + 1 if position < extras else quota
+        if length == 0:
+            break
+        result[member] += zip(repeat(topic, length), range(start, start + length), strict=True)
+        start += length
 
 
 @dataclass
