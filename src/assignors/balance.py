@@ -148,7 +148,7 @@ def balance(spec: GroupSpec, topics: TopicDescriber, *, rack_aware: bool = True)
 
     state = _State(layout, claims, multiple, subscribed, racks, partition_racks)
     state.release_unsubscribed_and_mismatched()
-    if all(s == subscribed[0] for s in subscribed):
+    if all(s is subscribed[0] or s == subscribed[0] for s in subscribed):
         state.assign_equal_subscriptions()
     else:
         state.assign_unequal_subscriptions()
@@ -163,13 +163,11 @@ def _validated_claims(
     raw: list[list[int]] = []
     generations: list[int] = []
     for member in members:
-        indices = layout.indices(member.owned)
-        if len(set(indices)) != len(indices):
-            indices = list(dict.fromkeys(indices))
-        raw.append(indices)
+        raw.append(layout.indices(member.owned))
         generations.append(_NO_GENERATION if member.generation is None else member.generation)
     if len(set(chain.from_iterable(raw))) == sum(map(len, raw)):
-        return raw, set()
+        return raw, set()  # the usual case: no partition is claimed twice
+    raw = [list(dict.fromkeys(indices)) for indices in raw]
     owner: dict[int, int] = {}
     for j, indices in enumerate(raw):
         for i in indices:

@@ -295,3 +295,17 @@ def _unassigned(assignment, subscriptions, partitions):  # type: ignore[no-untyp
     held = Counter(tp for tps in assignment.values() for tp in tps)
     topics = {t for s in subscriptions.values() for t in s}
     return {(t, p) for t in topics for p in range(partitions.get(t, 0)) if (t, p) not in held}
+
+
+def test_a_member_listing_a_partition_twice_still_owns_it() -> None:
+    owned = {"a": [("t", 0), ("t", 0)], "b": [("t", 1)]}
+    result = assignors.assign(
+        "cooperative-sticky", {"a": ["t"], "b": ["t"]}, {"t": 2}, owned=owned, generations={"a": 1}
+    )
+    assert result == {"a": [("t", 0)], "b": [("t", 1)]}
+
+
+def test_claims_on_unknown_partitions_are_ignored() -> None:
+    owned = {"a": [("t", 5), ("gone", 0), ("t", -1)], "b": [("t", 1)]}
+    result = assignors.assign("sticky", {"a": ["t"], "b": ["t"]}, {"t": 2}, owned=owned)
+    assert result == {"a": [("t", 0)], "b": [("t", 1)]}
