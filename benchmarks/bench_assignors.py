@@ -81,6 +81,7 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     times = []
     result = None
     for _ in range(repeat):
+        result = None  # free the previous result before the clock starts
         gc.collect()
         start = time.perf_counter()
         result = fn()

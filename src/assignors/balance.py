@@ -43,8 +43,8 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, filterfalse
-from operator import itemgetter
+from itertools import chain, compress, islice, repeat
+from operator import add, itemgetter, lt
 
 from .racks import member_rack, racks_match, use_rack_aware
 from .spec import (
@@ -95,7 +95,8 @@ class _Layout:
                 return []
             if min(numbers) >= 0 and max(numbers) < self.min_count:
                 try:  # fast path: every partition number is valid for every topic
-                    return [bases[t] + p for t, p in owned]
+                    topic_bases = map(bases.__getitem__, map(itemgetter(0), owned))
+                    return list(map(add, topic_bases, numbers))
                 except KeyError:
                     pass
         return [bases[t] + p for t, p in owned if t in bases and 0 <= p < counts[t]]
@@ -121,19 +122,35 @@ class _Layout:
         return self._tps
 
     def to_tps(self, indices: list[int]) -> list[TopicPartition]:
+        """Sorted (topic, partition) pairs of ``indices`` (sorted in place)."""
         indices.sort()
+        if self._tps is None and len(indices) < 64:
+            return [self.pair(i) for i in indices]
         return list(map(self.tps().__getitem__, indices))
 
+    def pair(self, index: int) -> TopicPartition:
+        t = self.topic_index(index)
+        return (self.topics[t], index - self.bases[t])
 
-def balance(spec: GroupSpec, topics: TopicDescriber, *, rack_aware: bool = True) -> BalanceOutcome:
-    """Compute the balanced sticky assignment of ``spec`` (see the module docstring)."""
+
+def balance(
+    spec: GroupSpec,
+    topics: TopicDescriber,
+    *,
+    rack_aware: bool = True,
+    use_generations: bool = True,
+) -> BalanceOutcome:
+    """Compute the balanced sticky assignment of ``spec`` (see the module docstring).
+
+    With ``use_generations=False`` every claim counts as the same generation.
+    """
     order = spec.ordered_member_ids()
     layout = _Layout(subscribed_topics(spec, topics), topics)
     if not order or layout.total == 0:
         return BalanceOutcome({m: [] for m in spec.members})
     members = [spec.members[m] for m in order]
     subscribed = [layout.topic_indices(m.topics) for m in members]
-    claims, multiple = _validated_claims(layout, members)
+    claims, multiple = _validated_claims(layout, members, use_generations)
 
     racks: list[str | None] = [member_rack(m.rack) for m in members]
     partition_racks: list[frozenset[str]] | None = None
@@ -156,7 +173,7 @@ def balance(spec: GroupSpec, topics: TopicDescriber, *, rack_aware: bool = True)
 
 
 def _validated_claims(
-    layout: _Layout, members: Sequence[MemberSubscription]
+    layout: _Layout, members: Sequence[MemberSubscription], use_generations: bool
 ) -> tuple[list[list[int]], set[int]]:
     """Claims per member (member order) after the generation rule, and the partitions claimed
     by several members of the same generation (which nobody keeps)."""
@@ -164,7 +181,8 @@ def _validated_claims(
     generations: list[int] = []
     for member in members:
         raw.append(layout.indices(member.owned))
-        generations.append(_NO_GENERATION if member.generation is None else member.generation)
+        generation = member.generation if use_generations else None
+        generations.append(_NO_GENERATION if generation is None else generation)
     if len(set(chain.from_iterable(raw))) == sum(map(len, raw)):
         return raw, set()  # the usual case: no partition is claimed twice
     raw = [list(dict.fromkeys(indices)) for indices in raw]
@@ -277,9 +295,11 @@ class _State:
 
     def _unkept_pool(self) -> list[int]:
         """Every subscribed partition nobody keeps, in index order."""
-        kept = set(chain.from_iterable(self.kept))
-        everything = range(self.layout.total)
-        return list(filterfalse(kept.__contains__, everything)) if kept else list(everything)
+        total = self.layout.total
+        free = bytearray(b"\x01") * total
+        # C-level loop: clear the flag of every kept index
+        deque(map(free.__setitem__, chain.from_iterable(self.kept), repeat(0)), maxlen=0)
+        return list(compress(range(total), free))
 
     def _deal_round_robin(self, pool: list[int], needs: list[int]) -> None:
         """Deal ``pool`` one partition at a time to members with a need, cycling in order.
@@ -473,15 +493,34 @@ class _State:
         assignment: GroupAssignment = {m: [] for m in spec.members}
         transferring: dict[str, list[TopicPartition]] = {}
         claimant = self._claimants()
+        gained_total = sum(map(len, self.gained))
+        if gained_total > layout.total // 8:
+            layout.tps()  # many new pairs: build the whole table once
         for j, member_id in enumerate(order):
-            assignment[member_id] = layout.to_tps(self.kept[j] + self.gained[j])
-            moving = [i for i in self.gained[j] if claimant.get(i, j) != j]
+            owned = spec.members[member_id].owned
+            if owned and self.kept[j] is self.claims[j] and len(self.kept[j]) == len(owned):
+                # kept exactly what it owned: reuse its own pairs (no new tuples)
+                assignment[member_id] = self._own_pairs_plus(owned, self.kept[j], self.gained[j])
+            else:
+                assignment[member_id] = layout.to_tps(self.kept[j] + self.gained[j])
+            moving = [i for i in self.gained[j] if claimant.get(i, j) != j] if claimant else []
             if moving:
                 transferring[member_id] = layout.to_tps(moving)
         return BalanceOutcome(assignment, transferring)
 
+    def _own_pairs_plus(
+        self, owned: tuple[TopicPartition, ...], kept: list[int], gained: list[int]
+    ) -> list[TopicPartition]:
+        pairs = list(owned) if all(map(lt, kept, islice(kept, 1, None))) else sorted(owned)
+        if gained:
+            pairs += self.layout.to_tps(list(gained))
+            pairs.sort()
+        return pairs
+
     def _claimants(self) -> dict[int, int]:
         """Partition -> validly claiming member, for every partition some member gained."""
+        if not (self.released or self.multiple or self.kept_claims_move):
+            return {}  # nothing gained can be claimed by anyone else
         gained = set(chain.from_iterable(self.gained))
         if not gained:
             return {}

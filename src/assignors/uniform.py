@@ -13,8 +13,6 @@ KAFKA-16694.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .balance import balance
 from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
@@ -27,5 +25,4 @@ class UniformAssignor:
         return "uniform"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-        members = {m: replace(s, generation=None) for m, s in spec.members.items()}
-        return balance(GroupSpec(members), topics, rack_aware=False).assignment
+        return balance(spec, topics, rack_aware=False, use_generations=False).assignment
