@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coordinator.core_demo import run_core_demo
+from coordinator.demo import run_demo
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.serve import add_serve_arguments, serve_main
 
@@ -17,7 +18,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rebalance", description="Kafka consumer-group rebalance protocol tools."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("demo", help="walk a consumer group through its lifecycle, narrated")
+    commands.add_parser(
+        "demo",
+        help="the whole mission in a minute: server, real consumers, crashes, fencing, report",
+    )
+    commands.add_parser(
+        "walkthrough",
+        help="a narrated walk through the group lifecycle on the pure core (no I/O, instant)",
+    )
     serve = commands.add_parser(
         "serve", help="run the Kafka-protocol group coordinator and partition log"
     )
@@ -35,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
+        return run_demo()
+    if args.command == "walkthrough":
         return run_core_demo()
     if args.command == "serve":
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
