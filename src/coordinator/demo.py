@@ -157,6 +157,7 @@ async def run_group_story(data_dir: Path, say: Say) -> None:
     )
     groups = GroupCoordinatorExtension(config)
     members: list[DemoMember] = []
+    everyone: list[DemoMember] = []
     async with (
         running_server(topics=[(TOPIC, PARTITIONS)], groups=groups, data_dir=data_dir) as server,
         supervised(members),
