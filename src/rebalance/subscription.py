@@ -1,40 +1,20 @@
-"""Which topics a "consumer" group is subscribed to, read from its members' metadata.
+"""What a "consumer" group's member metadata and assignments say, for offset expiry,
+OffsetDelete (topics the group consumes, spec §3.3-§3.4) and the event log (assignments).
 
-Offset expiry and OffsetDelete must not touch topics the group consumes (spec §3.3, §3.4). The
-metadata is a ConsumerProtocol Subscription; every version (v0-v3) starts with an int16 version
-and the topic list (int32 count, then int16-length UTF-8 names), which is all we need here.
+The bytes are ConsumerProtocol Subscription / Assignment messages; `assignors.consumer_protocol`
+reads every version of them.
 """
 
 from __future__ import annotations
 
-import struct
-
+from assignors.consumer_protocol import (
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+)
 from rebalance.group import Group
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-
-class MalformedSubscription(ValueError):
-    """The member metadata is not a ConsumerProtocol Subscription."""
-
-
-def subscribed_topics(metadata: bytes) -> set[str]:
-    try:
-        (count,) = struct.unpack_from(">i", metadata, 2)
-        if count < 0:
-            raise MalformedSubscription(f"negative topic count {count}")
-        offset = 6
-        topics: set[str] = set()
-        for _ in range(count):
-            (length,) = struct.unpack_from(">h", metadata, offset)
-            offset += 2
-            if length < 0 or offset + length > len(metadata):
-                raise MalformedSubscription(f"bad topic name length {length}")
-            topics.add(metadata[offset : offset + length].decode("utf-8"))
-            offset += length
-        return topics
-    except (struct.error, UnicodeDecodeError) as exc:
-        raise MalformedSubscription(str(exc)) from exc
 
 
 def group_subscriptions(group: Group) -> set[str] | None:
@@ -48,8 +28,8 @@ def group_subscriptions(group: Group) -> set[str] | None:
     topics: set[str] = set()
     try:
         for member in group.members.values():
-            topics |= subscribed_topics(member.metadata_for(group.protocol_name))
-    except (MalformedSubscription, KeyError):
+            topics.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
+    except (ConsumerProtocolError, KeyError):
         return None
     return topics
 
@@ -63,23 +43,10 @@ def assigned_partitions(assignment: bytes) -> list[list[object]] | None:
     if not assignment:
         return []
     try:
-        (count,) = struct.unpack_from(">i", assignment, 2)
-        offset = 6
-        topics: list[list[object]] = []
-        for _ in range(max(count, 0)):
-            (length,) = struct.unpack_from(">h", assignment, offset)
-            offset += 2
-            if length < 0 or offset + length > len(assignment):
-                return None
-            topic = assignment[offset : offset + length].decode("utf-8")
-            offset += length
-            (n,) = struct.unpack_from(">i", assignment, offset)
-            offset += 4
-            if n < 0 or offset + 4 * n > len(assignment):
-                return None
-            partitions = list(struct.unpack_from(f">{n}i", assignment, offset))
-            offset += 4 * n
-            topics.append([topic, partitions])
-        return topics
-    except (struct.error, UnicodeDecodeError):
+        decoded = decode_assignment(assignment)
+    except ConsumerProtocolError:
         return None
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in decoded.partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return [[topic, partitions] for topic, partitions in by_topic.items()]

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import struct
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
+from assignors.consumer_protocol import Subscription, encode_subscription
 from rebalance.commands import (
     Command,
     CommitPartition,
@@ -379,10 +379,5 @@ class GroupHarness:
 
 
 def consumer_subscription(*topics: str, version: int = 0) -> bytes:
-    """A ConsumerProtocol Subscription as member metadata: int16 version, int32 topic count,
-    then int16-length UTF-8 topic names (user data and later fields omitted)."""
-    out = struct.pack(">hi", version, len(topics))
-    for topic in topics:
-        name = topic.encode()
-        out += struct.pack(">h", len(name)) + name
-    return out
+    """A ConsumerProtocol Subscription (of `version`) naming `topics`, as member metadata."""
+    return encode_subscription(Subscription(tuple(topics)), version)

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import struct
-
+from assignors.consumer_protocol import Assignment, encode_assignment
 from rebalance.events import EVENT_SCHEMA_VERSION
 from rebalance.subscription import assigned_partitions
 from rebalance.testing import GroupHarness
 
 
 def consumer_assignment(topics: dict[str, list[int]]) -> bytes:
-    """A ConsumerProtocol Assignment v0: version, [topic, [partition]], null user data."""
-    out = struct.pack(">hi", 0, len(topics))
-    for topic, partitions in topics.items():
-        name = topic.encode()
-        out += (
-            struct.pack(">h", len(name))
-            + name
-            + struct.pack(f">i{len(partitions)}i", len(partitions), *partitions)
-        )
-    return out + struct.pack(">i", -1)
+    partitions = tuple((topic, p) for topic, ps in topics.items() for p in ps)
+    return encode_assignment(Assignment(partitions), version=0)
 
 
 def test_a_group_life_in_events() -> None:
