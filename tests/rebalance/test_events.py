@@ -48,7 +48,7 @@ def test_sync_completed_decodes_consumer_assignments() -> None:
     assignment = consumer_assignment({"orders": [0, 2], "audit": [1]})
     h.sync("g", member_id, generation, {member_id: assignment})
     synced = next(e for e in h.events if e.type == "sync_completed")
-    assert synced.fields["assignments"] == {member_id: [["orders", [0, 2]], ["audit", [1]]]}
+    assert synced.fields["assignments"] == {member_id: [["audit", [1]], ["orders", [0, 2]]]}
     assert synced.fields["sizes"] == {member_id: len(assignment)}
 
 
