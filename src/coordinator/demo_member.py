@@ -26,6 +26,7 @@ def say(**fields: Any) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+
     from assignors.aiokafka import assignor
 
     stop = asyncio.Event()
