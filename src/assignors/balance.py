@@ -244,7 +244,9 @@ class _State:
             if partition_racks is not None and racks[j] is not None:
                 rack = racks[j]
                 keep = [i for i in keep if rack in partition_racks[i]]
-            if len(keep) != len(claims):
+            if len(keep) == len(claims):
+                keep = claims  # nothing released: keep the identity (see `outcome`)
+            else:
                 kept_set = set(keep)
                 for i in claims:
                     if i not in kept_set:
