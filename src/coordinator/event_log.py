@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rebalance.events import Event
 
@@ -56,9 +56,7 @@ class EventLog:
         if self._closed:
             return
         for event in events:
-            record = event.to_json_dict(self.node_id)
-            record["ts"] = event.ts + monotonic_offset_ms
-            self._queue.put(record)
+            self._queue.put((event, monotonic_offset_ms))
 
     def close(self) -> None:
         if self._closed:
@@ -80,11 +78,7 @@ class EventLog:
                     except queue.Empty:
                         break
                 stop = any(entry is _STOP for entry in batch)
-                lines = [
-                    json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n"
-                    for entry in batch
-                    if entry is not _STOP
-                ]
+                lines = [self._line(entry) for entry in batch if entry is not _STOP]
                 for line in lines:
                     data = line.encode("utf-8")
                     if handle is None or (size + len(data) > self.max_bytes and size > 0):
@@ -106,6 +100,12 @@ class EventLog:
         finally:
             if handle is not None:
                 handle.close()
+
+    def _line(self, entry: object) -> str:
+        event, offset = cast(tuple[Event, int], entry)
+        record = event.to_json_dict(self.node_id)
+        record["ts"] = event.ts + offset
+        return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def epoch_offset_ms(monotonic_now_ms: int) -> int:

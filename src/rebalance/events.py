@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, assigned_partitions
+
 EVENT_SCHEMA_VERSION = 1
 
 
@@ -46,6 +48,18 @@ class Event:
     fields: dict[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self, node: int) -> dict[str, Any]:
+        """The log line (schema above). `sync_completed` carries raw assignment bytes until
+        here; they are decoded now, by whoever writes the log, not on the request path."""
+        fields = self.fields
+        if self.type == "sync_completed":
+            fields = dict(fields)
+            raw: dict[str, bytes] = fields.pop("assignments")
+            consumer = fields.pop("protocol_type", None) == CONSUMER_PROTOCOL_TYPE
+            fields["assignments"] = {
+                member: assigned_partitions(data) if consumer else None
+                for member, data in raw.items()
+            }
+            fields["sizes"] = {member: len(data) for member, data in raw.items()}
         return {
             "v": EVENT_SCHEMA_VERSION,
             "ts": self.ts,
@@ -54,5 +68,5 @@ class Event:
             "group": self.group,
             "generation": self.generation,
             "member": self.member,
-            **self.fields,
+            **fields,
         }

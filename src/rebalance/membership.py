@@ -51,7 +51,6 @@ from rebalance.replies import (
     SyncGroupReply,
 )
 from rebalance.state import CoordinatorState, metadata_value
-from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, assigned_partitions
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member with a parked join is
 #: evicted after this long, whatever its session timeout.
@@ -487,17 +486,14 @@ class Membership:
         self._transition(group, "complete_sync", now_ms)
         value = metadata_value(group, assignments)
         self.state.apply(result, GroupMetadataRecord(group.group_id, value))
-        decoded = group.protocol_type == CONSUMER_PROTOCOL_TYPE
+        # Raw bytes: decoding them for the log is the event writer's job, off the request path.
         result.event(
             "sync_completed",
             now_ms,
             group.group_id,
             group.generation,
-            assignments={
-                m.member_id: assigned_partitions(m.assignment) if decoded else None
-                for m in value.members
-            },
-            sizes={m.member_id: len(m.assignment) for m in value.members},
+            protocol_type=group.protocol_type,
+            assignments={m.member_id: m.assignment for m in value.members},
         )
         result.event("group_stable", now_ms, group.group_id, group.generation)
 

@@ -40,7 +40,7 @@ def test_a_group_life_in_events() -> None:
     assert h.events[-1].generation == generation + 1
 
 
-def test_sync_completed_decodes_consumer_assignments() -> None:
+def test_sync_completed_is_logged_with_decoded_consumer_assignments() -> None:
     h = GroupHarness()
     member_id, token = h.new_member("g")
     h.run_until(lambda: token in h.replies)
@@ -48,8 +48,11 @@ def test_sync_completed_decodes_consumer_assignments() -> None:
     assignment = consumer_assignment({"orders": [0, 2], "audit": [1]})
     h.sync("g", member_id, generation, {member_id: assignment})
     synced = next(e for e in h.events if e.type == "sync_completed")
-    assert synced.fields["assignments"] == {member_id: [["audit", [1]], ["orders", [0, 2]]]}
-    assert synced.fields["sizes"] == {member_id: len(assignment)}
+    assert synced.fields["assignments"] == {member_id: assignment}  # raw: decoded off-path
+    line = synced.to_json_dict(node=1)
+    assert line["assignments"] == {member_id: [["audit", [1]], ["orders", [0, 2]]]}
+    assert line["sizes"] == {member_id: len(assignment)}
+    assert "protocol_type" not in line
 
 
 def test_fenced_commit_is_reported_with_its_error() -> None:
