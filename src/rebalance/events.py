@@ -14,7 +14,8 @@ Types and their extra fields:
                       "sync_timeout" | "max_size" | "replaced" (a static member's old id)
 * `rebalance_started` trigger: "member_joined" | "member_rejoined" | "leader_rejoined" |
                       "metadata_changed" | "member_left" | "member_expired" | "static_replaced" |
-                      "sync_timeout" | "over_max_size"; members: member count at the start
+                      "sync_timeout" | "over_max_size"; members: how many members the
+                      current (now ending) generation formed with
 * `join_completed`    leader, protocol, members: [member ids] (generation is the new one)
 * `group_empty`       (the join phase ended with nobody left; generation is the new one)
 * `sync_completed`    assignments: {member id: [[topic, [partitions...]], ...]} when the

@@ -83,6 +83,7 @@ class Group:
     __slots__ = (
         "current_state_timestamp_ms",
         "generation",
+        "generation_members",
         "group_id",
         "initial_delay_ms",
         "initial_rebalance",
@@ -109,6 +110,8 @@ class Group:
         self.state = state
         self.current_state_timestamp_ms = 0
         self.generation = 0
+        #: How many members the current generation formed with (for the event log).
+        self.generation_members = 0
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
         self.leader_id: str | None = None

@@ -389,7 +389,7 @@ class Membership:
             group.group_id,
             group.generation,
             trigger=trigger,
-            members=len(group.members),
+            members=group.generation_members,
         )
         if group.state is GroupState.AWAITING_SYNC:
             for member in group.members.values():
@@ -445,6 +445,7 @@ class Membership:
                 return
             group.leader_id = joined[self.state.rng.below(len(joined))]  # DIFFERS: random
         group.generation += 1
+        group.generation_members = len(group.members)
         if not group.members:
             group.protocol_name = None
             group.leader_id = None

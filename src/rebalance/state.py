@@ -123,6 +123,7 @@ class CoordinatorState:
         group.supported_protocols = {}
         group.num_awaiting_join = 0
         group.leader_id = None
+        group.generation_members = len(value.members)
         for m in value.members:
             group.add_member(
                 Member(
