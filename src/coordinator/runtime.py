@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 
 from coordinator import record_codec
 from coordinator.event_log import EventLog, epoch_offset_ms
-from rebalance.commands import Command
+from rebalance.commands import Command, Heartbeat
 from rebalance.core import GroupCoordinatorCore
 from rebalance.errors import ErrorCode
 from rebalance.records import Cancel, Record, Result, TimerKey
-from rebalance.replies import AnyReply, error_reply
+from rebalance.replies import AnyReply, HeartbeatReply, error_reply
 
 if TYPE_CHECKING:
     from coordinator.store.base import RecordStore, StoredRecord
@@ -111,6 +111,19 @@ class GroupRuntime:
             await asyncio.wait([self._last_write])
 
     # -- requests -------------------------------------------------------------------------
+    def heartbeat_now(self, command: Heartbeat) -> HeartbeatReply | None:
+        """Answer a heartbeat synchronously when no write is pending (a heartbeat never parks
+        or persists, but its reply must not overtake a pending write); None otherwise, in
+        which case the heartbeat has not been run and must go through `submit`."""
+        if self._pending_write() is not None:
+            return None
+        self._next_token += 1
+        result = self.core.heartbeat(command, self._clock.now_ms(), self._next_token)
+        self._carry_out(result)
+        (reply,) = result.replies
+        assert isinstance(reply.response, HeartbeatReply)
+        return reply.response
+
     async def submit(self, command: Command) -> AnyReply:
         """Run one command; resolves when its reply may be sent (maybe much later: parked)."""
         loop = self._running_loop()

@@ -178,3 +178,21 @@ def test_record_rows_round_trip_and_refuse_newer_versions() -> None:
         decode(newer)
     with pytest.raises(RecordFormatError, match="unreadable"):
         decode(StoredRecord(row.kind, row.key, b'{"v": 1}'))
+
+
+async def test_heartbeat_now_answers_at_once_only_when_no_write_is_pending() -> None:
+    store = GatedStore()
+    store.gate.set()
+    runtime = await started(store)
+    member, generation = await form(runtime)
+    reply = runtime.heartbeat_now(Heartbeat("g", generation, member))
+    assert reply is not None and reply.error is ErrorCode.NONE
+    store.gate.clear()
+    pending = asyncio.ensure_future(runtime.submit(commit(member, generation, 3)))
+    await asyncio.sleep(0.02)
+    # The commit is not durable yet: an immediate answer would overtake it.
+    assert runtime.heartbeat_now(Heartbeat("g", generation, member)) is None
+    store.gate.set()
+    await pending
+    assert runtime.heartbeat_now(Heartbeat("g", generation, member)) is not None
+    await runtime.close()

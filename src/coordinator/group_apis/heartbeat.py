@@ -27,14 +27,23 @@ def encoded(api_version: int, error: ErrorCode) -> EncodedBody:
     )
 
 
-async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    command = Heartbeat(
+def to_command(request: Any, api_version: int) -> Heartbeat:
+    return Heartbeat(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
         version=api_version,
     )
-    reply = await runtime(ctx).submit(command)
+
+
+def answer_now(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    """The usual case, without a task: nothing is waiting to become durable."""
+    reply = runtime(ctx).heartbeat_now(to_command(request, api_version))
+    return None if reply is None else encoded(api_version, reply.error)
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    reply = await runtime(ctx).submit(to_command(request, api_version))
     assert isinstance(reply, HeartbeatReply)
     return encoded(api_version, reply.error)

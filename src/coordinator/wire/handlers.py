@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
 Handler = Callable[[Any, int, "RequestContext"], Awaitable[ResponseValue]]
+ImmediateHandler = Callable[[Any, int, "RequestContext"], ResponseValue]
 
 T = TypeVar("T")
 
@@ -45,12 +46,18 @@ class RegistryError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
-    """One API key: the versions advertised and the coroutine answering them."""
+    """One API key: the versions advertised and the coroutine answering them.
+
+    `answer_now`, when a module defines it, is tried first, synchronously: it returns the
+    response when it can give it at once (a heartbeat with nothing to wait for) and `None`
+    otherwise, so the common case skips creating a task for the request.
+    """
 
     api_key: int
     versions: range
     handle: Handler
     name: str = ""
+    answer_now: ImmediateHandler | None = None
 
     @classmethod
     def from_module(cls, module: ModuleType) -> ApiSpec:
@@ -61,7 +68,8 @@ class ApiSpec:
             raise RegistryError(
                 f"{module.__name__} must define API_KEY, VERSIONS and handle"
             ) from exc
-        return cls(int(api_key), versions, handle, module.__name__.rsplit(".", 1)[-1])
+        name = module.__name__.rsplit(".", 1)[-1]
+        return cls(int(api_key), versions, handle, name, getattr(module, "answer_now", None))
 
 
 class ApiRegistry:

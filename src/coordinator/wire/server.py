@@ -196,6 +196,10 @@ class _Connection:
             except BaseException:
                 self._slots.release()
                 raise
+            if self.writer.transport.get_write_buffer_size() > _WRITE_BACKLOG:
+                # A client that sends without reading: stop reading until it catches up.
+                with contextlib.suppress(ConnectionError):
+                    await self.writer.drain()
 
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start the task answering it (or close the connection)."""
@@ -225,6 +229,14 @@ class _Connection:
         context = RequestContext(
             self.server.broker, prefix.correlation_id, decoded.client_id, self.peer
         )
+        if spec.answer_now is not None:
+            try:
+                value = spec.answer_now(decoded.body, prefix.api_version, context)
+            except Exception:
+                value = None  # the asynchronous path answers, and logs, any failure
+            if value is not None:
+                self._complete(sequence, _encode(value, prefix))
+                return  # the read loop applies write back-pressure (see `_read_loop`)
         task = asyncio.create_task(self._answer(sequence, spec, prefix, decoded.body, context))
         self.in_flight.add(task)
         task.add_done_callback(self.in_flight.discard)
@@ -268,6 +280,10 @@ class _Connection:
             self._slots.release()
             if ready is not None and not self._closed:
                 self.writer.write(ready)
+
+
+#: Bytes of unsent responses above which a connection's read loop waits for the client.
+_WRITE_BACKLOG = 1 << 20
 
 
 def _encode(
