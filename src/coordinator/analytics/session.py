@@ -43,6 +43,7 @@ def build_session(
         SparkSession.builder.master(check_master(master))
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Validation is one long CASE over every rule; inferring constraints from it through the
         # later filters and joins costs the optimizer minutes and gigabytes for nothing.
