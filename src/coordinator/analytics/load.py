@@ -154,10 +154,8 @@ def _read_parquet(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
     if missing:
         raise InputError(f"Parquet input lacks the event columns {missing}")
     columns = [F.col(f.name).cast(f.dataType).alias(f.name) for f in EVENT_SCHEMA.fields]
-    row_as_json = F.to_json(F.struct(*(F.col(f.name) for f in EVENT_SCHEMA.fields)))
-    return table.select(
-        *columns, row_as_json.alias("line"), F.lit(None).cast("string").alias("parse_problem")
-    )
+    no_text = F.lit(None).cast("string")  # rejected rows get their JSON text in `_validate`
+    return table.select(*columns, no_text.alias("line"), no_text.alias("parse_problem"))
 
 
 def _missing(field: str) -> Column:
@@ -212,8 +210,13 @@ def _validate(rows: DataFrame) -> LoadedLog:
     events = checked.where(F.col("reason").isNull()).select(
         *(F.col(f.name) for f in EVENT_SCHEMA.fields)
     )
+    row_as_json = F.to_json(F.struct(*(F.col(f.name) for f in EVENT_SCHEMA.fields)))
     quarantine = checked.where(F.col("reason").isNotNull()).select(
-        "reason", "line", "source_file", "source_offset", "source_row"
+        "reason",
+        F.coalesce(F.col("line"), row_as_json).alias("line"),
+        "source_file",
+        "source_offset",
+        "source_row",
     )
     return LoadedLog(events, quarantine)
 
