@@ -1,4 +1,4 @@
-"""Entry points that the `rebalance` console script wires in (`report`; `sweep` to come).
+"""Entry points that the `rebalance` console script wires in (`report`).
 
 Each pair is `add_*_arguments(parser)` to declare the options and `run_*(args) -> int` to run;
 bad input (missing input path, unwritable output, bad master URL) ends with a message on stderr

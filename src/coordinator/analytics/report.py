@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -62,9 +63,8 @@ def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
             colour = OUTCOME_COLOURS.get(r["outcome"], "black")
             ax.barh(y, width, left=r["start_ts"] / 1000, color=colour, height=0.6)
         ax.set_yticks(range(len(busiest)), busiest)
-        for outcome, colour in OUTCOME_COLOURS.items():
-            ax.barh([], [], color=colour, label=outcome)
-        ax.legend(loc="upper right", fontsize="small")
+        legend = [Patch(color=colour, label=name) for name, colour in OUTCOME_COLOURS.items()]
+        ax.legend(handles=legend, loc="upper right", fontsize="small")
     ax.set_xlabel("time (s since epoch)")
     ax.set_title(f"Rebalance timeline (busiest {TIMELINE_GROUPS} groups)")
     fig.tight_layout()
