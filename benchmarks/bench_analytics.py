@@ -1,0 +1,144 @@
+"""Throughput of the report pipeline (events/s) from Parquet on local[1] and local[2].
+
+A synthetic generator writes a realistic log as JSON Lines: groups of a few members that
+rebalance now and then (started, join, sync, stable, sometimes superseded), commit offsets
+between rebalances, and now and then get a fenced commit or an expired member. The JSONL is
+converted once to the normalised Parquet table; then each master runs the whole pipeline
+(quarantine, episodes, group metrics, all written as Parquet) in its own process, timed from the
+first job to the last write (JVM start excluded). Figures are medians over `--repeat` runs.
+
+Run: `.venv/bin/python benchmarks/bench_analytics.py [--events N] [--repeat N] [--dir DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+COMMITS_PER_EPISODE = 20
+PARTITIONS = 12
+
+
+def _episode(group: str, generation: int, ts: int, members: list[str]) -> list[dict[str, object]]:
+    base = {"v": 1, "node": 0, "group": group, "member": None}
+    owners: dict[str, list[list[object]]] = {m: [["orders", []]] for m in members}
+    for p in range(PARTITIONS):
+        owners[members[p % len(members)]][0][1].append(p)  # type: ignore[union-attr]
+    return [
+        base | {"ts": ts, "type": "rebalance_started", "generation": generation,
+                "trigger": "member_joined", "members": len(members) - 1},
+        base | {"ts": ts + 30, "type": "join_completed", "generation": generation + 1,
+                "leader": members[0], "protocol": "range", "members": members},
+        base | {"ts": ts + 40, "type": "sync_completed", "generation": generation + 1,
+                "assignments": owners, "sizes": {m: 40 for m in members}},
+        base | {"ts": ts + 41, "type": "group_stable", "generation": generation + 1},
+    ]  # fmt: skip
+
+
+def generate(path: Path, events: int, seed: int = 7) -> int:
+    """Write about `events` events to `path` (JSONL); returns the exact number written."""
+    rng = random.Random(seed)
+    written = 0
+    group_no = 0
+    with path.open("w") as out:
+        while written < events:
+            group_no += 1
+            group = f"group-{group_no}"
+            ts, members = 1_700_000_000_000 + rng.randrange(10**6), ["m0"]
+            for previous in range(rng.randrange(5, 30)):
+                generation = previous + 1
+                lines = _episode(group, previous, ts, members)
+                ts += 41
+                for _ in range(COMMITS_PER_EPISODE):
+                    ts += rng.randrange(1, 5000)
+                    member = rng.choice(members)
+                    kind = rng.random()
+                    if kind < 0.02:
+                        lines.append({"v": 1, "ts": ts, "node": 0, "type": "commit_fenced",
+                                      "group": group, "generation": generation - 1,
+                                      "member": member, "error": "ILLEGAL_GENERATION",
+                                      "code": 22})  # fmt: skip
+                    else:
+                        lines.append({"v": 1, "ts": ts, "node": 0, "type": "offset_commit",
+                                      "group": group, "generation": generation,
+                                      "member": member, "partitions": 3})  # fmt: skip
+                if len(members) < 6:
+                    members = [*members, f"m{len(members)}"]
+                out.writelines(json.dumps(line) + "\n" for line in lines)
+                written += len(lines)
+                ts += rng.randrange(10_000, 600_000)
+    return written
+
+
+def to_parquet(jsonl: Path, parquet: Path) -> None:
+    from coordinator.analytics.load import load_events, resolve_input
+    from coordinator.analytics.session import build_session
+
+    spark = build_session("local[2]", app_name="bench-convert")
+    load_events(spark, resolve_input(str(jsonl))).events.write.mode("overwrite").parquet(
+        str(parquet)
+    )
+    spark.stop()
+
+
+def run_once(master: str, parquet: Path, out: Path) -> float:
+    """Child process: the pipeline on `master`; prints the seconds it took."""
+    from coordinator.analytics.pipeline import run_pipeline
+    from coordinator.analytics.session import build_session
+
+    spark = build_session(master, app_name="bench-pipeline", shuffle_partitions=8)
+    spark.range(1).count()  # warm the JVM before timing
+    started = time.perf_counter()
+    run_pipeline(spark, str(parquet), str(out), None, show_progress=False)
+    elapsed = time.perf_counter() - started
+    spark.stop()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=Path("data/bench_analytics"))
+    parser.add_argument("--child", nargs=3, metavar=("MASTER", "PARQUET", "OUT"))
+    args = parser.parse_args()
+    if args.child:
+        print(run_once(args.child[0], Path(args.child[1]), Path(args.child[2])))
+        return
+    args.dir.mkdir(parents=True, exist_ok=True)
+    jsonl, parquet = args.dir / "events.jsonl", args.dir / "events.parquet"
+    started = time.perf_counter()
+    count = generate(jsonl, args.events)
+    print(f"generated {count:,} events in {time.perf_counter() - started:.1f} s")
+    started = time.perf_counter()
+    to_parquet(jsonl, parquet)
+    print(f"converted to Parquet in {time.perf_counter() - started:.1f} s")
+    medians: dict[str, float] = {}
+    for master in ("local[1]", "local[2]"):
+        times = []
+        for _ in range(args.repeat):
+            out = args.dir / "out"
+            shutil.rmtree(out, ignore_errors=True)
+            child = [sys.executable, __file__, "--child", master, str(parquet), str(out)]
+            result = subprocess.run(child, capture_output=True, text=True, check=True)
+            times.append(float(result.stdout.strip().splitlines()[-1]))
+        medians[master] = statistics.median(times)
+        rate = count / medians[master]
+        print(f"{master}: median {medians[master]:.1f} s, {rate:,.0f} events/s ({times})")
+    ratio = medians["local[1]"] / medians["local[2]"]
+    print(f"scaling local[2] / local[1]: {ratio:.2f}x")
+    print(f"machine: {os.cpu_count()} cores, {platform.python_implementation()} "
+          f"{platform.python_version()}, {platform.machine()}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

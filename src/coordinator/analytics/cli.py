@@ -1,0 +1,101 @@
+"""Entry points that the `rebalance` console script wires in (`report`).
+
+Each pair is `add_*_arguments(parser)` to declare the options and `run_*(args) -> int` to run;
+bad input (missing input path, unwritable output, bad master URL) ends with a message on stderr
+and exit status 2, before Spark starts where it can be checked early.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from coordinator.analytics.load import InputError, resolve_input
+from coordinator.analytics.session import MasterURLError, check_master
+
+USAGE_ERROR = 2
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `rebalance report EVENTS --out DIR [--master URL]`."""
+    parser.add_argument("events", help="event log: a .jsonl file, a directory, a glob or Parquet")
+    parser.add_argument("--out", required=True, help="output directory (local or a Spark URI)")
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=None,
+        help="where index.html and the plots go (default: --out, which must then be local)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _is_remote(path: str) -> bool:
+    scheme = urlparse(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def _writable_dir(path: Path) -> Path:
+    """Create the directory if needed and prove it can be written to."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"cannot create output directory {str(path)!r}: {error}") from error
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"output directory {str(path)!r} is not writable")
+    return path
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Run the report job; returns the process exit status."""
+    out: str = args.out
+    try:
+        check_master(args.master)
+        resolve_input(args.events)
+        report_dir: Path | None = args.report_dir
+        if not _is_remote(out):
+            local_out = Path(urlparse(out).path if out.startswith("file:") else out)
+            _writable_dir(local_out)
+            out = str(local_out.resolve())
+            report_dir = report_dir or local_out
+        elif report_dir is None:
+            raise InputError("--out is not a local directory: give --report-dir for the HTML")
+        report_dir = _writable_dir(report_dir)
+    except (InputError, MasterURLError) as error:
+        print(f"rebalance report: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+    from coordinator.analytics.pipeline import run_pipeline
+    from coordinator.analytics.session import build_session
+
+    spark = build_session(args.master)
+    try:
+        counts = run_pipeline(spark, args.events, out, report_dir, show_progress=not args.quiet)
+    except InputError as error:  # a Parquet input without the event columns
+        print(f"rebalance report: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    finally:
+        spark.stop()
+    print(
+        f"{counts.lines} lines: {counts.events} events, {counts.quarantined} quarantined; "
+        f"tables in {out}, report {report_dir / 'index.html'}"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The stand-alone parser behind `python -m coordinator.analytics`."""
+    parser = argparse.ArgumentParser(prog="python -m coordinator.analytics")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_report_arguments(commands.add_parser("report", help="explain rebalances from a log"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "report":
+        return run_report(args)
+    raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others

@@ -1,0 +1,107 @@
+"""Per-group summary of the log: how often a group rebalances, how long it takes, and why."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+TOP_TRIGGERS = 3
+MS_PER_HOUR = 3_600_000
+DURATION_QUANTILES = (0.5, 0.95, 0.99)
+
+
+def _count_of(event_type: str) -> Column:
+    return F.sum((F.col("type") == event_type).cast("long"))
+
+
+def _activity(events: DataFrame) -> DataFrame:
+    """What the group did over the whole log, rebalances aside."""
+    return (
+        events.where(F.col("group").isNotNull())
+        .groupBy("group")
+        .agg(
+            F.min("ts").alias("first_ts"),
+            F.max("ts").alias("last_ts"),
+            F.count(F.lit(1)).alias("events"),
+            _count_of("offset_commit").alias("offset_commits"),
+            _count_of("commit_fenced").alias("fenced_commits"),
+            _count_of("member_expired").alias("expirations"),
+        )
+    )
+
+
+def _episode_summary(episodes: DataFrame) -> DataFrame:
+    outcome = F.col("outcome")
+    durations = F.percentile(F.col("duration_ms"), list(DURATION_QUANTILES))
+    return (
+        episodes.groupBy("group")
+        .agg(
+            F.count(F.lit(1)).alias("rebalances"),
+            *(
+                F.sum((outcome == name).cast("long")).alias(name)
+                for name in ("completed", "superseded", "empty", "unfinished")
+            ),
+            durations.alias("q"),
+            F.max("duration_ms").alias("duration_max_ms"),
+            F.sum("partitions_moved").alias("partitions_moved"),
+            F.sum("stop_the_world_total_ms").alias("stop_the_world_total_ms"),
+        )
+        .select(
+            "*",
+            *(
+                F.col("q")[i].alias(f"duration_p{round(q * 100)}_ms")
+                for i, q in enumerate(DURATION_QUANTILES)
+            ),
+        )
+        .drop("q")
+    )
+
+
+def _top_triggers(episodes: DataFrame) -> DataFrame:
+    counts = episodes.groupBy("group", "trigger").agg(F.count(F.lit(1)).alias("count"))
+    rank = F.row_number().over(
+        Window.partitionBy("group").orderBy(F.desc("count"), F.asc("trigger"))
+    )
+    return (
+        counts.withColumn("rank", rank)
+        .where(F.col("rank") <= TOP_TRIGGERS)
+        .groupBy("group")
+        .agg(F.sort_array(F.collect_list(F.struct("rank", "trigger", "count"))).alias("t"))
+        .select(
+            "group",
+            F.transform("t", lambda t: F.struct(t["trigger"], t["count"])).alias("top_triggers"),
+        )
+    )
+
+
+def group_metrics(events: DataFrame, episodes: DataFrame) -> DataFrame:
+    """One row per group seen in the log (columns in docs/analytics.md)."""
+    span_ms = F.col("last_ts") - F.col("first_ts")
+    rate = F.when(span_ms > 0, F.col("rebalances") * F.lit(MS_PER_HOUR) / span_ms)
+    zero_if_none = ("rebalances", "completed", "superseded", "empty", "unfinished")
+    joined = (
+        _activity(events)
+        .join(_episode_summary(episodes), "group", "left")
+        .join(_top_triggers(episodes), "group", "left")
+        .fillna(0, subset=list(zero_if_none))
+    )
+    return joined.select(
+        "group",
+        "first_ts",
+        "last_ts",
+        "events",
+        *zero_if_none,
+        rate.alias("rebalances_per_hour"),
+        "duration_p50_ms",
+        "duration_p95_ms",
+        "duration_p99_ms",
+        "duration_max_ms",
+        "partitions_moved",
+        "stop_the_world_total_ms",
+        "offset_commits",
+        "fenced_commits",
+        "expirations",
+        F.coalesce(
+            "top_triggers", F.array().cast("array<struct<trigger:string,count:bigint>>")
+        ).alias("top_triggers"),
+    ).orderBy("group")

@@ -1,0 +1,56 @@
+"""Start Spark: `local[*]` by default, any cluster when the user passes a master URL."""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import SparkSession
+
+MASTER_PATTERNS = (
+    r"local",
+    r"local\[(\*|[1-9]\d*)\]",
+    r"local\[(\*|[1-9]\d*),\s*[1-9]\d*\]",
+    r"local-cluster\[\d+,\s*\d+,\s*\d+\]",
+    r"spark://[^\s/]+(:\d+)?(,[^\s/]+(:\d+)?)*",
+    r"yarn",
+    r"k8s://\S+",
+    r"mesos://\S+",
+)
+
+
+class MasterURLError(ValueError):
+    """The master URL is not one Spark understands."""
+
+
+def check_master(master: str) -> str:
+    """Reject a malformed master URL before the JVM starts, with a message that shows the forms."""
+    if any(re.fullmatch(p, master) for p in MASTER_PATTERNS):
+        return master
+    raise MasterURLError(
+        f"bad Spark master URL {master!r}: expected local, local[N], local[*], "
+        "spark://HOST:PORT, yarn or k8s://URL"
+    )
+
+
+def build_session(
+    master: str = "local[*]",
+    *,
+    app_name: str = "rebalance-analytics",
+    shuffle_partitions: int | None = None,
+) -> SparkSession:
+    """A session for our jobs: no UI, and few shuffle partitions in local mode (small data)."""
+    builder = (
+        SparkSession.builder.master(check_master(master))
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        # Validation is one long CASE over every rule; inferring constraints from it through the
+        # later filters and joins costs the optimizer minutes and gigabytes for nothing.
+        .config("spark.sql.constraintPropagation.enabled", "false")
+    )
+    if shuffle_partitions is not None:
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

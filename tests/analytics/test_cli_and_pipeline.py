@@ -1,0 +1,73 @@
+"""The report command: clear errors on bad input before Spark starts, and a full run's outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from coordinator.analytics.cli import add_report_arguments, run_report
+from coordinator.analytics.pipeline import TABLES, run_pipeline
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "events.jsonl"
+    common = {"v": 1, "node": 0, "group": "g", "member": None}
+    started = common | {"ts": 10, "type": "rebalance_started", "generation": 0}
+    started |= {"trigger": "member_joined", "members": 0}
+    stable = common | {"ts": 25, "type": "group_stable", "generation": 1}
+    path.write_text(f"{json.dumps(started)}\n{{broken\n{json.dumps(stable)}\n")
+    return path
+
+
+def test_missing_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_report(_args(str(tmp_path / "absent"), "--out", str(tmp_path / "o"))) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_bad_master_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = _args(str(_log(tmp_path)), "--out", str(tmp_path / "o"), "--master", "nowhere")
+    assert run_report(args) == 2
+    assert "bad Spark master URL 'nowhere'" in capsys.readouterr().err
+
+
+def test_unwritable_out_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert run_report(_args(str(_log(tmp_path)), "--out", str(blocker / "o"))) == 2
+    assert "cannot create output directory" in capsys.readouterr().err
+
+
+def test_empty_input_directory_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "logs").mkdir()
+    assert run_report(_args(str(tmp_path / "logs"), "--out", str(tmp_path / "o"))) == 2
+    assert "holds no *.jsonl or *.parquet files" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_pipeline_writes_every_table_and_the_report(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    counts = run_pipeline(spark, str(_log(tmp_path)), str(out), out, show_progress=False)
+    assert (counts.lines, counts.events, counts.quarantined) == (3, 2, 1)
+    assert all((out / table).is_dir() for table in TABLES)
+    episode = spark.read.parquet(str(out / "episodes")).collect()
+    assert [(e["outcome"], e["duration_ms"]) for e in episode] == [("completed", 15)]
+    assert [r["line"] for r in spark.read.parquet(str(out / "quarantine")).collect()] == ["{broken"]
+    page = (out / "index.html").read_text()
+    assert "3 input lines: 2 valid events" in page
+    assert "{broken" in page
+    for png in ("timeline.png", "durations.png", "partitions_moved.png"):
+        assert (out / png).read_bytes().startswith(b"\x89PNG")
