@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from coordinator.analytics.cli import add_report_arguments, run_report
 from coordinator.core_demo import run_core_demo
 from coordinator.demo import run_demo
 from coordinator.groups import GroupCoordinatorExtension
@@ -30,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the Kafka-protocol group coordinator and partition log"
     )
     add_serve_arguments(serve)
+    add_report_arguments(
+        commands.add_parser("report", help="explain rebalances from an event log (PySpark)")
+    )
     serve.add_argument(
         "--event-log",
         type=Path,
@@ -46,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo()
     if args.command == "walkthrough":
         return run_core_demo()
+    if args.command == "report":
+        return run_report(args)
     if args.command == "serve":
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
         return serve_main(args, extensions=[groups], claims=[groups.claim])

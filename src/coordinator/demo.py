@@ -5,7 +5,8 @@ records, and runs real aiokafka consumers, each its own process, using our stick
 their `partition_assignment_strategy`. Members join, one leaves cleanly, one is SIGKILLed and is
 expired by its session timeout; a commit from a superseded generation is fenced. Then the
 server stops and the Spark report (`rebalance report`) explains the rebalances from the event
-log. Everything it started is stopped before it returns.
+log. Everything it started is stopped before it returns; the data dir and the HTML report stay
+in `demo-output/`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -207,12 +208,37 @@ async def run_group_story(data_dir: Path, say: Say) -> None:
         say("members stopped; the server stops and flushes its event log")
 
 
-def run_demo(say: Say = print, keep: Path | None = None) -> int:
-    """Run the demo; returns the exit status."""
+def explain(events_dir: Path, out: Path, say: Say) -> None:
+    """Run the Spark report on the demo's event log and summarise its episodes."""
+    from coordinator.analytics.pipeline import run_pipeline
+    from coordinator.analytics.session import build_session
+
+    say("\nexplaining the rebalances with Spark (local mode)...")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local demo: stay on loopback
+    spark = build_session("local[*]")
+    try:
+        counts = run_pipeline(spark, str(events_dir), str(out), out, show_progress=False)
+        episodes = spark.read.parquet(str(out / "episodes")).orderBy("start_ts").collect()
+    finally:
+        spark.stop()
+    say(
+        f"{counts.events} events ({counts.quarantined} malformed lines) -> {len(episodes)} episodes"
+    )
+    for e in episodes:
+        say(
+            f"    generation {e['generation']}: {e['trigger']:<14} {e['outcome']:<9} "
+            f"{e['duration_ms']:>6} ms, {e['partitions_moved']} partitions moved"
+        )
+    say(f"report: {(out / 'index.html').resolve()}")
+
+
+def run_demo(say: Say = print, output: Path = Path("demo-output")) -> int:
+    """Run the demo; its data dir and report stay in `output` (replaced on every run)."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rebalance-demo-") as scratch:
-        base = keep if keep is not None else Path(scratch)
-        data_dir = base / "data"
-        asyncio.run(run_group_story(data_dir, say))
-        say(f"\ndone in {time.monotonic() - started:.0f} s")
+    if output.exists():
+        shutil.rmtree(output)
+    data_dir = output / "data"
+    asyncio.run(run_group_story(data_dir, say))
+    explain(data_dir / "events", output / "report", say)
+    say(f"\ndone in {time.monotonic() - started:.0f} s; nothing left running")
     return 0
