@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from coordinator.analytics.cli import main
 from coordinator.analytics.sweep import sweep
 
 SCENARIOS = [(4, 2, 6, "equal", 0, 1), (5, 3, 4, "mixed", 0, 2)]
@@ -25,3 +26,16 @@ def test_tiny_grid(spark: SparkSession, tmp_path: Path) -> None:
             assert r["moved"] == r["min_moves"]
         if r["subscriptions"] == "mixed" and r["step"] > 0:
             assert r["min_moves"] is None
+
+
+def test_bad_grid_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "--out", "x", "--members", "10,ten"])
+    assert exit_info.value.code == 2
+    assert "not a list of integers" in capsys.readouterr().err
+
+
+def test_unwritable_out_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["sweep", "--out", str(blocker / "sub")]) == 2
