@@ -86,11 +86,75 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str) -> list[int]:
+    """Comma-separated non-negative integers, e.g. `10,100`; argparse reports a bad one."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"not a list of non-negative integers: {text!r}")
+    return values
+
+
+def _kinds(text: str) -> list[str]:
+    kinds = text.split(",")
+    if not set(kinds) <= {"equal", "mixed"}:
+        raise argparse.ArgumentTypeError(f"subscriptions must be equal and/or mixed: {text!r}")
+    return kinds
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `rebalance sweep --out DIR [--master URL] [grid options]`."""
+    parser.add_argument("--out", required=True, help="output directory (local)")
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
+    parser.add_argument("--members", type=_int_list, default=[10, 100])
+    parser.add_argument("--topics", type=_int_list, default=[1, 10])
+    parser.add_argument("--partitions-per-topic", type=_int_list, default=[10, 100])
+    parser.add_argument("--subscriptions", type=_kinds, default=["equal", "mixed"])
+    parser.add_argument("--racks", type=_int_list, default=[0])
+    parser.add_argument("--churn", type=int, default=4, help="join/leave steps after the first")
+    parser.add_argument("--assignors", default="range,roundrobin,sticky,uniform")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    """Run the sweep and write Parquet `OUT/sweep`; returns the process exit status."""
+    try:
+        check_master(args.master)
+        out = _writable_dir(Path(args.out)).resolve()
+    except (InputError, MasterURLError) as error:
+        print(f"rebalance sweep: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    from coordinator.analytics.session import build_session
+    from coordinator.analytics.sweep import sweep
+
+    scenarios = [
+        (m, t, p, kind, racks, args.seed)
+        for m in args.members
+        for t in args.topics
+        for p in args.partitions_per_topic
+        for kind in args.subscriptions
+        for racks in args.racks
+    ]
+    spark = build_session(args.master, app_name="rebalance-sweep")
+    try:
+        frame = sweep(spark, scenarios, args.assignors.split(","), args.churn)
+        frame.write.mode("overwrite").parquet(str(out / "sweep"))
+        rows = spark.read.parquet(str(out / "sweep")).count()
+    finally:
+        spark.stop()
+    print(f"{len(scenarios)} scenarios, {rows} rows in {out / 'sweep'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The stand-alone parser behind `python -m coordinator.analytics`."""
     parser = argparse.ArgumentParser(prog="python -m coordinator.analytics")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_report_arguments(commands.add_parser("report", help="explain rebalances from a log"))
+    add_sweep_arguments(commands.add_parser("sweep", help="compare assignors over a grid"))
     return parser
 
 
@@ -98,4 +162,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "report":
         return run_report(args)
+    if args.command == "sweep":
+        return run_sweep(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
