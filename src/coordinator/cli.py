@@ -7,7 +7,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from coordinator.analytics.cli import add_report_arguments, run_report
+from coordinator.analytics.cli import (
+    add_report_arguments,
+    add_sweep_arguments,
+    run_report,
+    run_sweep,
+)
 from coordinator.core_demo import run_core_demo
 from coordinator.demo import run_demo
 from coordinator.groups import GroupCoordinatorExtension
@@ -34,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_arguments(
         commands.add_parser("report", help="explain rebalances from an event log (PySpark)")
     )
+    add_sweep_arguments(
+        commands.add_parser("sweep", help="compare assignors over a grid of scenarios (PySpark)")
+    )
     serve.add_argument(
         "--event-log",
         type=Path,
@@ -52,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_core_demo()
     if args.command == "report":
         return run_report(args)
+    if args.command == "sweep":
+        return run_sweep(args)
     if args.command == "serve":
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
         return serve_main(args, extensions=[groups], claims=[groups.claim])
