@@ -132,9 +132,10 @@ def produce(bootstrap: str, start: int, count: int) -> None:
 
 
 def split_cleanly(members: list[Member]) -> bool:
+    """Every partition owned exactly once, and every member owns something."""
     assignments = [m.assignment for m in members]
     union = set().union(*assignments)
-    return union == ALL and sum(len(a) for a in assignments) == len(ALL)
+    return union == ALL and sum(len(a) for a in assignments) == len(ALL) and all(assignments)
 
 
 @contextlib.asynccontextmanager
