@@ -94,8 +94,7 @@ class GroupRuntime:
         now = self._clock.now_ms()
         for p in partitions:
             loaded_result = self.core.complete_load(p, now)
-            if self.events is not None:
-                self.events.emit(loaded_result.events, self._epoch_offset)
+            self._log_events(loaded_result)
             self._carry_out_timers(loaded_result)
         log.info("loaded %d records for %d partitions", loaded, len(partitions))
 
@@ -149,8 +148,7 @@ class GroupRuntime:
 
     # -- effects --------------------------------------------------------------------------
     def _carry_out(self, result: Result) -> None:
-        if result.events and self.events is not None:
-            self.events.emit(result.events, self._epoch_offset)
+        self._log_events(result)
         self._carry_out_timers(result)
         if result.records:
             barrier: asyncio.Future[None] | None = self._enqueue_write(result.records)
@@ -162,6 +160,10 @@ class GroupRuntime:
             self._deliver(result)
         else:
             barrier.add_done_callback(lambda done: self._after_write(done, result))
+
+    def _log_events(self, result: Result) -> None:
+        if result.events and self.events is not None:
+            self.events.emit(result.events, self._epoch_offset)
 
     def _carry_out_timers(self, result: Result) -> None:
         """Apply timer effects lazily: a later deadline for an armed key only updates the
@@ -249,8 +251,7 @@ class GroupRuntime:
     async def _reload_now(self, partitions: list[int]) -> None:
         for p in partitions:
             unloaded = self.core.unload(p, self._clock.now_ms())
-            if self.events is not None:
-                self.events.emit(unloaded.events, self._epoch_offset)
+            self._log_events(unloaded)
             self._carry_out_timers(unloaded)
             self._deliver(unloaded)
         await self._load(partitions)

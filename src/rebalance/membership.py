@@ -88,6 +88,13 @@ class Membership:
             result.reply(token, JoinGroupReply(ErrorCode.GROUP_MAX_SIZE_REACHED))
             return result
         try:
+            # Both paths check these first; the protocol check precedes member validation
+            # (spec §9 rule 11).
+            if group.state is GroupState.DOWN:
+                raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            names = [name for name, _ in cmd.protocols]
+            if not group.supports_protocols(cmd.protocol_type, names):
+                raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             if cmd.member_id == "":
                 self._join_new_member(result, group, cmd, now_ms, token)
             else:
@@ -126,10 +133,6 @@ class Membership:
     def _join_new_member(
         self, result: Result, group: Group, cmd: JoinGroup, now_ms: int, token: Hashable
     ) -> None:
-        if group.state is GroupState.DOWN:
-            raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if not group.supports_protocols(cmd.protocol_type, [name for name, _ in cmd.protocols]):
-            raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if cmd.group_instance_id is not None:
             old_id = group.static_members.get(cmd.group_instance_id)
             new_id = f"{cmd.group_instance_id}-{self.state.rng.uuid4()}"
@@ -152,11 +155,6 @@ class Membership:
     def _join_existing_member(
         self, result: Result, group: Group, cmd: JoinGroup, now_ms: int, token: Hashable
     ) -> None:
-        if group.state is GroupState.DOWN:
-            raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        # Checked before the member is validated (spec §9 rule 11).
-        if not group.supports_protocols(cmd.protocol_type, [name for name, _ in cmd.protocols]):
-            raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if cmd.member_id in group.pending_join:
             if cmd.group_instance_id is not None:
                 # Kafka: IllegalStateException (a static member is never handed a pending id).
