@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from coordinator.analytics.load import InputError, resolve_input
 from coordinator.analytics.session import MasterURLError, check_master
+from coordinator.analytics.sweep import DEFAULT_ASSIGNORS, PEER_MAX_PARTITIONS
 
 USAGE_ERROR = 2
 
@@ -104,6 +105,14 @@ def _kinds(text: str) -> list[str]:
     return kinds
 
 
+def _count(text: str) -> int:
+    """A non-negative integer (churn steps, a partition cap)."""
+    values = _int_list(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"not a non-negative integer: {text!r}")
+    return values[0]
+
+
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `rebalance sweep --out DIR [--master URL] [grid options]`."""
     parser.add_argument("--out", required=True, help="output directory (local)")
@@ -112,23 +121,52 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topics", type=_int_list, default=[1, 10])
     parser.add_argument("--partitions-per-topic", type=_int_list, default=[10, 100])
     parser.add_argument("--subscriptions", type=_kinds, default=["equal", "mixed"])
-    parser.add_argument("--racks", type=_int_list, default=[0])
-    parser.add_argument("--churn", type=int, default=4, help="join/leave steps after the first")
-    parser.add_argument("--assignors", default="range,roundrobin,sticky,uniform")
+    parser.add_argument(
+        "--racks", type=_int_list, default=[0], help="racks per scenario (0: no racks)"
+    )
+    parser.add_argument("--churn", type=_count, default=4, help="join/leave steps after the first")
+    parser.add_argument("--assignors", default=",".join(DEFAULT_ASSIGNORS))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--no-peers", action="store_true", help="do not run kafka-python's assignors beside ours"
+    )
+    parser.add_argument(
+        "--peer-max-partitions",
+        type=_count,
+        default=PEER_MAX_PARTITIONS,
+        help="skip kafka-python's sticky assignors above this many partitions "
+        f"(topics x partitions per topic; {PEER_MAX_PARTITIONS})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def _assignor_names(text: str) -> list[str]:
+    """The `--assignors` list, each name checked against the registry (before Spark starts)."""
+    import assignors
+
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise InputError("--assignors is empty")
+    for name in names:
+        try:
+            assignors.get(name)
+        except assignors.UnknownAssignorError as error:
+            raise InputError(str(error.args[0])) from None
+    return names
+
+
 def run_sweep(args: argparse.Namespace) -> int:
-    """Run the sweep and write Parquet `OUT/sweep`; returns the process exit status."""
+    """Run the sweep: Parquet `OUT/sweep` and `OUT/sweep_summary`, plot `OUT/sweep.png`."""
     try:
         check_master(args.master)
+        names = _assignor_names(args.assignors)
         out = _writable_dir(Path(args.out)).resolve()
     except (InputError, MasterURLError) as error:
         print(f"rebalance sweep: {error}", file=sys.stderr)
         return USAGE_ERROR
     from coordinator.analytics.session import build_session
-    from coordinator.analytics.sweep import sweep
+    from coordinator.analytics.sweep_job import run_sweep_job
+    from coordinator.analytics.sweep_summary import format_table
 
     scenarios = [
         (m, t, p, kind, racks, args.seed)
@@ -140,12 +178,19 @@ def run_sweep(args: argparse.Namespace) -> int:
     ]
     spark = build_session(args.master, app_name="rebalance-sweep")
     try:
-        frame = sweep(spark, scenarios, args.assignors.split(","), args.churn)
-        frame.write.mode("overwrite").parquet(str(out / "sweep"))
-        rows = spark.read.parquet(str(out / "sweep")).count()
+        outputs = run_sweep_job(
+            spark, scenarios, names, out, churn=args.churn, peers=not args.no_peers,
+            peer_max_partitions=args.peer_max_partitions, progress=not args.quiet,
+        )  # fmt: skip
     finally:
         spark.stop()
-    print(f"{len(scenarios)} scenarios, {rows} rows in {out / 'sweep'}")
+    for note in outputs.notes:  # never silent: peers skipped, assignors that raised
+        print(f"rebalance sweep: note: {note}", file=sys.stderr)
+    print(format_table(outputs.summary))
+    print(
+        f"{len(scenarios)} scenarios, {outputs.rows} rows in {outputs.sweep_dir}; "
+        f"summary in {outputs.summary_dir}; plot {outputs.plot}"
+    )
     return 0
 
 
