@@ -76,7 +76,7 @@ def build_group(scenario: Scenario) -> Group:
         {}, dict.fromkeys(names, per_topic), racks, _replica_racks(names, per_topic, racks, seed)
     )
     for m in range(members):
-        if kind == "equal" or topics == 1:
+        if kind == "equal" or topics <= 1:  # one topic (or none) leaves nothing to mix
             group.add(f"m{m:05d}", list(names))
         else:
             group.add(f"m{m:05d}", sorted(rng.sample(names, rng.randint(1, topics))))

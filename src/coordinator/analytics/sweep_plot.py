@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
 
 KINDS = ("equal", "mixed")
 KIND_COLOURS = {"equal": "tab:blue", "mixed": "tab:orange"}
@@ -43,7 +44,7 @@ def _legend(ax: Axes, kinds: tuple[str, ...]) -> None:
     handles.append(
         Patch(facecolor="white", edgecolor="black", hatch=PEER_HATCH, label="kafka-python")
     )
-    ax.legend(handles=handles, fontsize="small")
+    ax.legend(handles=handles, fontsize="small", loc="upper center", ncol=len(handles))
 
 
 def _bars(
@@ -78,6 +79,7 @@ def _bars(
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize="small")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
+    ax.set_ylim(top=max(ax.get_ylim()[1], 1e-9) * 1.25)  # headroom for the legend
     _legend(ax, kinds)
 
 
@@ -98,11 +100,14 @@ def _compute(ax: Axes, by_size: list[Any]) -> None:
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short ranges
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 30)  # headroom (log scale) for the legend above the lines
     ax.set_xlabel("group size: members x partitions")
     ax.set_ylabel("median compute per step (ms, log)")
     ax.set_title("Compute time (solid: rebalance, dashed: kafka-python)")
     if by_size:
-        ax.legend(fontsize="x-small", ncol=2)
+        ax.legend(fontsize="x-small", ncol=3, loc="upper left")
 
 
 def _message(ax: Axes, title: str, text: str) -> None:
@@ -132,7 +137,7 @@ def write_plot(summary: list[Any], by_size: list[Any], path: Path) -> Path:
             axes[1][1], summary, "rack_local_mean", KINDS,
             "fraction of partitions on a local replica", "Rack locality (higher is better)",
         )  # fmt: skip
-        axes[1][1].set_ylim(0, 1.05)
+        axes[1][1].set_ylim(0, 1.3)
     else:
         _message(axes[1][1], "Rack locality", "no racks in this sweep (--racks 0)")
     fig.suptitle("Assignor sweep: rebalance vs kafka-python")

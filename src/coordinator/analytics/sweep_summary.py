@@ -10,9 +10,11 @@ Summary (`OUT/sweep_summary`), one row per assignor and subscription kind:
   the churn steps whose minimum is known (equal subscriptions), null when there are none;
 * `compute_p50_ms`, `compute_p95_ms`: exact percentiles (linear interpolation) per step;
 * `rack_local_mean` (null without racks);
-* for our assignors, `compute_ratio_vs_peer`: our compute time over kafka-python's for the same
-  algorithm, summed over the steps both measured (same scenario and step), and `paired_steps`.
-  Below 1 means ours is faster. Null when there is no peer or no common step.
+* for our assignors, `compute_ratio_vs_peer`: the median, over the steps both measured (same
+  scenario and step), of our compute time over kafka-python's for the same algorithm, and
+  `paired_steps`. Below 1 means ours is faster. A median of per-step ratios rather than a ratio of
+  sums, so one slow outlier step (a GC pause, a busy core) does not decide it. Null when there is
+  no peer or no common step.
 """
 
 from __future__ import annotations
@@ -63,15 +65,16 @@ def _aggregates() -> list[Column]:
 
 
 def _peer_ratio(rows: DataFrame) -> DataFrame:
-    """Our compute time over the peer's, on the steps both measured."""
+    """Median of our compute time over the peer's, per step both measured."""
 
     def side(implementation: str, name: str) -> DataFrame:
         measured = rows.where(_ok() & (F.col("implementation") == implementation))
         return measured.select(*STEP_KEYS, F.col("compute_ms").alias(name))
 
     pairs = side(OURS, "ours_ms").join(side(KAFKA_PYTHON, "peer_ms"), STEP_KEYS)
+    ratio = F.col("ours_ms") / F.when(F.col("peer_ms") > 0, F.col("peer_ms"))
     return pairs.groupBy("algorithm", "subscriptions").agg(
-        (F.sum("ours_ms") / F.sum("peer_ms")).alias("compute_ratio_vs_peer"),
+        F.percentile(ratio, 0.5).alias("compute_ratio_vs_peer"),
         F.count(F.lit(1)).alias("paired_steps"),
         F.lit(OURS).alias("implementation"),
     )
