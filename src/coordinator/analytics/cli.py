@@ -1,4 +1,4 @@
-"""Entry points that the `rebalance` console script wires in (`report`).
+"""Entry points that the `rebalance` console script wires in (`report`, `sweep`).
 
 Each pair is `add_*_arguments(parser)` to declare the options and `run_*(args) -> int` to run;
 bad input (missing input path, unwritable output, bad master URL) ends with a message on stderr
@@ -107,26 +107,40 @@ def _kinds(text: str) -> list[str]:
 
 def _count(text: str) -> int:
     """A non-negative integer (churn steps, a partition cap)."""
-    values = _int_list(text)
-    if len(values) != 1:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
         raise argparse.ArgumentTypeError(f"not a non-negative integer: {text!r}")
-    return values[0]
+    return value
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `rebalance sweep --out DIR [--master URL] [grid options]`."""
     parser.add_argument("--out", required=True, help="output directory (local)")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
-    parser.add_argument("--members", type=_int_list, default=[10, 100])
-    parser.add_argument("--topics", type=_int_list, default=[1, 10])
-    parser.add_argument("--partitions-per-topic", type=_int_list, default=[10, 100])
-    parser.add_argument("--subscriptions", type=_kinds, default=["equal", "mixed"])
+    parser.add_argument("--members", type=_int_list, default=[10, 100], help="(10,100)")
+    parser.add_argument("--topics", type=_int_list, default=[1, 10], help="(1,10)")
+    parser.add_argument(
+        "--partitions-per-topic", type=_int_list, default=[10, 100], help="(10,100)"
+    )
+    parser.add_argument(
+        "--subscriptions",
+        type=_kinds,
+        default=["equal", "mixed"],
+        help="equal: every member on every topic; mixed: random subsets (equal,mixed)",
+    )
     parser.add_argument(
         "--racks", type=_int_list, default=[0], help="racks per scenario (0: no racks)"
     )
     parser.add_argument("--churn", type=_count, default=4, help="join/leave steps after the first")
-    parser.add_argument("--assignors", default=",".join(DEFAULT_ASSIGNORS))
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--assignors",
+        default=",".join(DEFAULT_ASSIGNORS),
+        help=f"registered assignor names ({','.join(DEFAULT_ASSIGNORS)})",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="builds every group (1)")
     parser.add_argument(
         "--no-peers", action="store_true", help="do not run kafka-python's assignors beside ours"
     )
