@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from coordinator.analytics.episodes import build_episodes
 from coordinator.analytics.load import LoadedLog, load_events, quarantine_summary, resolve_input
-from coordinator.analytics.metrics import group_metrics
+from coordinator.analytics.metrics import group_activity, group_metrics
 
 pytestmark = pytest.mark.spark
 
@@ -254,7 +254,8 @@ def test_episodes_match_the_hand_made_log(loaded: LoadedLog) -> None:
 
 
 def test_group_metrics_match_the_hand_made_log(loaded: LoadedLog) -> None:
-    metrics = group_metrics(loaded.events, build_episodes(loaded.events)).collect()
+    activity = group_activity(loaded.checked)
+    metrics = group_metrics(activity, build_episodes(loaded.events)).collect()
     actual = [row.asDict() for row in metrics]
     for row in actual:
         row["top_triggers"] = [(t["trigger"], t["count"]) for t in row["top_triggers"]]

@@ -2,8 +2,9 @@
 
 An episode opens at `rebalance_started` and closes at the next `group_stable` ("completed") or
 `group_empty` ("empty"); if another `rebalance_started` comes first it is "superseded", and if
-the log ends first it is "unfinished". Everything is computed with per-group windows and joins, so
-the work is spread over the cluster by group and nothing is collected to the driver.
+the log ends first it is "unfinished". The whole job is one shuffle by group: a window over each
+group's events in log order, an aggregate per episode on the same partitions, and row-local array
+functions for what moved; nothing is collected to the driver.
 """
 
 from __future__ import annotations
@@ -62,23 +63,75 @@ def _partition_count(assignments: Column) -> Column:
     )
 
 
+def _owner_claims(assignments: Column) -> Column:
+    """Every (member, topic, partition) of an assignments map, each encoded as one string.
+
+    Strings hash, so the set differences below are linear (arrays of structs are compared
+    pairwise). The member comes first with its length in front, `LEN:MEMBER`, so the rest of the
+    string, `PARTITION:TOPIC`, is recovered exactly whatever characters the names contain.
+    """
+
+    def claims_of(entry: Column) -> Column:
+        member = entry["key"]
+        prefix = F.concat(F.length(member).cast("string"), F.lit(":"), member)
+        return F.flatten(
+            F.transform(
+                entry["value"],
+                lambda tp: F.transform(
+                    tp["partitions"],
+                    lambda p: F.concat(prefix, p.cast("string"), F.lit(":"), tp["topic"]),
+                ),
+            )
+        )
+
+    return F.flatten(F.transform(F.map_entries(assignments), claims_of))
+
+
+def _claimed_partition(claim: Column) -> Column:
+    """`PARTITION:TOPIC` of a `LEN:MEMBER PARTITION:TOPIC` claim."""
+    member_starts = F.instr(claim, ":") + 1
+    member_length = F.substring_index(claim, ":", 1).cast("int")
+    return claim.substr(member_starts + member_length, F.length(claim))
+
+
+def partitions_moved(before: Column, after: Column) -> Column:
+    """How many partitions have different owners in `after` than in `before`.
+
+    A partition's owners differ exactly when one of its (member, partition) claims is in one
+    assignment and not in the other, so the moved partitions are the distinct partitions of the
+    symmetric difference of the claims. A partition assigned on one side only counts. Computed
+    inside the row: no explode, no join.
+    """
+    old, new = _owner_claims(before), _owner_claims(after)
+    changed = F.concat(F.array_except(old, new), F.array_except(new, old))
+    return F.size(F.array_distinct(F.transform(changed, _claimed_partition)))
+
+
 def _rebalance_events(events: DataFrame) -> DataFrame:
     """The rebalance events of each group, numbered by the episode they fall in.
 
-    `episode` counts the `rebalance_started` events so far (0 before the first one); `closed` is
-    true once the episode's ending event has been seen, for the events that follow it.
+    One window over the group's events in log order (one shuffle by group, one sort) gives every
+    row what the episode aggregate needs: `episode` counts the `rebalance_started` events so far
+    (0 before the first one); `closed` is true once the episode's ending event has been seen, for
+    the events that follow it; `in_force` is the last assignment handed out (or released by
+    `group_empty`) before the row; `next_start_ts` is set on the row just before a
+    `rebalance_started`, so the episode that row belongs to knows when it was superseded.
     """
     in_group = Window.partitionBy("group").orderBy(*ORDER_COLUMNS)
     so_far = in_group.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     before_row = in_group.rowsBetween(Window.unboundedPreceding, -1)
+    event_type = F.col("type")
+    is_start = event_type == "rebalance_started"
     assignment_set = F.when(
-        F.col("type") == "sync_completed", F.struct(F.col("assignments").alias("a"))
-    ).when(
-        F.col("type") == "group_empty",
-        F.struct(empty_assignments().alias("a")),
-    )
-    numbered = (
-        events.where(F.col("type").isin(*REBALANCE_EVENT_TYPES))
+        event_type == "sync_completed", F.struct(F.col("assignments").alias("a"))
+    ).when(event_type == "group_empty", F.struct(empty_assignments().alias("a")))
+    last_start = F.last(F.when(is_start, _order_key()), ignorenulls=True).over(so_far)
+    last_ending = F.last(
+        F.when(event_type.isin(*ENDING_TYPES), _order_key()), ignorenulls=True
+    ).over(before_row)
+    next_is_start = F.lead("type").over(in_group) == "rebalance_started"
+    return (
+        events.where(event_type.isin(*REBALANCE_EVENT_TYPES))
         .select(
             "group",
             "type",
@@ -93,62 +146,16 @@ def _rebalance_events(events: DataFrame) -> DataFrame:
             "assignments",
             *ORDER_COLUMNS[1:],
         )
-        .withColumn(
-            "episode", F.sum((F.col("type") == "rebalance_started").cast("int")).over(so_far)
+        .select(
+            "*",
+            F.sum(is_start.cast("int")).over(so_far).alias("episode"),
+            F.when(is_start, F.last(assignment_set, ignorenulls=True).over(before_row)).alias(
+                "in_force"
+            ),
+            F.coalesce(last_ending > last_start, F.lit(False)).alias("closed"),
+            F.when(next_is_start, F.lead("ts").over(in_group)).alias("next_start_ts"),
         )
-        .withColumn("in_force", F.last(assignment_set, ignorenulls=True).over(before_row))
     )
-    in_episode = (
-        Window.partitionBy("group", "episode")
-        .orderBy(*ORDER_COLUMNS)
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    ended = F.max(F.col("type").isin(*ENDING_TYPES).cast("int")).over(in_episode)
-    return numbered.withColumn("closed", F.coalesce(ended, F.lit(0)) == 1)
-
-
-def _first_by_order(value: Column, when: Column) -> Column:
-    return F.min_by(value, F.when(when, _order_key()))
-
-
-def _last_by_order(value: Column, when: Column) -> Column:
-    return F.max_by(value, F.when(when, _order_key()))
-
-
-def _owners(episodes: DataFrame, assignments: str) -> DataFrame:
-    """(group, episode, topic, partition) → sorted owners, from one assignments column."""
-    by_member = episodes.where(F.col(assignments).isNotNull()).select(
-        "group", "episode", F.explode(assignments).alias("member", "entries")
-    )
-    return (
-        by_member.select(
-            "group", "episode", "member", F.explode(_topic_partitions(F.col("entries"))).alias("tp")
-        )
-        .groupBy(
-            "group",
-            "episode",
-            F.col("tp.topic").alias("topic"),
-            F.col("tp.partition").alias("partition"),
-        )
-        .agg(F.array_sort(F.collect_set("member")).alias("owners"))
-    )
-
-
-def _partitions_moved(episodes: DataFrame) -> DataFrame:
-    """Per measurable episode: partitions whose owners differ between before and after."""
-    measurable = episodes.where(F.col("moves_measurable")).select(
-        "group", "episode", "before", "after"
-    )
-    keys = ["group", "episode", "topic", "partition"]
-    before = _owners(measurable, "before").withColumnRenamed("owners", "owners_before")
-    after = _owners(measurable, "after").withColumnRenamed("owners", "owners_after")
-    moved = (
-        before.join(after, keys, "full_outer")
-        .where(~F.col("owners_before").eqNullSafe(F.col("owners_after")))
-        .groupBy("group", "episode")
-        .agg(F.count(F.lit(1)).alias("moved"))
-    )
-    return moved
 
 
 def _stop_the_world(start: Column, end: Column) -> Column:
@@ -172,34 +179,59 @@ def _stop_the_world(start: Column, end: Column) -> Column:
     return F.map_from_entries(F.transform(members, lambda m: F.struct(m, member_wait(m))))
 
 
-def build_episodes(events: DataFrame) -> DataFrame:
-    """One row per rebalance episode of every group (columns in docs/analytics.md)."""
-    rows = _rebalance_events(events)
-    starts = rows.where(F.col("type") == "rebalance_started").select(
-        "group",
-        "episode",
-        "node",
-        F.col("ts").alias("start_ts"),
-        "trigger",
-        F.col("member_count").alias("members_before"),
+def _episode_parts(rows: DataFrame) -> DataFrame:
+    """One row per episode: its start row, with the episode's first ending, last join and last
+    sync before the end, and the start of the episode that superseded it.
+
+    A window over the whole episode is evaluated once per episode, on the partitions the group
+    window already made (no second shuffle); an aggregate would have to copy the nested
+    assignment values through its buffers row by row, several times slower.
+    """
+    event_type = F.col("type")
+    open_ = ~F.col("closed")
+    whole_episode = (
+        Window.partitionBy("group", "episode")
+        .orderBy(*ORDER_COLUMNS)
+        .rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    )
+
+    def first(value: Column, when: Column) -> Column:
+        return F.first(F.when(open_ & when, value), ignorenulls=True).over(whole_episode)
+
+    def last(value: Column, when: Column) -> Column:
+        return F.last(F.when(open_ & when, value), ignorenulls=True).over(whole_episode)
+
+    before = (
         F.when(F.col("in_force").isNotNull(), F.col("in_force.a"))
         .when(F.col("generation") == 0, empty_assignments())
-        .alias("before"),
-        F.lead("ts").over(Window.partitionBy("group").orderBy("episode")).alias("next_start_ts"),
+        .alias("before")
     )
-    event_type = F.col("type")
-    inside = (
-        rows.where((F.col("episode") > 0) & ~F.col("closed") & (event_type != "rebalance_started"))
-        .groupBy("group", "episode")
-        .agg(
-            _first_by_order(F.struct("type", "ts"), event_type.isin(*ENDING_TYPES)).alias("ending"),
-            _last_by_order(
+    return (
+        rows.where(F.col("episode") > 0)
+        .select(
+            "group",
+            "episode",
+            "type",
+            F.col("ts").alias("start_ts"),
+            "node",
+            "trigger",
+            F.col("member_count").alias("members_before"),
+            before,
+            first(F.struct("type", "ts"), event_type.isin(*ENDING_TYPES)).alias("ending"),
+            last(
                 F.struct("generation", "member_ids", "leader", "protocol"),
                 event_type == "join_completed",
             ).alias("join"),
-            _last_by_order(F.struct("assignments"), event_type == "sync_completed").alias("sync"),
+            last(F.struct("assignments"), event_type == "sync_completed").alias("synced"),
+            F.max("next_start_ts").over(whole_episode).alias("next_start_ts"),
         )
+        .where(event_type == "rebalance_started")
     )
+
+
+def build_episodes(events: DataFrame) -> DataFrame:
+    """One row per rebalance episode of every group (columns in docs/analytics.md)."""
+    parts = _episode_parts(_rebalance_events(events))
     ending_type = F.col("ending.type")
     outcome = (
         F.when(ending_type == "group_stable", "completed")
@@ -207,59 +239,59 @@ def build_episodes(events: DataFrame) -> DataFrame:
         .when(F.col("next_start_ts").isNotNull(), "superseded")
         .otherwise("unfinished")
     )
-    end_ts = F.coalesce(F.col("ending.ts"), F.col("next_start_ts"))
-    after = F.when(F.col("outcome") == "completed", F.col("sync.assignments")).when(
+    after = F.when(F.col("outcome") == "completed", F.col("synced.assignments")).when(
         F.col("outcome") == "empty", empty_assignments()
     )
-    episodes = (
-        starts.join(inside, ["group", "episode"], "left")
-        .withColumn("outcome", outcome)
-        .withColumn("end_ts", end_ts)
-        .withColumn("after", after)
-        .withColumn("generation", F.col("join.generation"))
-        .withColumn(
-            "members_after", F.coalesce(F.col("join.member_ids"), F.array().cast("array<string>"))
-        )
-        .withColumn("leader", F.col("join.leader"))
-        .withColumn("protocol", F.col("join.protocol"))
-        .withColumn("moves_measurable", _measurable(F.col("before")) & _measurable(F.col("after")))
-    )
-    moved = _partitions_moved(episodes)
+    episodes = parts.select(
+        "group",
+        "episode",
+        "node",
+        F.col("join.generation").alias("generation"),
+        outcome.alias("outcome"),
+        "start_ts",
+        F.coalesce(F.col("ending.ts"), F.col("next_start_ts")).alias("end_ts"),
+        "trigger",
+        "members_before",
+        F.coalesce(F.col("join.member_ids"), F.array().cast("array<string>")).alias(
+            "members_after"
+        ),
+        F.col("join").isNotNull().alias("joined"),
+        F.col("join.leader").alias("leader"),
+        F.col("join.protocol").alias("protocol"),
+        "before",
+        "synced",
+    ).withColumn("after", after)
+    measurable = _measurable(F.col("before")) & _measurable(F.col("after"))
     no_wait = F.create_map().cast("map<string,bigint>")
     stop_the_world = F.when(
         F.col("outcome") == "completed", _stop_the_world(F.col("start_ts"), F.col("end_ts"))
     ).otherwise(no_wait)
-    result = (
-        episodes.join(moved, ["group", "episode"], "left")
-        .withColumn("stop_the_world_ms", stop_the_world)
-        .select(
-            "group",
-            "episode",
-            "node",
-            "generation",
-            "outcome",
-            "start_ts",
-            "end_ts",
-            (F.col("end_ts") - F.col("start_ts")).alias("duration_ms"),
-            "trigger",
-            "members_before",
-            "members_after",
-            F.when(F.col("join").isNotNull(), F.size("members_after"))
-            .when(F.col("outcome") == "empty", 0)
-            .alias("members_after_count"),
-            "leader",
-            "protocol",
-            F.when(F.col("moves_measurable"), F.coalesce(F.col("moved"), F.lit(0))).alias(
-                "partitions_moved"
-            ),
-            F.when(_measurable(F.col("after")), _partition_count(F.col("after"))).alias(
-                "partitions_assigned"
-            ),
-            "stop_the_world_ms",
-            F.array_max(F.map_values("stop_the_world_ms")).alias("stop_the_world_max_ms"),
-            F.aggregate(
-                F.map_values("stop_the_world_ms"), F.lit(0).cast("long"), lambda a, b: a + b
-            ).alias("stop_the_world_total_ms"),
-        )
+    return episodes.withColumn("stop_the_world_ms", stop_the_world).select(
+        "group",
+        "episode",
+        "node",
+        "generation",
+        "outcome",
+        "start_ts",
+        "end_ts",
+        (F.col("end_ts") - F.col("start_ts")).alias("duration_ms"),
+        "trigger",
+        "members_before",
+        "members_after",
+        F.when(F.col("joined"), F.size("members_after"))
+        .when(F.col("outcome") == "empty", 0)
+        .alias("members_after_count"),
+        "leader",
+        "protocol",
+        F.when(measurable, partitions_moved(F.col("before"), F.col("after"))).alias(
+            "partitions_moved"
+        ),
+        F.when(_measurable(F.col("after")), _partition_count(F.col("after"))).alias(
+            "partitions_assigned"
+        ),
+        "stop_the_world_ms",
+        F.array_max(F.map_values("stop_the_world_ms")).alias("stop_the_world_max_ms"),
+        F.aggregate(
+            F.map_values("stop_the_world_ms"), F.lit(0).cast("long"), lambda a, b: a + b
+        ).alias("stop_the_world_total_ms"),
     )
-    return result

@@ -14,19 +14,21 @@ def _count_of(event_type: str) -> Column:
     return F.sum((F.col("type") == event_type).cast("long"))
 
 
-def _activity(events: DataFrame) -> DataFrame:
-    """What the group did over the whole log, rebalances aside."""
-    return (
-        events.where(F.col("group").isNotNull())
-        .groupBy("group")
-        .agg(
-            F.min("ts").alias("first_ts"),
-            F.max("ts").alias("last_ts"),
-            F.count(F.lit(1)).alias("events"),
-            _count_of("offset_commit").alias("offset_commits"),
-            _count_of("commit_fenced").alias("fenced_commits"),
-            _count_of("member_expired").alias("expirations"),
-        )
+def group_activity(checked: DataFrame) -> DataFrame:
+    """What each group did over the whole log, rebalances aside: one scan of `LoadedLog.checked`.
+
+    One row per (`valid`, `group`): the valid rows give each group's activity, and events outside
+    any group (partition loads) the row whose `group` is null; the rejected rows are counted in
+    the same scan (their `group` is whatever the line said), so the line accounting needs no
+    scan of its own.
+    """
+    return checked.groupBy("valid", "group").agg(
+        F.min("ts").alias("first_ts"),
+        F.max("ts").alias("last_ts"),
+        F.count(F.lit(1)).alias("events"),
+        _count_of("offset_commit").alias("offset_commits"),
+        _count_of("commit_fenced").alias("fenced_commits"),
+        _count_of("member_expired").alias("expirations"),
     )
 
 
@@ -74,13 +76,14 @@ def _top_triggers(episodes: DataFrame) -> DataFrame:
     )
 
 
-def group_metrics(events: DataFrame, episodes: DataFrame) -> DataFrame:
-    """One row per group seen in the log (columns in docs/analytics.md)."""
+def group_metrics(activity: DataFrame, episodes: DataFrame) -> DataFrame:
+    """One row per group seen in the log (columns in docs/analytics.md), from `group_activity`."""
     span_ms = F.col("last_ts") - F.col("first_ts")
     rate = F.when(span_ms > 0, F.col("rebalances") * F.lit(MS_PER_HOUR) / span_ms)
     zero_if_none = ("rebalances", "completed", "superseded", "empty", "unfinished")
     joined = (
-        _activity(events)
+        activity.where(F.col("valid") & F.col("group").isNotNull())
+        .drop("valid")
         .join(_episode_summary(episodes), "group", "left")
         .join(_top_triggers(episodes), "group", "left")
         .fillna(0, subset=list(zero_if_none))

@@ -50,6 +50,22 @@ REQUIRED_BY_TYPE: dict[str, tuple[str, ...]] = {
 }
 """Type-specific fields that must be present and well typed (normalised names)."""
 
+FIELD_CHECK_ORDER: tuple[str, ...] = (
+    "group",
+    *dict.fromkeys(field for fields in REQUIRED_BY_TYPE.values() for field in fields),
+)
+"""The order in which missing fields are reported: `group` first, then each type's own list
+(every list in `REQUIRED_BY_TYPE` follows this order, so the first missing field is the same)."""
+
+REQUIRED_MASK: dict[str, int] = {
+    name: sum(
+        1 << FIELD_CHECK_ORDER.index(field)
+        for field in (("group",) if name in GROUP_EVENT_TYPES else ()) + REQUIRED_BY_TYPE[name]
+    )
+    for name in EVENT_TYPES
+}
+"""Per type, the fields it needs as a bit mask over `FIELD_CHECK_ORDER`."""
+
 CORRUPT_COLUMN = "_corrupt_record"
 
 RAW_JSON_SCHEMA = T.StructType(
@@ -129,11 +145,3 @@ EVENT_SCHEMA = T.StructType(
 
 ORDER_COLUMNS = ("ts", "source_file", "source_offset", "source_row")
 """Total order of a group's events: time first, then the position in the log."""
-
-QUARANTINE_SCHEMA = T.StructType(
-    [
-        T.StructField("reason", T.StringType()),
-        T.StructField("line", T.StringType()),
-        T.StructField("source_file", T.StringType()),
-    ]
-)

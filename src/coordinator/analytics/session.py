@@ -48,6 +48,10 @@ def build_session(
         # Validation is one long CASE over every rule; inferring constraints from it through the
         # later filters and joins costs the optimizer minutes and gigabytes for nothing.
         .config("spark.sql.constraintPropagation.enabled", "false")
+        # HotSpot does not compile methods over 8000 bytes of bytecode; a stage whose generated
+        # method is larger would run in the bytecode interpreter. Spark's advice for HotSpot:
+        # fall back to per-operator code (split into small methods) above that size.
+        .config("spark.sql.codegen.hugeMethodLimit", "8000")
     )
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))

@@ -1,0 +1,148 @@
+"""Validation rules, one line per rule: every line is either a valid event or quarantined with the
+first reason it breaks, for JSON Lines and for Parquet input alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from coordinator.analytics.load import load_events, resolve_input
+from coordinator.analytics.pipeline import run_pipeline
+from coordinator.analytics.schema import (
+    EVENT_SCHEMA,
+    EVENT_TYPES,
+    FIELD_CHECK_ORDER,
+    GROUP_EVENT_TYPES,
+    REQUIRED_BY_TYPE,
+    REQUIRED_MASK,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def test_every_type_lists_its_fields_in_the_reporting_order() -> None:
+    for name, fields in REQUIRED_BY_TYPE.items():
+        positions = [FIELD_CHECK_ORDER.index(f) for f in fields]
+        assert positions == sorted(positions), name
+
+
+def test_masks_hold_exactly_the_required_fields() -> None:
+    for name in EVENT_TYPES:
+        wanted = set(REQUIRED_BY_TYPE[name]) | ({"group"} if name in GROUP_EVENT_TYPES else set())
+        bits = {f for i, f in enumerate(FIELD_CHECK_ORDER) if REQUIRED_MASK[name] >> i & 1}
+        assert bits == wanted, name
+
+
+BASE = {"v": 1, "ts": 5, "node": 1, "group": "g"}
+SYNC = BASE | {"type": "sync_completed", "generation": 1}
+JOIN = BASE | {"type": "join_completed", "generation": 2, "leader": "a", "protocol": "range"}
+
+
+def without(event: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k not in names}
+
+
+STARTED = BASE | {"type": "rebalance_started"}
+LOADED = without(BASE, "group") | {"type": "partition_loaded", "partition": 3}
+
+JSON_CASES: list[tuple[dict[str, Any] | str, str | None]] = [
+    (SYNC | {"assignments": {"a": [["t", [0, 1]]], "b": [["u", []]]}}, None),
+    (SYNC | {"assignments": {}}, None),
+    (SYNC | {"assignments": {"a": None, "b": None}}, None),  # non-consumer protocol
+    (SYNC | {"assignments": {"a": [[None, [0]]]}}, "invalid_field:assignments"),
+    (SYNC | {"assignments": {"a": [["t", None]]}}, "invalid_field:assignments"),
+    (SYNC | {"assignments": {"a": [["t", [0, None]]]}}, "invalid_field:assignments"),
+    (SYNC | {"assignments": {"a": None, "b": [["t", [None]]]}}, "invalid_field:assignments"),
+    (SYNC, "missing_field:assignments"),
+    (JOIN | {"members": ["a"]}, None),
+    (JOIN, "missing_field:member_ids"),
+    # Two fields missing: the first in the reporting order is named.
+    (without(JOIN, "leader", "generation"), "missing_field:generation"),
+    (STARTED | {"trigger": "member_joined", "members": 2}, None),
+    (STARTED | {"members": 2}, "missing_field:trigger"),
+    (STARTED | {"trigger": "x", "members": "two"}, "missing_field:member_count"),
+    (STARTED | {"trigger": "x", "members": "2"}, None),  # string fields take any JSON scalar
+    (without(BASE, "group") | {"type": "group_stable"}, "missing_field:group"),
+    (LOADED | {"groups": 0}, None),
+    (LOADED, "missing_field:groups"),
+    (BASE | {"type": "commit_fenced", "code": 22}, "missing_field:error"),
+    (BASE | {"type": "offset_commit", "partitions": 3}, None),
+    (BASE | {"type": "heartbeat"}, "unknown_type"),
+    (BASE | {"v": 2, "type": "group_stable", "generation": 1}, "unknown_version"),
+    (without(BASE, "node") | {"type": "group_stable"}, "missing_field:node"),
+    (BASE | {"type": "group_stable", "generation": 1, "member": 7}, None),
+    (BASE | {"type": "group_stable", "generation": 1, "partition": "x"}, "invalid_field_type"),
+    (BASE | {"type": "group_stable", "generation": "x"}, "missing_field:generation"),
+    ({"v": 1, "ts": "noon", "node": 1, "type": "group_stable"}, "missing_field:ts"),
+    ("[1, 2]", "malformed_json"),
+    ("", "blank_line"),
+]  # fmt: skip
+
+
+def _reasons(spark: SparkSession, path: Path) -> tuple[dict[str, str], int]:
+    loaded = load_events(spark, resolve_input(str(path)))
+    rows = loaded.quarantine.collect()
+    return {r["line"]: r["reason"] for r in rows}, loaded.events.count()
+
+
+def test_each_json_rule_names_the_first_problem(spark: SparkSession, tmp_path: Path) -> None:
+    lines = [e if isinstance(e, str) else json.dumps(e) for e, _ in JSON_CASES]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    reasons, valid = _reasons(spark, path)
+    assert {line: reasons.get(line) for line in lines} == {
+        line: reason for line, (_, reason) in zip(lines, JSON_CASES, strict=True)
+    }
+    assert valid == sum(1 for _, reason in JSON_CASES if reason is None)
+
+
+def _row(**fields: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(EVENT_SCHEMA.fieldNames())
+    row |= {"v": 1, "ts": 5, "node": 1, "group": "g", "source_file": "f", "source_offset": 0}
+    return row | fields
+
+
+PARQUET_CASES: list[tuple[dict[str, Any], str | None]] = [
+    (_row(type="sync_completed", generation=1, assignments={"a": [("t", [0])]}), None),
+    (_row(type="sync_completed", generation=1, assignments={"a": None}), None),
+    (_row(type="sync_completed", generation=1, assignments={"a": [(None, [0])]}),
+     "invalid_field:assignments"),
+    (_row(type="sync_completed", generation=1, assignments={"a": [("t", None)]}),
+     "invalid_field:assignments"),
+    (_row(type="sync_completed", generation=1, assignments={"a": [("t", [1, None])]}),
+     "invalid_field:assignments"),
+    (_row(type="sync_completed", generation=1, assignments={"a": [None]}),
+     "invalid_field:assignments"),
+    (_row(type="group_stable", generation=None), "missing_field:generation"),
+    (_row(type="member_left", member="m", reason="leave"), None),
+    (_row(type="member_left", member=None, reason=None), "missing_field:member"),
+    (_row(v=None, type="group_stable", generation=1), "unknown_version"),
+]  # fmt: skip
+
+
+def test_parquet_rows_are_checked_by_the_same_rules(spark: SparkSession, tmp_path: Path) -> None:
+    rows = [row | {"source_row": i} for i, (row, _) in enumerate(PARQUET_CASES)]
+    table = tmp_path / "events.parquet"
+    spark.createDataFrame(rows, EVENT_SCHEMA).coalesce(1).write.parquet(str(table))
+    loaded = load_events(spark, resolve_input(str(table)))
+    quarantined = {r["source_row"]: r["reason"] for r in loaded.quarantine.collect()}
+    valid_rows = {r["source_row"] for r in loaded.events.collect()}
+    for i, (_, reason) in enumerate(PARQUET_CASES):
+        assert quarantined.get(i) == reason, PARQUET_CASES[i]
+        assert (i in valid_rows) == (reason is None), PARQUET_CASES[i]
+
+
+def test_a_clean_log_gets_an_empty_quarantine_table(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps(BASE | {"type": "offset_commit", "partitions": 1}) + "\n")
+    out = tmp_path / "out"
+    counts = run_pipeline(spark, str(path), str(out), None, show_progress=False)
+    assert (counts.lines, counts.events, counts.quarantined) == (1, 1, 0)
+    quarantine = spark.read.parquet(str(out / "quarantine"))
+    assert quarantine.columns == ["reason", "line", "source_file", "source_offset", "source_row"]
+    assert quarantine.count() == 0
+    assert spark.read.parquet(str(out / "quarantine_summary")).count() == 0
