@@ -104,7 +104,11 @@ def partitions_moved(before: Column, after: Column) -> Column:
     """
     old, new = _owner_claims(before), _owner_claims(after)
     changed = F.concat(F.array_except(old, new), F.array_except(new, old))
-    return F.size(F.array_distinct(F.transform(changed, _claimed_partition)))
+    moved = F.size(F.array_distinct(F.transform(changed, _claimed_partition)))
+    # Many rebalances hand out exactly what members had (a member restarts, rejoins): identical
+    # sorted entries prove nothing moved without building a claim per partition.
+    unchanged = F.array_sort(F.map_entries(before)) == F.array_sort(F.map_entries(after))
+    return F.when(unchanged, F.lit(0)).otherwise(moved)
 
 
 def _rebalance_events(events: DataFrame) -> DataFrame:
@@ -169,14 +173,17 @@ def _stop_the_world(start: Column, end: Column) -> Column:
     members = F.array_distinct(F.col("members_after"))
     wait = end - start
 
-    def member_wait(member: Column) -> Column:
+    def cooperative_wait(member: Column) -> Column:
         previous = _topic_partitions(F.coalesce(F.col("before")[member], F.array()))
         current = _topic_partitions(F.coalesce(F.col("after")[member], F.array()))
         keeps_something = F.size(F.array_intersect(previous, current)) > 0
-        cooperative_wait = F.when(keeps_something, F.lit(0).cast("long")).otherwise(wait)
-        return F.when(is_cooperative(F.col("protocol")), cooperative_wait).otherwise(wait)
+        return F.when(keeps_something, F.lit(0).cast("long")).otherwise(wait)
 
-    return F.map_from_entries(F.transform(members, lambda m: F.struct(m, member_wait(m))))
+    cooperative = F.map_from_entries(
+        F.transform(members, lambda m: F.struct(m, cooperative_wait(m)))
+    )
+    everyone_waits = F.map_from_arrays(members, F.array_repeat(wait, F.size(members)))
+    return F.when(is_cooperative(F.col("protocol")), cooperative).otherwise(everyone_waits)
 
 
 def _episode_parts(rows: DataFrame) -> DataFrame:

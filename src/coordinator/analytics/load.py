@@ -180,10 +180,8 @@ def _contains_null(values: Column) -> Column:
 def _assignment_entries_invalid() -> Column:
     """An assignment entry without a topic, without partitions, or with a null partition.
 
-    Written without lambdas on purpose: a higher-order function cannot be compiled by Spark's
-    whole-stage code generator, and one of them in this rule made the whole validation of every
-    row run interpreted, at twice the cost of the scan. A member whose entry is null (a
-    non-consumer protocol) is valid and left out first.
+    A member whose entry is null (a non-consumer protocol) is valid and left out first; a null
+    partition list makes the flattened list null.
     """
     assignments = F.col("assignments")
     no_entry = F.lit(None).cast(TOPIC_PARTITIONS)
