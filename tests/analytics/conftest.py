@@ -1,10 +1,18 @@
-"""One local SparkSession for the whole test session: starting the JVM is the slow part."""
+"""One local SparkSession for the whole test session: starting the JVM is the slow part.
+
+Also lets these tests import `reference_episodes`, which lives beside them: the suite imports
+test modules with `--import-mode=importlib`, which does not put their directory on `sys.path`.
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 pyspark = pytest.importorskip("pyspark")
 

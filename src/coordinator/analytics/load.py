@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import reduce
 from urllib.parse import urlparse
@@ -31,6 +32,7 @@ from coordinator.analytics.schema import (
 
 GLOB_CHARS = frozenset("*?[")
 EXAMPLES_PER_REASON = 3
+_EVENT_COLUMNS = EVENT_SCHEMA.fieldNames()
 PLAIN_FIELDS = (
     *("ts", "node", "type", "group", "generation", "member"),
     *("client_id", "instance_id", "protocols", "reason", "trigger"),
@@ -52,16 +54,45 @@ class EventInput:
 
 @dataclass(frozen=True)
 class LoadedLog:
-    """Three lazy views of the same input.
+    """The normalised rows of the input, not yet validated, and lazy views of them.
 
-    `events`: the valid events (`EVENT_SCHEMA`); `quarantine`: the rejected lines (reason, line,
-    source_file, source_offset, source_row); `checked`: every row, its `EVENT_SCHEMA` columns
-    and whether it is `valid`, for jobs that count both kinds in one scan.
+    Validation runs inside whichever job reads a view, as a filter of that job's scan. It is a
+    plain conjunction of small checks, and the reason is computed only for rejected rows: Spark
+    compiles a stage into one Java method, HotSpot leaves methods over 8000 bytes of bytecode
+    interpreted, and with the reason's whole CASE inlined into the filter every row was validated
+    by the bytecode interpreter, three times slower.
     """
 
-    events: DataFrame
-    quarantine: DataFrame
-    checked: DataFrame
+    rows: DataFrame
+
+    @property
+    def events(self) -> DataFrame:
+        """The valid events (`EVENT_SCHEMA`)."""
+        return self.rows.where(_is_valid()).select(*_EVENT_COLUMNS)
+
+    def events_of(self, types: Collection[str]) -> DataFrame:
+        """The valid events of some types: the type is tested first, so a job that needs few of
+        the rows validates only those."""
+        of_type = self.rows.where(F.col("type").isin(*types))
+        return of_type.where(_is_valid()).select(*_EVENT_COLUMNS)
+
+    @property
+    def quarantine(self) -> DataFrame:
+        """The rejected lines: reason, line, source_file, source_offset, source_row."""
+        row_as_json = F.to_json(F.struct(*_EVENT_COLUMNS))
+        return self.rows.where(~_is_valid()).select(
+            _rejection_reason().alias("reason"),
+            F.coalesce(F.col("line"), row_as_json).alias("line"),
+            "source_file",
+            "source_offset",
+            "source_row",
+        )
+
+    @property
+    def checked(self) -> DataFrame:
+        """Every row: its `EVENT_SCHEMA` columns and whether it is `valid`, for jobs that count
+        both kinds in one scan."""
+        return self.rows.select(*_EVENT_COLUMNS, _is_valid().alias("valid"))
 
 
 def _is_remote(path: str) -> bool:
@@ -100,8 +131,8 @@ def resolve_input(path: str) -> EventInput:
 def load_events(spark: SparkSession, source: EventInput) -> LoadedLog:
     """Read the log and validate every line (lazily: nothing runs until an output is written)."""
     if source.format == "parquet":
-        return _validate(_read_parquet(spark, source.paths))
-    return _validate(_read_jsonl(spark, source.paths))
+        return LoadedLog(_read_parquet(spark, source.paths))
+    return LoadedLog(_read_jsonl(spark, source.paths))
 
 
 def _read_jsonl(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
@@ -244,28 +275,6 @@ def _rejection_reason() -> Column:
     (first_broken, first_reason), *rest = _rules()
     chain = F.when(first_broken, first_reason)
     return reduce(lambda acc, rule: acc.when(rule[0], rule[1]), rest, chain)
-
-
-def _validate(rows: DataFrame) -> LoadedLog:
-    """Split rows into valid events and rejected lines with their reason.
-
-    The valid-event filter is a plain conjunction of small checks and the reason is computed only
-    for rejected rows: Spark compiles a stage into one Java method, HotSpot leaves methods over
-    8000 bytes of bytecode interpreted, and with the reason's whole CASE inlined into the filter
-    every row was validated by the bytecode interpreter, three times slower.
-    """
-    valid = _is_valid()
-    columns = [F.col(f.name) for f in EVENT_SCHEMA.fields]
-    events = rows.where(valid).select(*columns)
-    row_as_json = F.to_json(F.struct(*(F.col(f.name) for f in EVENT_SCHEMA.fields)))
-    quarantine = rows.where(~valid).select(
-        _rejection_reason().alias("reason"),
-        F.coalesce(F.col("line"), row_as_json).alias("line"),
-        "source_file",
-        "source_offset",
-        "source_row",
-    )
-    return LoadedLog(events, quarantine, rows.select(*columns, valid.alias("valid")))
 
 
 def quarantine_summary(quarantine: DataFrame) -> DataFrame:

@@ -15,7 +15,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.analytics.episodes import build_episodes
+from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.progress import spark_progress
@@ -44,7 +44,8 @@ def run_pipeline(
     context = spark.sparkContext
     base = out.rstrip("/")
     with spark_progress(context, "building rebalance episodes", enabled=show_progress):
-        build_episodes(loaded.events).write.mode("overwrite").parquet(f"{base}/episodes")
+        rebalance_events = loaded.events_of(REBALANCE_EVENT_TYPES)
+        build_episodes(rebalance_events).write.mode("overwrite").parquet(f"{base}/episodes")
     episodes = spark.read.parquet(f"{base}/episodes")
     activity = group_activity(loaded.checked).persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 from pyspark.sql import DataFrame
@@ -24,6 +26,7 @@ TIMELINE_GROUPS = 8
 TIMELINE_EPISODES_PER_GROUP = 500
 TABLE_GROUPS = 50
 MOVED_BARS = 60
+MS_PER_DAY = 86_400_000
 OUTCOME_COLOURS = {
     "completed": "tab:green",
     "superseded": "tab:orange",
@@ -39,6 +42,11 @@ class LogCounts:
     lines: int
     events: int
     quarantined: int
+
+
+def _date_number(ts_ms: int) -> float:
+    """An event time (ms since the epoch) as matplotlib's date number."""
+    return float(mdates.date2num(datetime.fromtimestamp(ts_ms / 1000, tz=UTC)))  # type: ignore[no-untyped-call]
 
 
 def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
@@ -59,13 +67,17 @@ def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
         for r in rows:
             y = busiest.index(r["group"])
             end = r["end_ts"] if r["end_ts"] is not None else last_ts
-            width = max(end - r["start_ts"], 1) / 1000
+            # Dates on the axis: matplotlib counts days; an episode is at least visible (1 ms).
+            width = max(end - r["start_ts"], 1) / MS_PER_DAY
             colour = OUTCOME_COLOURS.get(r["outcome"], "black")
-            ax.barh(y, width, left=r["start_ts"] / 1000, color=colour, height=0.6)
+            ax.barh(y, width, left=_date_number(r["start_ts"]), color=colour, height=0.6)
         ax.set_yticks(range(len(busiest)), busiest)
+        locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
         legend = [Patch(color=colour, label=name) for name, colour in OUTCOME_COLOURS.items()]
         ax.legend(handles=legend, loc="upper right", fontsize="small")
-    ax.set_xlabel("time (s since epoch)")
+    ax.set_xlabel("time (UTC)")
     ax.set_title(f"Rebalance timeline (busiest {TIMELINE_GROUPS} groups)")
     fig.tight_layout()
     fig.savefig(path)
