@@ -115,7 +115,7 @@ def _rebalance_events(events: DataFrame) -> DataFrame:
     """The rebalance events of each group, numbered by the episode they fall in.
 
     One window over the group's events in log order (one shuffle by group, one sort) gives every
-    row what the episode aggregate needs: `episode` counts the `rebalance_started` events so far
+    row what `_episode_parts` needs: `episode` counts the `rebalance_started` events so far
     (0 before the first one); `closed` is true once the episode's ending event has been seen, for
     the events that follow it; `in_force` is the last assignment handed out (or released by
     `group_empty`) before the row; `next_start_ts` is set on the row just before a
@@ -190,9 +190,9 @@ def _episode_parts(rows: DataFrame) -> DataFrame:
     """One row per episode: its start row, with the episode's first ending, last join and last
     sync before the end, and the start of the episode that superseded it.
 
-    A window over the whole episode is evaluated once per episode, on the partitions the group
-    window already made (no second shuffle); an aggregate would have to copy the nested
-    assignment values through its buffers row by row, several times slower.
+    A window over the whole episode, on the partitions the group window already made (no second
+    shuffle). A sort aggregate with `min_by`/`max_by` over the order key gives the same rows at
+    the same cost (measured on 10M events).
     """
     event_type = F.col("type")
     open_ = ~F.col("closed")
