@@ -211,7 +211,7 @@ async def run_group_story(data_dir: Path, say: Say) -> None:
 def explain(events_dir: Path, out: Path, say: Say) -> None:
     """Run the Spark report on the demo's event log and summarise its episodes."""
     from coordinator.analytics.pipeline import run_pipeline
-    from coordinator.analytics.session import build_session
+    from coordinator.analytics.session import build_session, stop_session
 
     say("\nexplaining the rebalances with Spark (local mode)...")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local demo: stay on loopback
@@ -220,7 +220,7 @@ def explain(events_dir: Path, out: Path, say: Say) -> None:
         counts = run_pipeline(spark, str(events_dir), str(out), out, show_progress=False)
         episodes = spark.read.parquet(str(out / "episodes")).orderBy("start_ts").collect()
     finally:
-        spark.stop()
+        stop_session(spark)  # "nothing left running" includes Spark's JVM
     say(
         f"{counts.events} events ({counts.quarantined} malformed lines) -> {len(episodes)} episodes"
     )

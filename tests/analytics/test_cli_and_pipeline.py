@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,25 @@ def test_pipeline_writes_every_table_and_the_report(spark: SparkSession, tmp_pat
     assert "{broken" in page
     for png in ("timeline.png", "durations.png", "partitions_moved.png"):
         assert (out / png).read_bytes().startswith(b"\x89PNG")
+
+
+STOP_SCRIPT = """
+import os
+from coordinator.analytics.session import build_session, stop_session
+spark = build_session("local[1]")
+spark.range(3).count()
+pid = spark.sparkContext._gateway.proc.pid
+stop_session(spark)
+print("jvm alive after stop:", os.path.exists(f"/proc/{pid}"), flush=True)
+"""
+
+
+@pytest.mark.spark
+def test_stop_session_ends_the_jvm_it_started() -> None:
+    # In a process of its own (the suite's shared session must keep its JVM), and checked there,
+    # before that process exits: PySpark alone keeps the JVM until then.
+    done = subprocess.run(
+        [sys.executable, "-c", STOP_SCRIPT], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "jvm alive after stop: False"

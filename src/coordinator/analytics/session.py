@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 MASTER_PATTERNS = (
@@ -58,3 +60,27 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def stop_session(spark: SparkSession, *, timeout_s: float = 30.0) -> None:
+    """Stop Spark and, when this process launched the JVM, the JVM too, waiting until it is gone.
+
+    PySpark leaves its JVM running until the Python process exits; a caller that says nothing is
+    left running (the demo) must end it itself. The JVM exits when its stdin closes; it is killed
+    if it has not after `timeout_s`. A later `build_session` launches a new one.
+    """
+    spark.stop()
+    gateway = SparkContext._gateway
+    process: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
+    if gateway is None or process is None:  # attached to a JVM this process did not start
+        return
+    gateway.shutdown()
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
