@@ -55,7 +55,7 @@ def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
         for r in metrics.orderBy(F.desc("rebalances"), "group").limit(TIMELINE_GROUPS).collect()
         if r["rebalances"]
     ]
-    fig, ax = plt.subplots(figsize=(10, 1 + 0.6 * max(len(busiest), 1)))
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.6 * max(len(busiest), 1)))
     if busiest:
         rows = (
             episodes.where(F.col("group").isin(busiest))
@@ -70,17 +70,19 @@ def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
             # Dates on the axis: matplotlib counts days; an episode is at least visible (1 ms).
             width = max(end - r["start_ts"], 1) / MS_PER_DAY
             colour = OUTCOME_COLOURS.get(r["outcome"], "black")
-            ax.barh(y, width, left=_date_number(r["start_ts"]), color=colour, height=0.6)
+            left = _date_number(r["start_ts"])
+            ax.barh(y, width, left=left, color=colour, height=0.6)
+            # A tick at every start: most rebalances last milliseconds, too short for a bar.
+            ax.plot([left], [y], marker="|", markersize=14, color=colour)
         ax.set_yticks(range(len(busiest)), busiest)
         locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
         legend = [Patch(color=colour, label=name) for name, colour in OUTCOME_COLOURS.items()]
-        ax.legend(handles=legend, loc="upper right", fontsize="small")
+        ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     ax.set_xlabel("time (UTC)")
-    ax.set_title(f"Rebalance timeline (busiest {TIMELINE_GROUPS} groups)")
-    fig.tight_layout()
-    fig.savefig(path)
+    ax.set_title(f"Rebalance timeline of the busiest groups (up to {TIMELINE_GROUPS})")
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return busiest
 
