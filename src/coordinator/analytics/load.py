@@ -228,7 +228,7 @@ def _missing_fields() -> Column:
     null when the type is unknown.
 
     One lookup of the type's mask and one mask of the fields present replace a rule per (type,
-    field) pair, which kept the generated code too large for the JIT (see `_validate`).
+    field) pair, which kept the generated code too large for the JIT (see `LoadedLog`).
     """
     masks = F.create_map(*(F.lit(v) for item in REQUIRED_MASK.items() for v in item))
     required = F.try_element_at(masks, F.col("type"))
