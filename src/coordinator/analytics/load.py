@@ -195,7 +195,8 @@ def _read_parquet(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
     if missing:
         raise InputError(f"Parquet input lacks the event columns {missing}")
     columns = [F.col(f.name).cast(f.dataType).alias(f.name) for f in EVENT_SCHEMA.fields]
-    no_text = F.lit(None).cast("string")  # rejected rows get their JSON text in `_validate`
+    # Rejected rows get their JSON text in `LoadedLog.quarantine`.
+    no_text = F.lit(None).cast("string")
     return table.select(*columns, no_text.alias("line"), no_text.alias("parse_problem"))
 
 
