@@ -1,7 +1,7 @@
 """The assignor sweep: scenario building, peers, racks, rounds, summary, plot and the CLI.
 
 Spark tests share one tiny CLI run (4 scenarios, every default assignor and its peer) on the
-session's local SparkSession; the rest runs the task code directly, without Spark.
+session's local SparkSession; the rest runs the task code (and the plot) directly, without Spark.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pytest
 from pyspark.sql import SparkSession
 
@@ -26,10 +27,12 @@ from coordinator.analytics import session
 from coordinator.analytics.cli import main
 from coordinator.analytics.sweep import COLUMNS, ROW_SCHEMA, run_task
 from coordinator.analytics.sweep_group import build_group, digest, rack_locality
+from coordinator.analytics.sweep_plot import draw
 from coordinator.analytics.sweep_summary import notes, summarize
 
 GRID = ["--members", "4", "--topics", "3", "--partitions-per-topic", "4"]
-GRID += ["--subscriptions", "equal,mixed", "--racks", "0,3", "--churn", "4", "--seed", "1"]
+GRID += ["--subscriptions", "equal,mixed", "--churn", "4", "--seed", "1"]
+"""No `--racks`: the run uses the default, racks 0 and 3 (checked in the summary test)."""
 EQUAL, MIXED = (4, 3, 4, "equal", 0, 1), (4, 3, 4, "mixed", 0, 1)
 EQUAL_RACKS = (4, 3, 4, "equal", 3, 1)
 
@@ -221,23 +224,24 @@ def _expected(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+SUMMARY_KEY = ("assignor", "subscriptions", "racks")
+
+
 @pytest.mark.spark
-def test_summary_matches_the_rows(run: Run) -> None:
-    assert {(s["assignor"], s["subscriptions"]) for s in run.summary} == {
-        (r["assignor"], r["subscriptions"]) for r in run.rows
-    }
+def test_summary_matches_the_rows_one_row_per_rack_count(run: Run) -> None:
+    assert {r["racks"] for r in run.rows} == {0, 3}  # the default --racks
+    keys = [tuple(s[k] for k in SUMMARY_KEY) for s in run.summary]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == {tuple(r[k] for k in SUMMARY_KEY) for r in run.rows}
     for s in run.summary:
-        rows = [
-            r
-            for r in run.rows
-            if (r["assignor"], r["subscriptions"]) == (s["assignor"], s["subscriptions"])
-        ]
+        rows = [r for r in run.rows if all(r[k] == s[k] for k in SUMMARY_KEY)]
+        assert s["scenarios"] == (s["steps"] > 0)  # one scenario per kind and rack count
         if s["assignor"] == "kafka-python:roundrobin" and s["subscriptions"] == "mixed":
-            assert (s["steps"], s["errors"], s["all_valid"]) == (0, 2, False)
+            assert (s["steps"], s["errors"], s["all_valid"]) == (0, 1, False)
             continue
         expected = _expected(rows)
         assert {k: s[k] for k in expected} == pytest.approx(expected)
-        assert s["scenarios"] == 2  # with and without racks
+        assert (s["rack_local_mean"] is None) == (s["racks"] == 0)
         ratio = _peer_ratio(run.rows, s) if s["implementation"] == "rebalance" else None
         assert s["compute_ratio_vs_peer"] == pytest.approx(ratio)
 
@@ -252,6 +256,7 @@ def _peer_ratio(rows: list[dict[str, Any]], summary: dict[str, Any]) -> float | 
             for r in rows
             if r["assignor"] == assignor
             and r["subscriptions"] == summary["subscriptions"]
+            and r["racks"] == summary["racks"]
             and r["status"] == "ok"
         }
 
@@ -261,7 +266,7 @@ def _peer_ratio(rows: list[dict[str, Any]], summary: dict[str, Any]) -> float | 
 
 
 @pytest.mark.spark
-def test_summary_numbers_exact_on_hand_made_rows(spark: SparkSession) -> None:
+def test_summary_numbers_exact_on_hand_made_rows_racks_not_pooled(spark: SparkSession) -> None:
     def row(implementation: str, seed: int, step: int, ms: float, **extra: Any) -> dict[str, Any]:
         prefix = "" if implementation == "rebalance" else "kafka-python:"
         base: dict[str, Any] = dict.fromkeys(COLUMNS)
@@ -277,41 +282,98 @@ def test_summary_numbers_exact_on_hand_made_rows(spark: SparkSession) -> None:
         base.update(balance=step % 2, moved=[0, 3, 4][step], min_moves=[0, 3, 3][step])
         return base | extra
 
+    # no racks: two scenarios of ours, one paired with the peer
     rows = [row("rebalance", 1, s, ms) for s, ms in enumerate([1.0, 2.0, 3.0])]
     rows += [row("kafka-python", 1, s, ms) for s, ms in enumerate([10.0, 20.0, 60.0])]
-    rows += [row("rebalance", 2, 0, 4.0, rack_local=0.5)]
+    rows += [row("rebalance", 2, 0, 4.0)]
+    # 3 racks, same seed: ours moves more (for locality) and is relatively slower
+    racked = [(4.0, 0, 0.5), (6.0, 4, 0.75), (8.0, 5, 1.0)]
+    rows += [
+        row("rebalance", 1, s, ms, racks=3, moved=moved, rack_local=local)
+        for s, (ms, moved, local) in enumerate(racked)
+    ]
+    rows += [
+        row("kafka-python", 1, s, ms, racks=3, rack_local=0.25)
+        for s, ms in enumerate([8.0, 12.0, 16.0])
+    ]
     skip = {"status": "skipped", "reason": "over --peer-max-partitions 1", "step": None}
-    rows += [row("kafka-python", 2, 0, 0.0, valid=None, compute_ms=None) | skip]
+    rows += [row("kafka-python", 2, 0, 0.0, racks=3, valid=None, compute_ms=None) | skip]
     frame = spark.createDataFrame([tuple(r[c] for c in COLUMNS) for r in rows], ROW_SCHEMA)
-    ours, theirs = (r.asDict() for r in summarize(frame).collect())
+    summary = [r.asDict() for r in summarize(frame).collect()]
+    assert [(s["implementation"], s["racks"]) for s in summary] == [
+        ("rebalance", 0), ("rebalance", 3), ("kafka-python", 0), ("kafka-python", 3),
+    ]  # fmt: skip
+    ours, ours_racks, theirs, theirs_racks = summary
     assert ours == {
         "implementation": "rebalance", "algorithm": "sticky", "assignor": "sticky",
-        "subscriptions": "equal", "scenarios": 2, "steps": 4, "errors": 0, "skipped": 0,
-        "all_valid": True, "balance_mean": 0.25, "balance_max": 1, "moved_total": 7,
-        "min_moves_total": 6, "excess_moves": 1, "compute_p50_ms": 2.5,
-        "compute_p95_ms": pytest.approx(3.85), "rack_local_mean": 0.5,
+        "subscriptions": "equal", "racks": 0, "scenarios": 2, "steps": 4, "errors": 0,
+        "skipped": 0, "all_valid": True, "balance_mean": 0.25, "balance_max": 1,
+        "moved_total": 7, "min_moves_total": 6, "excess_moves": 1, "compute_p50_ms": 2.5,
+        "compute_p95_ms": pytest.approx(3.85), "rack_local_mean": None,
         "compute_ratio_vs_peer": 0.1, "paired_steps": 3,  # median of 0.1, 0.1, 0.05
     }  # fmt: skip
-    assert (theirs["assignor"], theirs["scenarios"], theirs["steps"]) == (
-        "kafka-python:sticky",
-        1,
-        3,
-    )
-    assert (theirs["skipped"], theirs["compute_ratio_vs_peer"], theirs["rack_local_mean"]) == (
-        1,
-        None,
-        None,
-    )
+    # pooled with the rows above, excess would be 4 and the ratio the median of all six (0.3)
+    assert ours_racks == {
+        "implementation": "rebalance", "algorithm": "sticky", "assignor": "sticky",
+        "subscriptions": "equal", "racks": 3, "scenarios": 1, "steps": 3, "errors": 0,
+        "skipped": 0, "all_valid": True, "balance_mean": pytest.approx(1 / 3), "balance_max": 1,
+        "moved_total": 9, "min_moves_total": 6, "excess_moves": 3, "compute_p50_ms": 6.0,
+        "compute_p95_ms": pytest.approx(7.8), "rack_local_mean": 0.75,
+        "compute_ratio_vs_peer": 0.5, "paired_steps": 3,
+    }  # fmt: skip
+    fields = ["assignor", "scenarios", "steps", "skipped", "compute_ratio_vs_peer"]
+    assert [theirs[f] for f in fields] == ["kafka-python:sticky", 1, 3, 0, None]
+    assert [theirs_racks[f] for f in fields] == ["kafka-python:sticky", 1, 3, 1, None]
+    assert (theirs["rack_local_mean"], theirs_racks["rack_local_mean"]) == (None, 0.25)
     assert notes(frame) == [
         "kafka-python:sticky: skipped in 1 scenario(s): over --peer-max-partitions 1"
     ]
 
 
+def _plotted(ax: Any) -> list[float]:
+    return sorted(bar.get_height() for bars in ax.containers for bar in bars)
+
+
+def test_plot_keeps_rack_and_no_rack_rows_apart() -> None:
+    summary = [
+        {
+            "assignor": f"{prefix}sticky", "implementation": implementation,
+            "subscriptions": kind, "racks": racks,
+            "balance_mean": base + shift + 1 + 10 * racks,
+            "rack_local_mean": (base + shift + 1) / 10 if racks else None,
+            "excess_moves": base + 100 * racks if kind == "equal" else None,
+        }
+        for prefix, implementation, base in (("", "rebalance", 0), ("kafka-python:", "peer", 5))
+        for kind, shift in (("equal", 0), ("mixed", 2))
+        for racks in (0, 3)
+    ]  # fmt: skip
+    fig = draw(summary, [])
+    try:
+        balance, moves, _, locality = fig.axes
+        assert "no racks" in balance.get_title()
+        assert _plotted(balance) == [1, 3, 6, 8]  # the no-rack rows only
+        assert _plotted(moves) == [0, 5, 300, 305]  # one bar per rack count, never a sum
+        assert [t.get_text() for t in moves.get_legend().get_texts()] == [
+            "equal, no racks", "equal, 3 racks", "kafka-python",
+        ]  # fmt: skip
+        assert "3 racks" in locality.get_title()
+        assert _plotted(locality) == pytest.approx([0.1, 0.3, 0.6, 0.8])
+    finally:
+        plt.close(fig)
+
+
 @pytest.mark.spark
 def test_cli_prints_the_table_notes_and_paths_and_draws_the_plot(run: Run) -> None:
     header, *lines = run.stdout.splitlines()
-    assert header.split()[:2] == ["assignor", "subs"]
-    assert any(line.split()[:2] == ["kafka-python:sticky", "equal"] for line in lines)
+    assert header.split()[:4] == ["assignor", "subs", "racks", "scen"]
+    # by algorithm, ours before the peer, then subscriptions, then racks
+    assert [line.split()[:3] for line in lines if "sticky" in line.split()[0]] == [
+        [name, kind, racks]
+        for algorithm in ("cooperative-sticky", "sticky")
+        for name in (algorithm, f"kafka-python:{algorithm}")
+        for kind in ("equal", "mixed")
+        for racks in ("0", "3")
+    ]
     assert "4 scenarios" in lines[-1] and str(run.out / "sweep_summary") in lines[-1]
     assert "note: kafka-python:roundrobin: raised an error in 2 scenario(s): KeyError" in run.stderr
     png = (run.out / "sweep.png").read_bytes()

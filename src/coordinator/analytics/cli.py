@@ -132,7 +132,10 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         help="equal: every member on every topic; mixed: random subsets (equal,mixed)",
     )
     parser.add_argument(
-        "--racks", type=_int_list, default=[0], help="racks per scenario (0: no racks)"
+        "--racks",
+        type=_int_list,
+        default=[0, 3],
+        help="racks per scenario, 0 for none; each count is a separate summary row (0,3)",
     )
     parser.add_argument("--churn", type=_count, default=4, help="join/leave steps after the first")
     parser.add_argument(

@@ -1,6 +1,9 @@
 """The sweep's aggregates, computed by Spark: the summary table, plot series and skip notes.
 
-Summary (`OUT/sweep_summary`), one row per assignor and subscription kind:
+Summary (`OUT/sweep_summary`), one row per assignor, subscription kind and rack count. Racks are
+a key, not pooled: with racks, KIP-881's rack-aware assignors may give up stickiness to bring
+partitions onto a local replica, so a rack run's moves answer a different question from a
+no-rack run's, and summing them would hide both answers. Per row:
 
 * `scenarios` (with at least one measured step), `steps` (measured), `errors` (steps where the
   assignor raised; its chain stops there), `skipped` (scenarios without rows and why: see notes);
@@ -11,10 +14,10 @@ Summary (`OUT/sweep_summary`), one row per assignor and subscription kind:
 * `compute_p50_ms`, `compute_p95_ms`: exact percentiles (linear interpolation) per step;
 * `rack_local_mean` (null without racks);
 * for our assignors, `compute_ratio_vs_peer`: the median, over the steps both measured (same
-  scenario and step), of our compute time over kafka-python's for the same algorithm, and
-  `paired_steps`. Below 1 means ours is faster. A median of per-step ratios rather than a ratio of
-  sums, so one slow outlier step (a GC pause, a busy core) does not decide it. Null when there is
-  no peer or no common step.
+  scenario and step, hence the same rack count), of our compute time over kafka-python's for the
+  same algorithm, and `paired_steps`. Below 1 means ours is faster. A median of per-step ratios
+  rather than a ratio of sums, so one slow outlier step (a GC pause, a busy core) does not decide
+  it. Null when there is no peer or no common step.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pyspark.sql import functions as F
 from coordinator.analytics.sweep import KAFKA_PYTHON, OURS
 from coordinator.analytics.sweep_group import SCENARIO_COLUMNS
 
-GROUP_KEYS = ["implementation", "algorithm", "assignor", "subscriptions"]
+GROUP_KEYS = ["implementation", "algorithm", "assignor", "subscriptions", "racks"]
 STEP_KEYS = [*SCENARIO_COLUMNS, "step", "algorithm"]
 
 
@@ -65,7 +68,11 @@ def _aggregates() -> list[Column]:
 
 
 def _peer_ratio(rows: DataFrame) -> DataFrame:
-    """Median of our compute time over the peer's, per step both measured."""
+    """Median of our compute time over the peer's, per step both measured, per summary row.
+
+    Steps pair within one scenario (the join is on every scenario column, racks included); the
+    grouping keeps the rack count too, so each summary row gets the ratio of its own steps.
+    """
 
     def side(implementation: str, name: str) -> DataFrame:
         measured = rows.where(_ok() & (F.col("implementation") == implementation))
@@ -73,7 +80,7 @@ def _peer_ratio(rows: DataFrame) -> DataFrame:
 
     pairs = side(OURS, "ours_ms").join(side(KAFKA_PYTHON, "peer_ms"), STEP_KEYS)
     ratio = F.col("ours_ms") / F.when(F.col("peer_ms") > 0, F.col("peer_ms"))
-    return pairs.groupBy("algorithm", "subscriptions").agg(
+    return pairs.groupBy("algorithm", "subscriptions", "racks").agg(
         F.percentile(ratio, 0.5).alias("compute_ratio_vs_peer"),
         F.count(F.lit(1)).alias("paired_steps"),
         F.lit(OURS).alias("implementation"),
@@ -81,22 +88,29 @@ def _peer_ratio(rows: DataFrame) -> DataFrame:
 
 
 def summarize(rows: DataFrame) -> DataFrame:
-    """One row per assignor and subscription kind (see the module docstring)."""
+    """One row per assignor, subscription kind and rack count (see the module docstring)."""
     summary = rows.groupBy(*GROUP_KEYS).agg(*_aggregates())
     joined = summary.join(
-        _peer_ratio(rows), ["implementation", "algorithm", "subscriptions"], "left"
+        _peer_ratio(rows), ["implementation", "algorithm", "subscriptions", "racks"], "left"
     )
     columns = [c for c in summary.columns if c not in GROUP_KEYS]
     return ordered(joined.select(*GROUP_KEYS, *columns, "compute_ratio_vs_peer", "paired_steps"))
 
 
 def ordered(summary: DataFrame) -> DataFrame:
-    """Summary order: by algorithm, ours before the peer, then subscription kind."""
-    return summary.orderBy("algorithm", F.col("implementation") != OURS, "subscriptions")
+    """Summary order: by algorithm, ours before the peer, then subscription kind, then racks.
+
+    Parquet keeps no row order, so whoever reads the summary back sorts it again with this.
+    """
+    return summary.orderBy("algorithm", F.col("implementation") != OURS, "subscriptions", "racks")
 
 
 def compute_by_size(rows: DataFrame) -> DataFrame:
-    """Median compute time per assignor and group size (members x partitions): the plot's lines."""
+    """Median compute time per assignor and group size (members x partitions): the plot's lines.
+
+    Over every scenario of that size, with racks or not: a line per rack count would double the
+    lines of a panel that already has nine, and the summary has compute per rack count.
+    """
     size = F.col("members") * F.col("topics") * F.col("partitions_per_topic")
     return (
         rows.where(_ok())
@@ -126,6 +140,7 @@ def notes(rows: DataFrame) -> list[str]:
 TABLE_COLUMNS = [
     ("assignor", "assignor", "{}"),
     ("subs", "subscriptions", "{}"),
+    ("racks", "racks", "{}"),
     ("scen", "scenarios", "{}"),
     ("steps", "steps", "{}"),
     ("valid", "all_valid", "{}"),
