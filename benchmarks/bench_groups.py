@@ -50,9 +50,9 @@ async def _serve(kind: str, ready: Connection) -> None:
         ready.send(server.sockets[0].getsockname()[1])
         await asyncio.Event().wait()
     with tempfile.TemporaryDirectory() as scratch:
-        async with running_server(
-            data_dir=Path(scratch), groups=GroupCoordinatorExtension(GROUP_CONFIG, seed=1)
-        ) as node:
+        # "groups-no-events": the same node without its event log (bench_event_log.py).
+        groups = GroupCoordinatorExtension(GROUP_CONFIG, seed=1, event_log=kind == "groups")
+        async with running_server(data_dir=Path(scratch), groups=groups) as node:
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)
@@ -81,9 +81,9 @@ class Server:
     def __init__(self, kind: str, use_uvloop: bool = False) -> None:
         context = multiprocessing.get_context("spawn")
         self.pipe, child = context.Pipe()
-        self.process = context.Process(
-            target=_server_process, args=(kind, use_uvloop, child), daemon=True
-        )
+        # Not daemonic: the server's event log starts a writer process of its own. `stop`
+        # kills it, and every benchmark stops its servers in a `finally`.
+        self.process = context.Process(target=_server_process, args=(kind, use_uvloop, child))
         self.process.start()
         self.port: int = self.pipe.recv()
 
@@ -174,14 +174,21 @@ async def form_group(conns: list[Conn], group: str) -> tuple[list[str], int, str
 
 
 async def rebalance_round(
-    conns: list[Conn], group: str, ids: list[str], generation: int, leader: str
+    conns: list[Conn],
+    group: str,
+    ids: list[str],
+    generation: int,
+    leader: str,
+    assignments: dict[str, bytes] | None = None,
 ) -> float:
     """Everybody rejoins; ms from the last JoinGroup sent to the last SyncGroup reply.
 
     Every request is encoded before the clock starts (the next generation and the leader are
     known: a rejoining leader stays leader), so the figure is the server's work plus loopback,
-    not the load generator's encoding.
+    not the load generator's encoding. The leader hands out `assignments` (member -> bytes), or
+    24 opaque bytes each.
     """
+    handed_out = assignments or dict.fromkeys(ids, b"b" * 24)
     joins = [encode_request(build_request(11, 3, join_values(group, m)), 1, "b") for m in ids]
     syncs = [
         encode_request(
@@ -193,7 +200,7 @@ async def rebalance_round(
                     "generation_id": generation + 1,
                     "member_id": m,
                     "group_instance_id": None,
-                    "assignments": [{"member_id": x, "assignment": b"b" * 24} for x in ids]
+                    "assignments": [{"member_id": x, "assignment": handed_out[x]} for x in ids]
                     if m == leader
                     else [],
                 },

@@ -29,16 +29,21 @@ EVENTS_DIR = "events"
 
 
 class GroupCoordinatorExtension:
+    """The group coordinator as a node extension: core, SQLite store and, unless `event_log` is
+    false, the JSON Lines event log (in `event_log_dir`, default `DATA_DIR/events`)."""
+
     def __init__(
         self,
         config: CoordinatorConfig | None = None,
         *,
+        event_log: bool = True,
         event_log_dir: Path | None = None,
         event_log_max_bytes: int | None = None,
         seed: int | None = None,
     ) -> None:
         self._settings: dict[str, Any] = {}
         self._config = config
+        self.event_log = event_log
         self.event_log_dir = event_log_dir
         self.event_log_max_bytes = event_log_max_bytes
         self.seed = seed
@@ -63,10 +68,14 @@ class GroupCoordinatorExtension:
     async def __call__(self, broker: Broker) -> AsyncIterator[GroupRuntime]:
         seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "big")
         store = SqliteStore(broker.data_dir / STORE_FILE)
-        events = EventLog(
-            self.event_log_dir or broker.data_dir / EVENTS_DIR,
-            broker.node_id,
-            **({"max_bytes": self.event_log_max_bytes} if self.event_log_max_bytes else {}),
+        events = (
+            EventLog(
+                self.event_log_dir or broker.data_dir / EVENTS_DIR,
+                broker.node_id,
+                **({"max_bytes": self.event_log_max_bytes} if self.event_log_max_bytes else {}),
+            )
+            if self.event_log
+            else None
         )
         runtime = GroupRuntime(GroupCoordinatorCore(self.config, SplitMix64(seed)), store, events)
         try:
@@ -79,4 +88,5 @@ class GroupCoordinatorExtension:
         finally:
             await runtime.close()
             store.close()
-            events.close()
+            if events is not None:
+                events.close()

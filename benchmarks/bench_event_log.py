@@ -1,0 +1,89 @@
+"""What the event log costs the request path: the same server with its event log on and off.
+
+Heartbeats emit no event; every OffsetCommit emits one (`offset_commit`) and a rebalance several
+per member, the largest being `sync_completed` with every member's assignment, which the log's
+writer decodes. So the figures are durable commits/s (one offset per OffsetCommit, the most
+events per request) and a 1000-member rebalance whose leader hands out real ConsumerProtocol
+assignments. Both servers run side by side and are measured in alternation (run by run, round
+by round) so that load on this shared machine hits both alike; figures are medians.
+
+Run: .venv/bin/python benchmarks/bench_event_log.py [--runs 5] [--rounds 15] [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from assignors.consumer_protocol import Assignment, encode_assignment
+from bench_groups import Conn, Server, commit_load, form_group, rebalance_round
+from bench_wire import machine
+
+KINDS = {"on": "groups", "off": "groups-no-events"}
+PARTITIONS = 3000
+
+
+def real_assignments(ids: list[str]) -> dict[str, bytes]:
+    """Range-like: PARTITIONS partitions of one topic in contiguous runs, one run per member."""
+    share = PARTITIONS // len(ids)
+    return {
+        m: encode_assignment(Assignment([("orders", p) for p in range(i * share, (i + 1) * share)]))
+        for i, m in enumerate(ids)
+    }
+
+
+async def rebalances(servers: dict[str, Server], members: int, rounds: int) -> dict[str, float]:
+    """Median ms per server of `rounds` alternated rebalances of `members` members each."""
+    groups = {}
+    for name, server in servers.items():
+        conns = [await Conn.open(server.port) for _ in range(members)]
+        ids, generation, leader = await form_group(conns, f"events-{name}")
+        groups[name] = (conns, ids, generation, leader, real_assignments(ids))
+    samples: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, (conns, ids, generation, leader, handed_out) in groups.items():
+            ms = await rebalance_round(conns, f"events-{name}", ids, generation, leader, handed_out)
+            samples[name].append(ms)
+            groups[name] = (conns, ids, generation + 1, leader, handed_out)
+    for conns, *_ in groups.values():
+        for c in conns:
+            c.close()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--members", type=int, default=200, help="connections for commits")
+    parser.add_argument("--rebalance-members", type=int, default=1000)
+    args = parser.parse_args()
+    print(f"# event log on vs off — {machine()}")
+    servers = {name: Server(kind) for name, kind in KINDS.items()}
+    commits: dict[str, list[float]] = {name: [] for name in KINDS}
+    try:
+        for _ in range(args.runs):
+            for name, server in servers.items():
+                commits[name].append(
+                    asyncio.run(commit_load(server.port, args.members, args.seconds))
+                )
+        ms = asyncio.run(rebalances(servers, args.rebalance_members, args.rounds))
+    finally:
+        for server in servers.values():
+            server.stop()
+    on, off = statistics.median(commits["on"]), statistics.median(commits["off"])
+    print(f"durable commits/s (1 offset each, {args.members} connections): log on {on:,.0f}, "
+          f"off {off:,.0f}; on/off {on / off:.2f}")  # fmt: skip
+    ratio = ms["on"] / ms["off"]
+    print(f"rebalance of {args.rebalance_members} members ({PARTITIONS} partitions assigned), "
+          f"last JoinGroup -> last SyncGroup reply, median of {args.rounds}: log on "
+          f"{ms['on']:.1f} ms, off {ms['off']:.1f} ms; on/off {ratio:.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""The event log writer: every accepted event is written, files rotate by size, a failing disk
+neither hangs the server nor goes unreported, and a writer whose server died exits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignors.consumer_protocol import Assignment, encode_assignment
+from coordinator.event_log import PARENT_CHECK_SECONDS, EventLog
+from rebalance.events import Event
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
+
+
+def commit(ts: int, group: str = "g") -> Event:
+    return Event("offset_commit", ts, group, 1, "m", {"partitions": 1})
+
+
+def lines(directory: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted(directory.glob("events-*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def test_every_event_accepted_is_written_on_close(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, node_id=7)
+    for i in range(0, 3000, 3):
+        log.emit([commit(i), commit(i + 1), commit(i + 2)], monotonic_offset_ms=1_000_000)
+    log.close()
+    written = lines(tmp_path)
+    assert [e["ts"] for e in written] == [1_000_000 + i for i in range(3000)]
+    assert {e["node"] for e in written} == {7}
+    assert written[0] == {
+        "v": 1, "ts": 1_000_000, "node": 7, "type": "offset_commit", "group": "g",
+        "generation": 1, "member": "m", "partitions": 1,
+    }  # fmt: skip
+
+
+def test_events_after_close_are_ignored(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, node_id=1)
+    log.close()
+    log.emit([commit(1)], 0)
+    log.close()
+    assert lines(tmp_path) == []
+
+
+def test_files_rotate_by_size_and_numbering_continues(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, node_id=1, max_bytes=1024)
+    log.emit([commit(i) for i in range(100)], 0)
+    log.close()
+    files = sorted(tmp_path.glob("events-*.jsonl"))
+    assert len(files) > 5
+    assert all(f.stat().st_size <= 1024 for f in files)
+    assert [f.name for f in files][:2] == ["events-000001.jsonl", "events-000002.jsonl"]
+    again = EventLog(tmp_path, node_id=1, max_bytes=1024)
+    again.emit([commit(100)], 0)
+    again.close()
+    newest = sorted(tmp_path.glob("events-*.jsonl"))[-1]
+    assert newest.name == f"events-{len(files) + 1:06d}.jsonl"
+    assert [e["ts"] for e in lines(tmp_path)] == list(range(101))
+
+
+def test_sync_completed_assignments_are_decoded_by_the_writer(tmp_path: Path) -> None:
+    raw = encode_assignment(Assignment((("orders", 0), ("orders", 2))), version=0)
+    fields = {"assignments": {"a": raw}, "protocol_type": CONSUMER_PROTOCOL_TYPE}
+    log = EventLog(tmp_path, node_id=1)
+    log.emit([Event("sync_completed", 5, "g", 3, None, fields)], 0)
+    log.close()
+    (event,) = lines(tmp_path)
+    assert event["assignments"] == {"a": [["orders", [0, 2]]]}
+    assert event["sizes"] == {"a": len(raw)}
+
+
+def test_a_write_failure_is_reported_and_close_still_returns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "events"
+    log = EventLog(directory, node_id=1)
+    shutil.rmtree(directory)
+    directory.write_text("a file where the log directory was")
+    for i in range(200):
+        log.emit([commit(i)], 0)
+    started = time.monotonic()
+    log.close()
+    assert time.monotonic() - started < 30
+    assert "event log writer failed; events from now on are not written" in caplog.text
+    assert "NotADirectoryError" in caplog.text
+
+
+def test_a_bad_directory_fails_when_the_log_is_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError):
+        EventLog(blocker / "events", node_id=1)
+
+
+ORPHAN = """
+import os, signal, sys, time
+from pathlib import Path
+from coordinator.event_log import PARENT_CHECK_SECONDS, EventLog
+from rebalance.events import Event
+log = EventLog(Path(sys.argv[1]), node_id=1)
+log.emit([Event("offset_commit", 1, "g", 1, "m", {"partitions": 1})], 0)
+time.sleep(1.0)  # the writer has it by now
+print(log._process.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_writer_whose_server_was_killed_writes_what_it_has_and_exits(tmp_path: Path) -> None:
+    server = subprocess.run(
+        [sys.executable, "-c", ORPHAN, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert server.returncode == -9, server.stderr
+    writer = int(server.stdout.split()[-1])
+    deadline = time.monotonic() + 15
+    while _alive(writer) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(writer)
+    assert [e["ts"] for e in lines(tmp_path)] == [1]
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (an orphan's zombie is reaped by init, not by us)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_large_non_consumer_syncs_are_written_whole(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, node_id=1)
+    big = {"assignments": {f"m{i}": b"\x00" * 64 for i in range(1000)}, "protocol_type": "x"}
+    for i in range(50):
+        log.emit([Event("sync_completed", i, "g", 1, None, big)], 0)
+    log.close()
+    written = lines(tmp_path)
+    assert [e["ts"] for e in written] == list(range(50))
+    assert all(e["assignments"] == {f"m{i}": None for i in range(1000)} for e in written)
+    assert all(set(e["sizes"].values()) == {64} for e in written)
+
+
+DAEMON = """
+import multiprocessing, sys
+from pathlib import Path
+from coordinator.event_log import PARENT_CHECK_SECONDS, EventLog
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    child = context.Process(target=EventLog, args=(Path(sys.argv[1]), 1), daemon=True)
+    child.start()
+    child.join()
+    print("exit", child.exitcode)
+"""
+
+
+def test_a_daemonic_process_gets_a_clear_error(tmp_path: Path) -> None:
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "events")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.stdout.split() == ["exit", "1"]
+    assert "a daemonic process may not start" in done.stderr
+    assert "event_log=False" in done.stderr
+
+
+async def test_on_a_loop_every_event_is_written_in_order(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, node_id=1)
+    for i in range(0, 300, 3):
+        log.emit([commit(i)], 0)
+        log.emit([commit(i + 1), commit(i + 2)], 0)  # same loop iteration: handed over together
+        if i % 30 == 0:
+            await asyncio.sleep(0)
+    log.emit([commit(300)], 0)  # still pending when the log closes
+    log.close()
+    assert [e["ts"] for e in lines(tmp_path)] == list(range(301))
+
+
+def test_an_idle_writer_keeps_writing(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, node_id=1)
+    log.emit([commit(1)], 0)
+    time.sleep(PARENT_CHECK_SECONDS * 2.5)  # idle across several checks on the server's life
+    log.emit([commit(2)], 0)
+    log.close()
+    assert [e["ts"] for e in lines(tmp_path)] == [1, 2]
