@@ -66,12 +66,18 @@ def main() -> None:
     print(f"# event log on vs off — {machine()}")
     servers = {name: Server(kind) for name, kind in KINDS.items()}
     commits: dict[str, list[float]] = {name: [] for name in KINDS}
+    cpu_us: dict[str, list[float]] = {name: [] for name in KINDS}  # server CPU per commit
+    writer_us: list[float] = []  # the writer process's CPU per commit (log on)
     try:
         for _ in range(args.runs):
             for name, server in servers.items():
-                commits[name].append(
-                    asyncio.run(commit_load(server.port, args.members, args.seconds))
-                )
+                cpu, writer = server.cpu(), server.writer_cpu()
+                rate = asyncio.run(commit_load(server.port, args.members, args.seconds))
+                done = rate * args.seconds
+                commits[name].append(rate)
+                cpu_us[name].append((server.cpu() - cpu) / done * 1e6)
+                if name == "on":
+                    writer_us.append((server.writer_cpu() - writer) / done * 1e6)
         ms = asyncio.run(rebalances(servers, args.rebalance_members, args.rounds))
     finally:
         for server in servers.values():
@@ -79,6 +85,10 @@ def main() -> None:
     on, off = statistics.median(commits["on"]), statistics.median(commits["off"])
     print(f"durable commits/s (1 offset each, {args.members} connections): log on {on:,.0f}, "
           f"off {off:,.0f}; on/off {on / off:.2f}")  # fmt: skip
+    cpu_on, cpu_off = statistics.median(cpu_us["on"]), statistics.median(cpu_us["off"])
+    print(f"server CPU per commit: log on {cpu_on:.0f} us, off {cpu_off:.0f} us; on/off "
+          f"{cpu_on / cpu_off:.2f}; the writer process: {statistics.median(writer_us):.1f} us "
+          f"per commit (on the other core)")  # fmt: skip
     ratio = ms["on"] / ms["off"]
     print(f"rebalance of {args.rebalance_members} members ({PARTITIONS} partitions assigned), "
           f"last JoinGroup -> last SyncGroup reply, median of {args.rounds}: log on "

@@ -58,9 +58,19 @@ async def _serve(kind: str, ready: Connection) -> None:
                 command = await asyncio.to_thread(ready.recv)
                 if command == "rss":
                     ready.send(_rss_bytes())
+                elif command == "writer_cpu":  # seconds of CPU of the event log's writer
+                    events = groups.runtime.events if groups.runtime else None
+                    pid = events.writer_pid if events else None
+                    ready.send(_process_cpu(pid) if pid else 0.0)
                 else:  # "cpu": seconds of CPU this process has used
                     times = os.times()
                     ready.send(times.user + times.system)
+
+
+def _process_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_bytes() -> int:
@@ -94,6 +104,11 @@ class Server:
 
     def cpu(self) -> float:
         self.pipe.send("cpu")
+        value: float = self.pipe.recv()
+        return value
+
+    def writer_cpu(self) -> float:
+        self.pipe.send("writer_cpu")
         value: float = self.pipe.recv()
         return value
 

@@ -75,6 +75,11 @@ class EventLog:
         self._flush_scheduled = False
         self._closed = False
 
+    @property
+    def writer_pid(self) -> int | None:
+        """The writer process's id, for watching what it costs (None once it has exited)."""
+        return self._process.pid if self._process.is_alive() else None
+
     def _report(self) -> None:
         while (problem := self._problems.get()) is not None:
             log.error("%s", problem)
