@@ -131,7 +131,9 @@ class GroupCoordinatorCore:
             retention_key(partition),
             now_ms + self.state.config.offsets_retention_check_interval_ms,
         )
-        result.event("partition_loaded", now_ms, "", partition=partition, groups=len(owned.groups))
+        result.event(
+            "partition_loaded", now_ms, None, partition=partition, groups=len(owned.groups)
+        )
         return result
 
     def load(self, partition: int, records: Iterable[Record], now_ms: int) -> Result:
@@ -148,7 +150,7 @@ class GroupCoordinatorCore:
         if owned is None:
             return result
         result.event(
-            "partition_unloaded", now_ms, "", partition=partition, groups=len(owned.groups)
+            "partition_unloaded", now_ms, None, partition=partition, groups=len(owned.groups)
         )
         for group_id in sorted(owned.groups):
             group = self.state.groups.pop(group_id)

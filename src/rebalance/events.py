@@ -3,8 +3,11 @@
 Handlers append `Event`s to their `Result` (the core stays pure: it never writes them); the shell
 stamps them with the node id and writes them as JSON Lines. Schema version 1, one object a line:
 
-    {"v": 1, "ts": <ms since epoch>, "node": <int>, "type": <name>, "group": <id>,
+    {"v": 1, "ts": <ms since epoch>, "node": <int>, "type": <name>, "group": <id or null>,
      "generation": <int or null>, "member": <id or null>, ...fields of the type}
+
+`group` is null for the events about a partition, not a group (`partition_loaded`,
+`partition_unloaded`).
 
 Types and their extra fields:
 
@@ -43,7 +46,7 @@ EVENT_SCHEMA_VERSION = 1
 class Event:
     type: str
     ts: int
-    group: str
+    group: str | None  # None for events about no group (partition loads): "" is a valid group id
     generation: int | None = None
     member: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)

@@ -133,7 +133,7 @@ class Result:
         self,
         type: str,
         ts: int,
-        group: str,
+        group: str | None,
         generation: int | None = None,
         member: str | None = None,
         **fields: Any,

@@ -134,7 +134,7 @@ def group_metrics(events: list[Event], episode_rows: list[dict[str, Any]]) -> li
     """One row per group with an event, by group."""
     by_group: dict[str, list[Event]] = {}
     for event in events:
-        if event.get("group") is not None:
+        if event.get("group") is not None and not event["type"].startswith("partition_"):
             by_group.setdefault(event["group"], []).append(event)
     rows = []
     for group in sorted(by_group):

@@ -89,9 +89,9 @@ def _log(seed: int) -> list[dict[str, Any]]:
     while any(streams):
         stream = rng.choice([s for s in streams if s])
         log.append(stream.pop(0))
-        if rng.random() < 0.01:
+        if rng.random() < 0.01:  # older logs say "" for the group of a partition event
             log.append({"v": 1, "ts": 5, "node": 1, "type": "partition_loaded", "partition": 0,
-                        "groups": 3})  # fmt: skip
+                        "groups": 3, "group": rng.choice([None, ""])})  # fmt: skip
     return log
 
 

@@ -146,3 +146,16 @@ def test_a_clean_log_gets_an_empty_quarantine_table(spark: SparkSession, tmp_pat
     assert quarantine.columns == ["reason", "line", "source_file", "source_offset", "source_row"]
     assert quarantine.count() == 0
     assert spark.read.parquet(str(out / "quarantine_summary")).count() == 0
+
+
+def test_partition_events_are_not_a_group(spark: SparkSession, tmp_path: Path) -> None:
+    # `group` is null from the coordinator now; logs written before say "", a valid group id.
+    partition_events = [LOADED | {"groups": 0}, LOADED | {"groups": 0, "group": ""}]
+    commit = BASE | {"type": "offset_commit", "partitions": 1}
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in [*partition_events, commit]))
+    out = tmp_path / "out"
+    counts = run_pipeline(spark, str(path), str(out), None, show_progress=False)
+    assert (counts.lines, counts.events, counts.quarantined) == (3, 3, 0)
+    groups = spark.read.parquet(str(out / "groups")).collect()
+    assert [(g["group"], g["events"]) for g in groups] == [("g", 1)]

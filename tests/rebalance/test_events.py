@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assignors.consumer_protocol import Assignment, encode_assignment
+from rebalance import GroupCoordinatorCore
 from rebalance.events import EVENT_SCHEMA_VERSION
 from rebalance.subscription import assigned_partitions
 from rebalance.testing import GroupHarness
@@ -68,3 +69,15 @@ def test_fenced_commit_is_reported_with_its_error() -> None:
 def test_assigned_partitions_rejects_garbage() -> None:
     assert assigned_partitions(b"") == []
     assert assigned_partitions(b"\x00\x00\x00\x00\x00\x01\x00\x09abc") is None
+
+
+def test_partition_events_belong_to_no_group() -> None:
+    core = GroupCoordinatorCore()
+    loaded = core.load(12, records=(), now_ms=0)
+    unloaded = core.unload(12, now_ms=5)
+    events = [*loaded.events, *unloaded.events]
+    assert [(e.type, e.group) for e in events] == [
+        ("partition_loaded", None),
+        ("partition_unloaded", None),
+    ]
+    assert events[0].to_json_dict(node=1)["group"] is None

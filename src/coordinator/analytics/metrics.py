@@ -5,6 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from coordinator.analytics.schema import PARTITION_EVENT_TYPES
+
 TOP_TRIGGERS = 3
 MS_PER_HOUR = 3_600_000
 DURATION_QUANTILES = (0.5, 0.95, 0.99)
@@ -22,7 +24,10 @@ def group_activity(checked: DataFrame) -> DataFrame:
     the same scan (their `group` is whatever the line said), so the line accounting needs no
     scan of its own.
     """
-    return checked.groupBy("valid", "group").agg(
+    # Partition loads concern no group. Logs written before the coordinator wrote null there
+    # say "" (which is also a valid group id), so the type decides, not the field.
+    group = F.when(~F.col("type").isin(*PARTITION_EVENT_TYPES), F.col("group"))
+    return checked.groupBy("valid", group.alias("group")).agg(
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
         F.count(F.lit(1)).alias("events"),
