@@ -33,7 +33,11 @@ Steps:
    partitions first, then anywhere.
 
 `BalanceOutcome.transferring` lists, per member, the partitions it gained that another member
-still validly claims; the cooperative assignor withholds exactly those.
+still validly claims; the cooperative assignor withholds those. Fed back the result minus those
+partitions (the next cooperative round), the engine need not keep it: with unequal subscriptions
+or racks the placement depends on which partitions are free, so it may move other claims.
+`BalanceOutcome.next_round_stable` marks the one case where it provably keeps it (step 2 without
+racks: every member's claims fit the quota it gets), sparing the cooperative assignor a check.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ class BalanceOutcome:
 
     assignment: GroupAssignment
     transferring: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    next_round_stable: bool = False
+    """True when feeding back ``assignment`` minus ``transferring`` as the owned partitions (same
+    members, subscriptions and topics) is known to keep every claim; False means unknown."""
 
 
 class _Layout:
@@ -147,7 +154,7 @@ def balance(
     order = spec.ordered_member_ids()
     layout = _Layout(subscribed_topics(spec, topics), topics)
     if not order or layout.total == 0:
-        return BalanceOutcome({m: [] for m in spec.members})
+        return BalanceOutcome({m: [] for m in spec.members}, next_round_stable=True)
     members = [spec.members[m] for m in order]
     subscribed = [layout.topic_indices(m.topics) for m in members]
     claims, multiple = _validated_claims(layout, members, use_generations)
@@ -165,11 +172,17 @@ def balance(
 
     state = _State(layout, claims, multiple, subscribed, racks, partition_racks)
     state.release_unsubscribed_and_mismatched()
-    if all(s is subscribed[0] or s == subscribed[0] for s in subscribed):
+    equal = all(s is subscribed[0] or s == subscribed[0] for s in subscribed)
+    if equal:
         state.assign_equal_subscriptions()
     else:
         state.assign_unequal_subscriptions()
-    return state.outcome(order, spec)
+    outcome = state.outcome(order, spec)
+    # Equal subscriptions without racks: in the next round each member claims at most what it
+    # holds now, at most `P mod N` members claim `floor(P/N) + 1`, and those all get the larger
+    # quota, so no claim is over quota and only unclaimed partitions are dealt.
+    outcome.next_round_stable = equal and partition_racks is None
+    return outcome
 
 
 def _validated_claims(

@@ -81,8 +81,13 @@ def groups(
     equal_subscriptions: bool | None = None,
     max_members: int = 7,
     with_racks: bool = True,
+    always_racks: bool = False,
 ) -> tuple[dict[str, list[str]], dict[str, int], dict[str, str | None], dict[TP, list[str]]]:
-    """A random group: subscriptions, partition counts, member racks and replica racks."""
+    """A random group: subscriptions, partition counts, member racks and replica racks.
+
+    With ``with_racks`` about half the groups have racks; ``always_racks`` gives every group
+    racks (members may still lack one, and replicas may be on no rack).
+    """
     partitions = {t: draw(st.integers(0, 9)) for t in TOPICS}
     names = draw(
         st.lists(
@@ -100,7 +105,7 @@ def groups(
         subscriptions = {m: sorted(draw(st.sets(st.sampled_from(TOPICS)))) for m in names}
     racks: dict[str, str | None] = {}
     replica_racks: dict[TP, list[str]] = {}
-    if with_racks and draw(st.booleans()):
+    if always_racks or (with_racks and draw(st.booleans())):
         rack = st.sampled_from([None, "r0", "r1", "r2"])
         racks = {m: draw(rack) for m in names}
         for t, count in partitions.items():
