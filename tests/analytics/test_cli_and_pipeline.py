@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from coordinator.analytics.cli import add_report_arguments, run_report
 from coordinator.analytics.pipeline import TABLES, run_pipeline
+from coordinator.analytics.session import parse_conf
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -40,6 +41,20 @@ def test_bad_master_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     args = _args(str(_log(tmp_path)), "--out", str(tmp_path / "o"), "--master", "nowhere")
     assert run_report(args) == 2
     assert "bad Spark master URL 'nowhere'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setting", ["executor.memory=1g", "spark.executor.memory", "spark.=1"])
+def test_bad_conf_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
+) -> None:
+    args = _args(str(_log(tmp_path)), "--out", str(tmp_path / "o"), "--conf", setting)
+    assert run_report(args) == 2
+    assert f"bad --conf {setting!r}: expected spark.KEY=VALUE" in capsys.readouterr().err
+
+
+def test_conf_settings_are_parsed_the_later_one_winning() -> None:
+    settings = ["spark.a=1", "spark.b.c = x=y", "spark.a=2", "spark.empty="]
+    assert parse_conf(settings) == {"spark.a": "2", "spark.b.c": " x=y", "spark.empty": ""}
 
 
 def test_unwritable_out_is_a_clear_error(

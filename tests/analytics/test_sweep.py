@@ -395,6 +395,14 @@ def test_unknown_assignor_is_a_usage_error(
     assert "unknown assignor 'rnage'" in capsys.readouterr().err
 
 
+def test_bad_conf_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(session, "build_session", _no_spark)
+    assert main(["sweep", "--out", str(tmp_path), "--conf", "memory=1g"]) == 2
+    assert "bad --conf 'memory=1g'" in capsys.readouterr().err
+
+
 def test_bad_grid_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["sweep", "--out", "x", "--members", "10,ten"])

@@ -1,8 +1,8 @@
 """Entry points that the `rebalance` console script wires in (`report`, `sweep`).
 
 Each pair is `add_*_arguments(parser)` to declare the options and `run_*(args) -> int` to run;
-bad input (missing input path, unwritable output, bad master URL) ends with a message on stderr
-and exit status 2, before Spark starts where it can be checked early.
+bad input (missing input path, unwritable output, bad master URL or `--conf`) ends with a
+message on stderr and exit status 2, before Spark starts where it can be checked early.
 """
 
 from __future__ import annotations
@@ -14,17 +14,35 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from coordinator.analytics.load import InputError, resolve_input
-from coordinator.analytics.session import MasterURLError, check_master
+from coordinator.analytics.session import (
+    MasterURLError,
+    SparkConfError,
+    check_master,
+    parse_conf,
+)
 from coordinator.analytics.sweep import DEFAULT_ASSIGNORS, PEER_MAX_PARTITIONS
 
 USAGE_ERROR = 2
+
+
+def _add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--master` and `--conf`, shared by every Spark command."""
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="spark.KEY=VALUE",
+        help="a Spark setting, as spark-submit's --conf (repeatable), e.g. "
+        "spark.executor.memory=4g",
+    )
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `rebalance report EVENTS --out DIR [--master URL]`."""
     parser.add_argument("events", help="event log: a .jsonl file, a directory, a glob or Parquet")
     parser.add_argument("--out", required=True, help="output directory (local or a Spark URI)")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
+    _add_spark_arguments(parser)
     parser.add_argument(
         "--report-dir",
         type=Path,
@@ -55,6 +73,7 @@ def run_report(args: argparse.Namespace) -> int:
     out: str = args.out
     try:
         check_master(args.master)
+        conf = parse_conf(args.conf)
         resolve_input(args.events)
         report_dir: Path | None = args.report_dir
         if not _is_remote(out):
@@ -65,14 +84,14 @@ def run_report(args: argparse.Namespace) -> int:
         elif report_dir is None:
             raise InputError("--out is not a local directory: give --report-dir for the HTML")
         report_dir = _writable_dir(report_dir)
-    except (InputError, MasterURLError) as error:
+    except (InputError, MasterURLError, SparkConfError) as error:
         print(f"rebalance report: {error}", file=sys.stderr)
         return USAGE_ERROR
 
     from coordinator.analytics.pipeline import run_pipeline
     from coordinator.analytics.session import build_session
 
-    spark = build_session(args.master)
+    spark = build_session(args.master, conf=conf)
     try:
         counts = run_pipeline(spark, args.events, out, report_dir, show_progress=not args.quiet)
     except InputError as error:  # a Parquet input without the event columns
@@ -119,7 +138,7 @@ def _count(text: str) -> int:
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `rebalance sweep --out DIR [--master URL] [grid options]`."""
     parser.add_argument("--out", required=True, help="output directory (local)")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
+    _add_spark_arguments(parser)
     parser.add_argument("--members", type=_int_list, default=[10, 100], help="(10,100)")
     parser.add_argument("--topics", type=_int_list, default=[1, 10], help="(1,10)")
     parser.add_argument(
@@ -176,9 +195,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     """Run the sweep: Parquet `OUT/sweep` and `OUT/sweep_summary`, plot `OUT/sweep.png`."""
     try:
         check_master(args.master)
+        conf = parse_conf(args.conf)
         names = _assignor_names(args.assignors)
         out = _writable_dir(Path(args.out)).resolve()
-    except (InputError, MasterURLError) as error:
+    except (InputError, MasterURLError, SparkConfError) as error:
         print(f"rebalance sweep: {error}", file=sys.stderr)
         return USAGE_ERROR
     from coordinator.analytics.session import build_session
@@ -193,7 +213,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         for kind in args.subscriptions
         for racks in args.racks
     ]
-    spark = build_session(args.master, app_name="rebalance-sweep")
+    spark = build_session(args.master, app_name="rebalance-sweep", conf=conf)
     try:
         outputs = run_sweep_job(
             spark, scenarios, names, out, churn=args.churn, peers=not args.no_peers,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Mapping
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -30,8 +31,28 @@ def check_master(master: str) -> str:
         return master
     raise MasterURLError(
         f"bad Spark master URL {master!r}: expected local, local[N], local[*], "
-        "spark://HOST:PORT, yarn or k8s://URL"
+        "local-cluster[WORKERS,CORES,MEMORY_MB], spark://HOST:PORT, yarn or k8s://URL"
     )
+
+
+class SparkConfError(ValueError):
+    """A `--conf` setting is not `spark.KEY=VALUE`."""
+
+
+def parse_conf(settings: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` settings as given to spark-submit's `--conf`, checked before the JVM starts.
+
+    Only `spark.*` keys: anything else would be ignored by Spark without a word, and a setting
+    that does nothing is worse than an error. A later setting of the same key wins.
+    """
+    conf: dict[str, str] = {}
+    for setting in settings:
+        key, equals, value = setting.partition("=")
+        key = key.strip()
+        if not equals or not key.startswith("spark.") or key == "spark.":
+            raise SparkConfError(f"bad --conf {setting!r}: expected spark.KEY=VALUE")
+        conf[key] = value
+    return conf
 
 
 def build_session(
@@ -39,8 +60,12 @@ def build_session(
     *,
     app_name: str = "rebalance-analytics",
     shuffle_partitions: int | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """A session for our jobs: no UI, and few shuffle partitions in local mode (small data)."""
+    """A session for our jobs: no UI, UTC, code generation HotSpot can compile.
+
+    `conf` (the user's `--conf` settings) is applied last, so it overrides our defaults.
+    """
     builder = (
         SparkSession.builder.master(check_master(master))
         .appName(app_name)
@@ -57,6 +82,8 @@ def build_session(
     )
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
