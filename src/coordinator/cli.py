@@ -24,9 +24,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rebalance", description="Kafka consumer-group rebalance protocol tools."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser(
+    demo = commands.add_parser(
         "demo",
         help="the whole mission in a minute: server, real consumers, crashes, fencing, report",
+    )
+    demo.add_argument(
+        "--output",
+        type=Path,
+        default=Path("demo-output"),
+        metavar="DIR",
+        help="data dir and HTML report go here; replaced on every run (demo-output)",
     )
     commands.add_parser(
         "walkthrough",
@@ -55,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        return run_demo()
+        return run_demo(output=args.output)
     if args.command == "walkthrough":
         return run_core_demo()
     if args.command == "report":

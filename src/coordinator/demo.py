@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordinator.event_log import stop_helper_processes
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import RunningServer, WireClient, running_server
 from rebalance.config import CoordinatorConfig
@@ -225,8 +226,9 @@ def explain(events_dir: Path, out: Path, say: Say) -> None:
         f"{counts.events} events ({counts.quarantined} malformed lines) -> {len(episodes)} episodes"
     )
     for e in episodes:
+        generation = "-" if e["generation"] is None else e["generation"]  # none: group emptied
         say(
-            f"    generation {e['generation']}: {e['trigger']:<14} {e['outcome']:<9} "
+            f"    generation {generation}: {e['trigger']:<14} {e['outcome']:<9} "
             f"{e['duration_ms']:>6} ms, {e['partitions_moved']} partitions moved"
         )
     say(f"report: {(out / 'index.html').resolve()}")
@@ -240,5 +242,30 @@ def run_demo(say: Say = print, output: Path = Path("demo-output")) -> int:
     data_dir = output / "data"
     asyncio.run(run_group_story(data_dir, say))
     explain(data_dir / "events", output / "report", say)
+    stop_helper_processes()
+    left = running_children()
+    if left:
+        say(f"\ndone in {time.monotonic() - started:.0f} s; still running: {left}")
+        return 1
     say(f"\ndone in {time.monotonic() - started:.0f} s; nothing left running")
     return 0
+
+
+def running_children() -> list[str]:
+    """This process's child processes that are still alive (pid and command), from /proc.
+
+    Every one the demo starts (consumers, the event log writer and its fork server, Spark's
+    JVM) must be gone by the end; this checks instead of trusting that. Empty where there is
+    no /proc (the claim is then unchecked).
+    """
+    children: list[str] = []
+    for listing in Path("/proc/self/task").glob("*/children"):
+        for pid in listing.read_text().split():
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                    continue  # exited, not yet reaped: not running
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:  # exited and reaped meanwhile
+                continue
+            children.append(f"{pid} {command.decode(errors='replace').strip()[:80]}")
+    return children

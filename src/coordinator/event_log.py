@@ -15,9 +15,12 @@ if the server dies without closing it (SIGKILL), the writer writes what it has a
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import multiprocessing
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import queue
 import threading
 import time
@@ -145,6 +148,27 @@ def _writer_context() -> ForkServerContext | SpawnContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])  # no effect once the fork server runs
     return context
+
+
+def stop_helper_processes() -> None:
+    """Stop the helpers multiprocessing started for writers in this process: the fork server
+    they start from and the resource tracker that cleans up their queues' semaphores. Both would
+    otherwise outlive this process by a moment (each exits when it sees its parent gone), which a
+    caller that says nothing is left running (the demo) cannot allow. Later writers start new
+    ones. Call it only when no writer is running.
+
+    Unreferenced queues are collected first, so the tracker has nothing left to clean up (it
+    would warn of leaked semaphores). `_stop` is CPython's own way to end either helper (private,
+    kept for its tests since 3.8); without it a helper is left to exit with this process.
+    """
+    gc.collect()
+    for module, attribute in (
+        (multiprocessing.forkserver, "_forkserver"),
+        (multiprocessing.resource_tracker, "_resource_tracker"),
+    ):
+        stop: Callable[[], None] | None = getattr(getattr(module, attribute, None), "_stop", None)
+        if stop is not None:
+            stop()
 
 
 class _Files:

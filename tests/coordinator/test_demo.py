@@ -1,0 +1,72 @@
+"""`rebalance demo`, the README's main command, run as a user runs it.
+
+How many generations the first three joiners take depends on timing (they may land in one
+initial rebalance or two), so the checks are on what every run must show: the clean leave and
+the crash each cost one rebalance, the stale commit is fenced, the report explains the same
+generations the story went through, and nothing the demo started outlives it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.slow]
+
+EPISODE_LINE = re.compile(r"^\s+generation (\d+|-): (\w+)\s+(\w+)\s+(\d+) ms, (\d+) partitions")
+
+
+def _processes_with(marker: str) -> list[str]:
+    """Command lines of live processes whose environment holds `marker`: every process the demo
+    starts (consumers, event log writer and fork server, Spark's JVM) inherits its environment."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() not in (proc / "environ").read_bytes():
+                continue
+            if (proc / "stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                continue
+            found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(tmp_path: Path) -> None:
+    output = tmp_path / "demo"
+    marker = f"REBALANCE_DEMO_TEST={uuid.uuid4()}"
+    name, _, value = marker.partition("=")
+    done = subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", "demo", "--output", str(output)],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+        env=os.environ | {"PYTHONUNBUFFERED": "1", name: value},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    text = done.stdout
+
+    assert re.search(r"is fenced: illegal_generation", text)
+    assert "records consumed, all members together: 1200" in text
+
+    episodes = [m.groups() for line in lines if (m := EPISODE_LINE.match(line))]
+    completed = [
+        (int(g), trigger) for g, trigger, outcome, _, _ in episodes if outcome == "completed"
+    ]
+    # the last two rebalances are bob's LeaveGroup and carol's session expiry, in that order
+    assert [trigger for _, trigger in completed[-2:]] == ["member_left", "member_expired"]
+    assert [g for g, _ in completed] == list(range(1, len(completed) + 1))
+    assert 4 <= len(completed) <= 5  # three joiners in one or two rounds, dave, bob, carol
+    # the story's last line: the members stop, the group empties
+    assert episodes[-1][1:3] == ("member_left", "empty")
+    assert re.search(rf"-> {len(episodes)} episodes", text)
+    assert lines[-1].startswith("done in ") and lines[-1].endswith("; nothing left running")
+
+    assert (output / "report" / "index.html").is_file()
+    assert sorted((output / "data" / "events").glob("events-*.jsonl"))
+    assert _processes_with(marker) == []
