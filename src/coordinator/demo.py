@@ -261,11 +261,19 @@ def running_children() -> list[str]:
     children: list[str] = []
     for listing in Path("/proc/self/task").glob("*/children"):
         for pid in listing.read_text().split():
-            try:
-                if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
-                    continue  # exited, not yet reaped: not running
-                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:  # exited and reaped meanwhile
-                continue
-            children.append(f"{pid} {command.decode(errors='replace').strip()[:80]}")
+            command = live_command(Path("/proc", pid))
+            if command is not None:
+                children.append(f"{pid} {command[:80]}")
     return children
+
+
+def live_command(proc: Path) -> str | None:
+    """The command line of the process at `proc` (a /proc/PID directory), or None when it has
+    exited: reaped, or a zombie (exited, its parent not yet told)."""
+    try:
+        if (proc / "stat").read_text().rpartition(")")[2].split()[0] == "Z":
+            return None
+        command = (proc / "cmdline").read_bytes()
+    except OSError:  # exited and reaped meanwhile
+        return None
+    return command.replace(b"\0", b" ").decode(errors="replace").strip()
