@@ -1,8 +1,9 @@
 """Kafka consumer-group partition assignors: pure functions from a group spec to an assignment.
 
 Built-ins: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``, ``uniform`` (KIP-848),
-``zookeeper-range`` (Kafka 0.8) and ``tubemq-modulo`` (TubeMQ client balance). Range, sticky and
-cooperative-sticky are rack-aware (KIP-881) when member and replica racks are given.
+``zookeeper-range`` and ``zookeeper-roundrobin`` (Kafka 0.8) and ``tubemq-modulo`` (TubeMQ client
+balance). Range, sticky and cooperative-sticky are rack-aware (KIP-881) when member and replica
+racks are given.
 
 `assign` is the stable entry point for scripts and tests; `get`/`register` reach the registry;
 `assignors.aiokafka.assignor(name)` wraps an assignor for ``AIOKafkaConsumer``. Nothing here

@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 
 from .range import RangeAssignor
 from .roundrobin import RoundRobinAssignor
-from .seeds import TubeMQModuloAssignor, ZooKeeperRangeAssignor
+from .seeds import TubeMQModuloAssignor, ZooKeeperRangeAssignor, ZooKeeperRoundRobinAssignor
 from .spec import PartitionAssignor
 from .sticky import CooperativeStickyAssignor, StickyAssignor
 from .uniform import UniformAssignor
@@ -31,6 +31,7 @@ def _builtins() -> list[PartitionAssignor]:
         CooperativeStickyAssignor(),
         UniformAssignor(),
         ZooKeeperRangeAssignor(),
+        ZooKeeperRoundRobinAssignor(),
         TubeMQModuloAssignor(),
     ]
 

@@ -8,6 +8,12 @@ there is no static-member priority: thread ids sort by plain (Java) string order
 before "c-2". A consumer with ``n`` streams for a topic owns threads ``<consumer>-0 .. -(n-1)``;
 with the default of one stream per member, each member id is its own thread.
 
+*zookeeper-roundrobin* — 0.8.2's ``RoundRobinAssignor``: allowed only when every member (consumer
+thread) subscribes to the same topics; the threads sorted as strings deal out all partitions in
+the order of the Java ``hashCode`` (signed) of ``"[topic,partition]"``, one each in turn. Equal
+hash codes keep 0.8's stable sort order of its topic map, which we replace by (topic,
+partition) order. Members are thread ids, as for *zookeeper-range* without streams.
+
 *tubemq-modulo* — Apache InLong TubeMQ's client-balance example: partition key
 ``"<brokerId>:<topic>:<partitionId>"``, owner node = unsigned 32-bit Java ``String.hashCode`` of
 the key modulo ``sourceCount``. Here the members, in member order, are nodes ``0..N-1`` and
@@ -69,6 +75,44 @@ class ZooKeeperRangeAssignor:
         for partitions in result.values():
             partitions.sort()
         return result
+
+
+class ZooKeeperRoundRobinAssignor:
+    """Kafka 0.8.2's round-robin over sorted thread ids, partitions in hash-code order."""
+
+    @property
+    def name(self) -> str:
+        return "zookeeper-roundrobin"
+
+    def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
+        result: GroupAssignment = {m: [] for m in spec.members}
+        subscriptions = {sub.topics for sub in spec.members.values()}
+        if len(subscriptions) > 1:
+            raise AssignmentError(
+                "Round-robin assignment is allowed only if all consumers in the group subscribe "
+                "to the same topics, AND if the stream counts across topics are identical for a "
+                "given consumer instance."
+            )
+        threads = sorted(spec.members, key=java_string_key)
+        partitions = sorted(
+            (
+                (topic, p)
+                for topic in subscribed_topics(spec, topics)
+                for p in range(topics.partition_count(topic) or 0)
+            ),
+            key=lambda tp: (java_signed_hash(f"[{tp[0]},{tp[1]}]"), tp),
+        )
+        for position, partition in enumerate(partitions):
+            result[threads[position % len(threads)]].append(partition)
+        for assigned in result.values():
+            assigned.sort()
+        return result
+
+
+def java_signed_hash(value: str) -> int:
+    """Java's ``String.hashCode`` as the signed int Java compares."""
+    h = java_string_hash(value)
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def java_string_hash(value: str) -> int:
