@@ -13,10 +13,16 @@ from coordinator.analytics.cli import (
     run_report,
     run_sweep,
 )
+from coordinator.app import Extension
 from coordinator.core_demo import run_core_demo
 from coordinator.demo import run_demo
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.serve import add_serve_arguments, serve_main
+from coordinator.zookeeper.options import (
+    BrokerRegistrationError,
+    add_zookeeper_arguments,
+    zookeeper_extensions,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the Kafka-protocol group coordinator and partition log"
     )
     add_serve_arguments(serve)
+    add_zookeeper_arguments(serve)
     add_report_arguments(
         commands.add_parser("report", help="explain rebalances from an event log (PySpark)")
     )
@@ -71,7 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_sweep(args)
     if args.command == "serve":
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
-        return serve_main(args, extensions=[groups], claims=[groups.claim])
+        try:
+            extensions: list[Extension] = [groups, *zookeeper_extensions(args)]
+            return serve_main(args, extensions=extensions, claims=[groups.claim])
+        except BrokerRegistrationError as exc:
+            print(f"rebalance serve: {exc}", file=sys.stderr)
+            return 1
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
 
 

@@ -61,6 +61,7 @@ async def running_server(
     data_dir: Path | None = None,
     extensions: Sequence[Extension] = (),
     host: str = "127.0.0.1",
+    port: int = 0,
     groups: GroupCoordinatorExtension | bool = True,
 ) -> AsyncIterator[RunningServer]:
     """Run a node in this event loop for the duration of the block.
@@ -69,6 +70,7 @@ async def running_server(
     `claims` (see `coordinator.config.parse_settings`), group coordinator keys (e.g.
     `group.initial.rebalance.delay.ms=0`) included. `config` replaces both. The group
     coordinator runs unless `groups=False`; pass a `GroupCoordinatorExtension` to configure it.
+    `port` 0 picks a free one.
     """
     if groups is True:
         groups = GroupCoordinatorExtension()
@@ -83,7 +85,7 @@ async def running_server(
             topics=topics,
             extensions=extensions,
         )
-        bound_host, bound_port = await app.start(host, 0)
+        bound_host, bound_port = await app.start(host, port)
         assert app.broker is not None
         try:
             yield RunningServer(bound_host, bound_port, directory, app.broker, app)

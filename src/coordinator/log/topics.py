@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +54,7 @@ class TopicStore:
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._appended = asyncio.Event()
+        self._listeners: list[Callable[[Topic], None]] = []
         for meta in sorted(self.root.glob("*/topic.json")):
             self._load(meta)
 
@@ -96,7 +97,21 @@ class TopicStore:
         topic = Topic(name, topic_id, logs)
         self._add(topic)
         logger.info("created topic %s with %d partitions (id %s)", name, partitions, topic_id)
+        self.changed(topic)
         return topic
+
+    def subscribe(self, listener: Callable[[Topic], None]) -> Callable[[], None]:
+        """Call `listener(topic)` after a topic is created or gets more partitions (the hook
+        the ZooKeeper broker registration keeps `/brokers/topics` current with); returns the
+        function that unsubscribes it. Listeners must not block."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def changed(self, topic: Topic) -> None:
+        """Tell the listeners that `topic` was created or grew (every path that does either
+        calls this once it is durable)."""
+        for listener in list(self._listeners):
+            listener(topic)
 
     def notify_appended(self) -> None:
         """Wake every Fetch waiting for data."""

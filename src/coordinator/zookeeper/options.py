@@ -1,0 +1,53 @@
+"""The `--zookeeper` and `--broker-id` options of `rebalance serve` (no kazoo import here, so a
+plain install without the `zookeeper` extra still runs every other command)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coordinator.app import Extension
+
+EXTRA_HINT = "install the zookeeper extra: pip install 'rebalance[zookeeper]'"
+
+
+class BrokerRegistrationError(RuntimeError):
+    """The node could not register in ZooKeeper (message as 0.8 words it)."""
+
+
+def parse_zookeeper_connect(text: str) -> str:
+    """`HOST:PORT[,HOST:PORT...][/chroot]`, as 0.8's `zookeeper.connect`."""
+    hosts, _, _chroot = text.partition("/")
+    for host in hosts.split(","):
+        name, sep, port = host.rpartition(":")
+        if not sep or not name or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(
+                f"--zookeeper expects HOST:PORT[,HOST:PORT...][/chroot], got {text!r}"
+            )
+    return text
+
+
+def add_zookeeper_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--zookeeper", type=parse_zookeeper_connect, default=None, metavar="HOST:PORT[/chroot]",
+        help="also register this node as a Kafka 0.8 broker in ZooKeeper (/brokers/ids, "
+        "/brokers/topics) for ZooKeeper-coordinated consumers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--broker-id", type=int, default=None, metavar="N",
+        help="this node's broker id (the same as --set broker.id=N; default 1)",
+    )  # fmt: skip
+
+
+def zookeeper_extensions(args: argparse.Namespace) -> list[Extension]:
+    """The broker registration when `--zookeeper` is given (and `--broker-id` as a setting)."""
+    if args.broker_id is not None:
+        args.settings.append(f"broker.id={args.broker_id}")
+    if args.zookeeper is None:
+        return []
+    try:
+        from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
+    except ImportError as exc:
+        raise BrokerRegistrationError(f"--zookeeper needs kazoo ({exc}); {EXTRA_HINT}") from None
+    return [ZooKeeperBrokerRegistration(args.zookeeper)]
