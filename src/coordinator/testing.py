@@ -13,18 +13,14 @@ record batches.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime
 import io
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
@@ -32,8 +28,16 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 from coordinator.app import Extension, ServerApp
 from coordinator.config import ServerConfig, SettingClaim, parse_settings
 from coordinator.groups import GroupCoordinatorExtension
-from coordinator.wire.codec import FRAME_LENGTH, build_request, decode_response, encode_request
+from coordinator.wire.client import WireClient, read_records
 from coordinator.wire.handlers import Broker
+
+__all__ = [
+    "RunningServer",
+    "WireClient",
+    "read_records",
+    "record_batch",
+    "running_server",
+]
 
 
 @dataclass(frozen=True)
@@ -93,60 +97,6 @@ async def running_server(
             await app.stop(grace=2.0)
 
 
-class WireClient:
-    """A minimal Kafka-protocol client over one connection, for tests and benchmarks.
-
-    `request(api_key, version, {...})` builds the kio request from a dict, sends it and returns
-    the decoded kio response; `send`/`read_frame` give raw access for pipelining and for
-    feeding the server malformed bytes.
-    """
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self._correlation_id = 0
-
-    @classmethod
-    async def connect(cls, host: str, port: int) -> WireClient:
-        reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer)
-
-    def next_correlation_id(self) -> int:
-        self._correlation_id += 1
-        return self._correlation_id
-
-    def encode(self, api_key: int, api_version: int, values: Mapping[str, Any]) -> bytes:
-        request = build_request(api_key, api_version, values)
-        return encode_request(request, self.next_correlation_id(), "rebalance-test")
-
-    async def send(self, data: bytes) -> None:
-        self.writer.write(data)
-        await self.writer.drain()
-
-    async def read_frame(self) -> bytes:
-        """The next response frame without its length prefix (IncompleteReadError at EOF)."""
-        (length,) = FRAME_LENGTH.unpack(await self.reader.readexactly(FRAME_LENGTH.size))
-        return await self.reader.readexactly(length)
-
-    async def read_response(self, api_key: int, api_version: int) -> tuple[int, Any]:
-        return decode_response(await self.read_frame(), api_key, api_version)
-
-    async def request(self, api_key: int, api_version: int, values: Mapping[str, Any]) -> Any:
-        data = self.encode(api_key, api_version, values)
-        await self.send(data)
-        correlation_id, response = await self.read_response(api_key, api_version)
-        if correlation_id != self._correlation_id:
-            raise AssertionError(
-                f"correlation id {correlation_id}, expected {self._correlation_id}"
-            )
-        return response
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await self.writer.wait_closed()
-
-
 def record_batch(
     values: Sequence[bytes | None],
     *,
@@ -182,14 +132,3 @@ def record_batch(
     buffer = io.BytesIO()
     write_batch(buffer, batch)
     return buffer.getvalue()
-
-
-def read_records(data: bytes) -> list[Record]:
-    """Every record of the batches in `data` (as Fetch returns them), CRCs checked by kio."""
-    records: list[Record] = []
-    position = 0
-    while position < len(data):
-        batch, size = read_batch(data, position)
-        records.extend(batch.records)
-        position += size
-    return records
