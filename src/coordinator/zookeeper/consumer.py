@@ -580,8 +580,9 @@ class ZooKeeperConsumer:
         if conflicts:
             for tp in claimed:
                 await self._zk.delete(owner_path(self.group, *tp))
-            self._emit("zk_claims_failed", attempt=attempt,
-                       conflicts=[list(tp) for tp in conflicts], rolled_back=len(claimed))  # fmt: skip
+            listed = [list(tp) for tp in conflicts]
+            self._emit("zk_claims_failed", attempt=attempt, conflicts=listed,
+                       rolled_back=len(claimed))  # fmt: skip
         return conflicts
 
     async def _stop_fetcher(self) -> None:
