@@ -106,7 +106,7 @@ async def test_max_retries_exhausted_is_consumer_rebalance_failed(
         assert len(events(tmp_path, "zk_claims_failed")) == 3
         assert len(events(tmp_path, "zk_rebalance_retry")) == 2
         (failed,) = events(tmp_path, "zk_rebalance_failed")
-        assert failed["attempts"] == 3 and failed["zk_ops"] > 0
+        assert failed["attempt"] == 3 and failed["zk_ops"] > 0
         assert await owners(zk, GROUP, "t") == {0: "g_old-0"}  # its own claims were rolled back
         assert not await zk.exists("/consumers/g/ids/g_c1")
 

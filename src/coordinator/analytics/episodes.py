@@ -2,7 +2,8 @@
 
 An episode opens at `rebalance_started` and closes at the next `group_stable` ("completed") or
 `group_empty` ("empty"); if another `rebalance_started` comes first it is "superseded", and if
-the log ends first it is "unfinished". The whole job is one shuffle by group: a window over each
+the log ends first it is "unfinished". Only classic groups (no `group_type`) are cut here;
+ZooKeeper groups by `analytics.zookeeper`. The whole job is one shuffle by group: a window over each
 group's events in log order, an aggregate per episode on the same partitions, and row-local array
 functions for what moved; nothing is collected to the driver.
 """
@@ -135,7 +136,9 @@ def _rebalance_events(events: DataFrame) -> DataFrame:
     ).over(before_row)
     next_is_start = F.lead("type").over(in_group) == "rebalance_started"
     return (
-        events.where(event_type.isin(*REBALANCE_EVENT_TYPES))
+        # Classic groups only: other group types (`group_type` set) rebalance differently and
+        # are cut into episodes by their own module (`analytics.zookeeper`).
+        events.where(event_type.isin(*REBALANCE_EVENT_TYPES) & F.col("group_type").isNull())
         .select(
             "group",
             "type",

@@ -24,10 +24,12 @@ from coordinator.analytics.schema import (
     EVENT_SCHEMA,
     EVENT_TYPES,
     FIELD_CHECK_ORDER,
+    OPTIONAL_COLUMNS,
     RAW_JSON_SCHEMA,
     REQUIRED_MASK,
     SUPPORTED_VERSION,
     TOPIC_PARTITIONS,
+    ZOOKEEPER_RAW_FIELDS,
 )
 
 GLOB_CHARS = frozenset("*?[")
@@ -177,6 +179,8 @@ def _read_jsonl(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
         assignments.alias("assignments"),
         *(j[name].alias(name) for name in ("sizes", "error", "code", "partitions")),
         *(j[name].alias(name) for name in ("partition", "groups")),
+        *(j[name].alias(name) for name, _ in ZOOKEEPER_RAW_FIELDS),
+        F.when(j["conflicts"].isNotNull(), F.size(j["conflicts"])).alias("conflict_count"),
         *(F.col(name) for name in ("source_file", "source_offset", "source_row")),
     ]
     return parsed.select(
@@ -191,10 +195,17 @@ def _read_jsonl(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
 
 def _read_parquet(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
     table = spark.read.parquet(*paths)
-    missing = [f.name for f in EVENT_SCHEMA.fields if f.name not in table.columns]
+    missing = [
+        f.name
+        for f in EVENT_SCHEMA.fields
+        if f.name not in table.columns and f.name not in OPTIONAL_COLUMNS
+    ]
     if missing:
         raise InputError(f"Parquet input lacks the event columns {missing}")
-    columns = [F.col(f.name).cast(f.dataType).alias(f.name) for f in EVENT_SCHEMA.fields]
+    columns = [
+        (F.col(f.name) if f.name in table.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in EVENT_SCHEMA.fields
+    ]
     # Rejected rows get their JSON text in `LoadedLog.quarantine`.
     no_text = F.lit(None).cast("string")
     return table.select(*columns, no_text.alias("line"), no_text.alias("parse_problem"))

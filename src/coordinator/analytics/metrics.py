@@ -34,6 +34,7 @@ def group_activity(checked: DataFrame) -> DataFrame:
         _count_of("offset_commit").alias("offset_commits"),
         _count_of("commit_fenced").alias("fenced_commits"),
         _count_of("member_expired").alias("expirations"),
+        F.sum((F.col("group_type") == "zookeeper").cast("long")).alias("zookeeper_events"),
     )
 
 

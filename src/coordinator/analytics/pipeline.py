@@ -20,8 +20,12 @@ from coordinator.analytics.load import load_events, quarantine_summary, resolve_
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.progress import spark_progress
 from coordinator.analytics.report import LogCounts, write_report
+from coordinator.analytics.zookeeper import RUN_EVENT_TYPES, zookeeper_episodes, zookeeper_runs
+from coordinator.analytics.zookeeper_report import zookeeper_section
 
 TABLES = ("episodes", "groups", "quarantine", "quarantine_summary")
+ZOOKEEPER_TABLES = ("zookeeper", "zookeeper_runs")
+"""Written only when the log has events of ZooKeeper-coordinated groups."""
 
 
 def _total(frame: DataFrame, column: str) -> int:
@@ -48,7 +52,21 @@ def run_pipeline(
         build_episodes(rebalance_events).write.mode("overwrite").parquet(f"{base}/episodes")
     episodes = spark.read.parquet(f"{base}/episodes")
     activity = group_activity(loaded.checked).persist(StorageLevel.MEMORY_AND_DISK)
+    sections: list[str] = []
     try:
+        if _total(activity.where(F.col("valid")), "zookeeper_events"):
+            with spark_progress(context, "ZooKeeper groups", enabled=show_progress):
+                _write_zookeeper_tables(spark, loaded.events_of(RUN_EVENT_TYPES), base)
+            episodes = spark.read.parquet(f"{base}/episodes")
+            if report_dir is not None:
+                report_dir.mkdir(parents=True, exist_ok=True)
+                sections.append(
+                    zookeeper_section(
+                        spark.read.parquet(f"{base}/zookeeper"),
+                        spark.read.parquet(f"{base}/zookeeper_runs"),
+                        report_dir,
+                    )
+                )
         with spark_progress(context, "computing group metrics", enabled=show_progress):
             group_metrics(activity, episodes).write.mode("overwrite").parquet(f"{base}/groups")
         valid = _total(activity.where(F.col("valid")), "events")
@@ -70,5 +88,19 @@ def run_pipeline(
                 spark.read.parquet(f"{base}/groups"),
                 episodes,
                 spark.read.parquet(f"{base}/quarantine_summary"),
+                sections=sections,
             )
     return counts
+
+
+def _write_zookeeper_tables(spark: SparkSession, events: DataFrame, base: str) -> None:
+    """The ZooKeeper runs and episodes tables; the episodes are appended to `episodes` in its
+    schema, so every later stage (group metrics, plots) treats them like the others."""
+    zookeeper_runs(events).write.mode("overwrite").parquet(f"{base}/zookeeper_runs")
+    runs = spark.read.parquet(f"{base}/zookeeper_runs")
+    episode_rows, table = zookeeper_episodes(runs)
+    classic = spark.read.parquet(f"{base}/episodes").schema
+    episode_rows.select(*(F.col(f.name).cast(f.dataType) for f in classic.fields)).write.mode(
+        "append"
+    ).parquet(f"{base}/episodes")
+    table.write.mode("overwrite").parquet(f"{base}/zookeeper")

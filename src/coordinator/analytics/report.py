@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ OUTCOME_COLOURS = {
     "superseded": "tab:orange",
     "empty": "tab:grey",
     "unfinished": "tab:red",
+    "failed": "tab:purple",
 }
 
 
@@ -139,7 +141,7 @@ def _cell(value: Any) -> str:
     return "" if value is None else html.escape(str(value))
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
+def html_table(headers: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in r) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -154,9 +156,11 @@ GROUP_COLUMNS = [
 
 def write_report(
     out_dir: Path, counts: LogCounts, metrics: DataFrame, episodes: DataFrame,
-    quarantine_summary: DataFrame,
+    quarantine_summary: DataFrame, *, sections: Sequence[str] = (),
 ) -> Path:  # fmt: skip
-    """Draw the three plots and write `index.html` beside them; returns the page's path."""
+    """Draw the three plots and write `index.html` beside them; returns the page's path.
+    `sections` are HTML fragments of other modules (their plots already in `out_dir`), placed
+    before the quarantined lines."""
     out_dir.mkdir(parents=True, exist_ok=True)
     busiest = _timeline(episodes, metrics, out_dir / "timeline.png")
     _duration_histogram(episodes, out_dir / "durations.png")
@@ -173,14 +177,15 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}</style></head><body
 <p>{counts.lines:,} input lines: {counts.events:,} valid events,
 {counts.quarantined:,} quarantined (kept in <code>quarantine/</code> with their reason).</p>
 <h2>Groups (the {TABLE_GROUPS} that rebalance most)</h2>
-{_table(GROUP_COLUMNS, group_rows)}
+{html_table(GROUP_COLUMNS, group_rows)}
 <h2>Timeline</h2><p>Groups: {html.escape(", ".join(busiest)) or "none"}</p>
 <img src="timeline.png" alt="rebalance timeline per group">
 <h2>Duration distribution</h2><img src="durations.png" alt="episode durations">
 <h2>Partitions moved per rebalance</h2>
 <img src="partitions_moved.png" alt="partitions moved per episode">
+{"".join(sections)}
 <h2>Quarantined lines</h2>
-{_table(["reason", "lines", "examples"], bad_rows) if bad_rows else "<p>none</p>"}
+{html_table(["reason", "lines", "examples"], bad_rows) if bad_rows else "<p>none</p>"}
 </body></html>
 """
     page_path = out_dir / "index.html"

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 
 SUPPORTED_VERSION = 1
 
-GROUP_EVENT_TYPES = (
+CLASSIC_GROUP_EVENT_TYPES = (
     "member_joined",
     "member_left",
     "member_expired",
@@ -27,6 +27,16 @@ GROUP_EVENT_TYPES = (
     "commit_fenced",
     "group_deleted",
 )
+ZOOKEEPER_EVENT_TYPES = (
+    "zk_claims_failed",
+    "zk_rebalance_retry",
+    "zk_rebalance_completed",
+    "zk_rebalance_failed",
+    "zk_session_expired",
+)
+"""Written by ZooKeeper-coordinated consumers (`group_type` "zookeeper"), next to the classic
+types they share (member_joined, member_left, rebalance_started, offset_commit)."""
+GROUP_EVENT_TYPES = CLASSIC_GROUP_EVENT_TYPES + ZOOKEEPER_EVENT_TYPES
 PARTITION_EVENT_TYPES = ("partition_loaded", "partition_unloaded")
 EVENT_TYPES = GROUP_EVENT_TYPES + PARTITION_EVENT_TYPES
 
@@ -47,6 +57,11 @@ REQUIRED_BY_TYPE: dict[str, tuple[str, ...]] = {
     "partition_loaded": ("partition", "groups"),
     "partition_unloaded": ("partition", "groups"),
     "group_deleted": ("reason",),
+    "zk_claims_failed": ("member", "attempt"),
+    "zk_rebalance_retry": ("member", "attempt"),
+    "zk_rebalance_completed": ("member", "assignments", "attempt"),
+    "zk_rebalance_failed": ("member", "attempt"),
+    "zk_session_expired": ("member",),
 }
 """Type-specific fields that must be present and well typed (normalised names)."""
 
@@ -67,6 +82,21 @@ REQUIRED_MASK: dict[str, int] = {
 """Per type, the fields it needs as a bit mask over `FIELD_CHECK_ORDER`."""
 
 CORRUPT_COLUMN = "_corrupt_record"
+
+ZOOKEEPER_RAW_FIELDS: tuple[tuple[str, T.DataType], ...] = (
+    ("group_type", T.StringType()),
+    ("attempt", T.IntegerType()),
+    ("zk_ops", T.LongType()),
+    ("partitions_total", T.IntegerType()),
+    ("consumers", T.ArrayType(T.StringType())),
+    ("watch_events", T.IntegerType()),
+    ("backoff_ms", T.LongType()),
+    ("strategy", T.StringType()),
+)
+"""Optional fields: `group_type` ("zookeeper"; absent for classic groups) and the ZooKeeper
+consumers' own (see `coordinator.zookeeper.events`); read as they are."""
+OPTIONAL_COLUMNS = (*(name for name, _ in ZOOKEEPER_RAW_FIELDS), "conflict_count")
+"""Columns a Parquet input written before they existed may lack (read as null)."""
 
 RAW_JSON_SCHEMA = T.StructType(
     [
@@ -96,6 +126,8 @@ RAW_JSON_SCHEMA = T.StructType(
         T.StructField("partitions", T.IntegerType()),
         T.StructField("partition", T.IntegerType()),
         T.StructField("groups", T.IntegerType()),
+        *(T.StructField(name, kind) for name, kind in ZOOKEEPER_RAW_FIELDS),
+        T.StructField("conflicts", T.ArrayType(T.ArrayType(T.StringType()))),
         T.StructField(CORRUPT_COLUMN, T.StringType()),
     ]
 )
@@ -137,6 +169,8 @@ EVENT_SCHEMA = T.StructType(
         T.StructField("partitions", T.IntegerType()),
         T.StructField("partition", T.IntegerType()),
         T.StructField("groups", T.IntegerType()),
+        *(T.StructField(name, kind) for name, kind in ZOOKEEPER_RAW_FIELDS),
+        T.StructField("conflict_count", T.IntegerType()),
         T.StructField("source_file", T.StringType()),
         T.StructField("source_offset", T.LongType()),
         T.StructField("source_row", T.LongType()),

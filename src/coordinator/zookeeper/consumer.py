@@ -457,7 +457,7 @@ class ZooKeeperConsumer:
                                reason=reason)  # fmt: skip
                 await asyncio.sleep(backoff / 1000)
             outcome = RebalanceOutcome(False, retries, {}, self._zk.ops - ops_before)
-            self._emit("zk_rebalance_failed", attempts=retries, zk_ops=outcome.zk_ops)
+            self._emit("zk_rebalance_failed", attempt=retries, zk_ops=outcome.zk_ops)
             self._finish(outcome)
             raise ConsumerRebalanceFailed(
                 f"{self.consumer_id} can't rebalance after {retries} retries"

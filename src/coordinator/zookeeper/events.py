@@ -20,7 +20,7 @@ Types written (classic names where the meaning is the same):
 * `zk_rebalance_completed` attempt, assignments {member: [[topic, [partitions]]]} (this
                         consumer), consumers [ids in the view], partitions_total, strategy,
                         zk_ops (ZooKeeper requests of the whole rebalance)
-* `zk_rebalance_failed` attempts, zk_ops (ConsumerRebalanceFailed)
+* `zk_rebalance_failed` attempt (the last), zk_ops (ConsumerRebalanceFailed)
 * `zk_session_expired`  (this consumer's session expired; it registers again)
 * `offset_commit`       partitions (offsets written to ZooKeeper)
 """
