@@ -20,7 +20,9 @@ from coordinator.groups import GroupCoordinatorExtension
 from coordinator.serve import add_serve_arguments, serve_main
 from coordinator.zookeeper.options import (
     BrokerRegistrationError,
+    add_zk_offsets_arguments,
     add_zookeeper_arguments,
+    run_zk_offsets,
     zookeeper_extensions,
 )
 
@@ -56,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_arguments(
         commands.add_parser("sweep", help="compare assignors over a grid of scenarios (PySpark)")
     )
+    add_zk_offsets_arguments(
+        commands.add_parser(
+            "zk-offsets",
+            help="owners, offsets and lag of a ZooKeeper-coordinated group (ConsumerOffsetChecker)",
+        )
+    )
     serve.add_argument(
         "--event-log",
         type=Path,
@@ -76,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_report(args)
     if args.command == "sweep":
         return run_sweep(args)
+    if args.command == "zk-offsets":
+        return run_zk_offsets(args)
     if args.command == "serve":
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
         try:

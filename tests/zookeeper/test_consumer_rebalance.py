@@ -180,3 +180,42 @@ async def test_a_whitelist_follows_new_matching_topics(
                 lambda: set(consumer.assignment) == {("logs-a", 0), ("logs-b", 0), ("logs-b", 1)}
             )
             assert consumer.assignment[("logs-b", 1)] == "g_c1-1"
+
+
+async def test_zk_offsets_shows_owners_offsets_and_lag(
+    zookeeper_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from zk_cluster import produce
+
+    from coordinator.cli import main
+
+    async with zk_broker(zookeeper_connect, [("t", 2)]) as node:
+        await produce(node, "t", 2, 10)
+        async with ZooKeeperConsumer(config(zookeeper_connect), {"t": 1}) as consumer:
+            await eventually(lambda: _consume(consumer, 10))
+            await consumer.commit()
+            await produce(node, "t", 2, 4, start=10)
+            await eventually(lambda: _log_end(node, "t", 0) == 7)
+            code = await asyncio.to_thread(
+                main, ["zk-offsets", GROUP, "--zookeeper", zookeeper_connect]
+            )
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "Group           Topic                          Pid Offset          logSize         Lag             Owner",  # noqa: E501
+        "g               t                              0   5               7               2               g_c1-0",  # noqa: E501
+        "g               t                              1   5               7               2               g_c1-0",  # noqa: E501
+    ]  # fmt: skip
+
+
+_consumed: dict[int, int] = {}
+
+
+async def _consume(consumer: ZooKeeperConsumer, total: int) -> bool:
+    batch = await consumer.getmany(timeout_ms=100)
+    _consumed[id(consumer)] = _consumed.get(id(consumer), 0) + sum(len(r) for r in batch.values())
+    return _consumed[id(consumer)] >= total
+
+
+def _log_end(node: Any, topic: str, partition: int) -> int:
+    return int(node.broker.topics.get(topic).partition(partition).high_watermark)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -138,28 +138,7 @@ class Fetcher:
         return client
 
     async def _find_leaders(self) -> dict[tuple[str, int], list[TopicPartition]]:
-        """Ask the registered brokers, one after the other, for the leaders (Metadata v1)."""
-        topics = sorted({tp[0] for tp in self.infos})
-        problem: Exception = OSError("no broker is registered")
-        for broker in self.brokers:
-            try:
-                client = await self._connect(broker.host, broker.port)
-                response = await client.request(3, 1, {"topics": [{"name": t} for t in topics]})
-            except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
-                problem = exc
-                continue
-            addresses = {b.node_id: (b.host, b.port) for b in response.brokers}
-            leaders: dict[tuple[str, int], list[TopicPartition]] = {}
-            for topic in response.topics:
-                for p in topic.partitions:
-                    tp = (topic.name, p.partition_index)
-                    if tp in self.infos and p.leader_id in addresses:
-                        leaders.setdefault(addresses[p.leader_id], []).append(tp)
-            missing = set(self.infos) - {tp for tps in leaders.values() for tp in tps}
-            if missing:
-                raise OSError(f"no leader known for {sorted(missing)}")
-            return leaders
-        raise problem
+        return await find_leaders(self.brokers, list(self.infos), self._connect)
 
     async def _fetch_from(self, address: tuple[str, int], partitions: list[TopicPartition]) -> None:
         client = await self._connect(*address)
@@ -219,18 +198,60 @@ class Fetcher:
         if not invalid:
             return
         timestamp = EARLIEST if self.config.auto_offset_reset == "smallest" else LATEST
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for topic, partition in invalid:
-            by_topic.setdefault(topic, []).append(
-                {"partition_index": partition, "timestamp": timestamp}
-            )
-        response = await client.request(2, 1, {
-            "replica_id": -1,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        })  # fmt: skip
+        for tp, offset in (await list_offsets(client, invalid, timestamp)).items():
+            info = self.infos[tp]
+            info.fetch_offset = info.consumed_offset = offset
+
+
+Connect = Callable[[str, int], Awaitable[WireClient]]
+
+
+async def find_leaders(
+    brokers: Sequence[BrokerRegistration], partitions: Sequence[TopicPartition], connect: Connect
+) -> dict[tuple[str, int], list[TopicPartition]]:
+    """Ask the registered brokers, one after the other, for the partitions' leaders (Metadata
+    v1, as 0.8's leader finder does); leader address -> its partitions."""
+    wanted = set(partitions)
+    topics = sorted({tp[0] for tp in wanted})
+    problem: Exception = OSError("no broker is registered")
+    for broker in brokers:
+        try:
+            client = await connect(broker.host, broker.port)
+            response = await client.request(3, 1, {"topics": [{"name": t} for t in topics]})
+        except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
+            problem = exc
+            continue
+        addresses = {b.node_id: (b.host, b.port) for b in response.brokers}
+        leaders: dict[tuple[str, int], list[TopicPartition]] = {}
         for topic in response.topics:
             for p in topic.partitions:
-                if p.error_code != ErrorCode.none:
-                    raise OSError(f"list offsets {topic.name}-{p.partition_index}: {p.error_code}")
-                info = self.infos[(topic.name, p.partition_index)]
-                info.fetch_offset = info.consumed_offset = int(p.offset)
+                tp = (topic.name, p.partition_index)
+                if tp in wanted and p.leader_id in addresses:
+                    leaders.setdefault(addresses[p.leader_id], []).append(tp)
+        missing = wanted - {tp for tps in leaders.values() for tp in tps}
+        if missing:
+            raise OSError(f"no leader known for {sorted(missing)}")
+        return leaders
+    raise problem
+
+
+async def list_offsets(
+    client: WireClient, partitions: Sequence[TopicPartition], timestamp: int
+) -> dict[TopicPartition, int]:
+    """ListOffsets v1: the earliest (-2) or latest (-1, the log end) offset of each partition."""
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "timestamp": timestamp}
+        )
+    response = await client.request(2, 1, {
+        "replica_id": -1,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    })  # fmt: skip
+    offsets = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            if p.error_code != ErrorCode.none:
+                raise OSError(f"list offsets {topic.name}-{p.partition_index}: {p.error_code}")
+            offsets[(topic.name, p.partition_index)] = int(p.offset)
+    return offsets

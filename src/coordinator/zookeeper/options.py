@@ -51,3 +51,36 @@ def zookeeper_extensions(args: argparse.Namespace) -> list[Extension]:
     except ImportError as exc:
         raise BrokerRegistrationError(f"--zookeeper needs kazoo ({exc}); {EXTRA_HINT}") from None
     return [ZooKeeperBrokerRegistration(args.zookeeper)]
+
+
+def add_zk_offsets_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("group", metavar="GROUP", help="the consumer group (group.id)")
+    parser.add_argument(
+        "--zookeeper", type=parse_zookeeper_connect, required=True, metavar="HOST:PORT[/chroot]",
+        help="where the group is registered",
+    )  # fmt: skip
+    parser.add_argument(
+        "--topic", default=None, metavar="T1,T2",
+        help="comma-separated topics (default: every topic the group owns or has offsets for)",
+    )  # fmt: skip
+
+
+def run_zk_offsets(args: argparse.Namespace) -> int:
+    """Print the group's owners, offsets and lag (ConsumerOffsetChecker's table)."""
+    import asyncio
+    import sys
+
+    try:
+        from coordinator.zookeeper.client import ZooKeeperError
+        from coordinator.zookeeper.offsets_view import group_offsets, render
+    except ImportError as exc:
+        print(f"rebalance zk-offsets: needs kazoo ({exc}); {EXTRA_HINT}", file=sys.stderr)
+        return 1
+    topics = [t for t in args.topic.split(",") if t] if args.topic else None
+    try:
+        rows = asyncio.run(group_offsets(args.zookeeper, args.group, topics))
+    except ZooKeeperError as exc:
+        print(f"rebalance zk-offsets: {exc}", file=sys.stderr)
+        return 1
+    print(render(rows))
+    return 0
