@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="data dir and HTML report go here; replaced on every run (demo-output)",
     )
+    demo.add_argument(
+        "--protocol",
+        choices=["classic", "zookeeper"],
+        default="classic",
+        help="classic: the group coordinator (JoinGroup/SyncGroup); zookeeper: Kafka 0.8's "
+        "ZooKeeper-coordinated consumers on a real ZooKeeper",
+    )
     commands.add_parser(
         "walkthrough",
         help="a narrated walk through the group lifecycle on the pure core (no I/O, instant)",
@@ -77,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        return run_demo(output=args.output)
+        return run_demo(output=args.output, protocol=args.protocol)
     if args.command == "walkthrough":
         return run_core_demo()
     if args.command == "report":

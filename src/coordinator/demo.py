@@ -19,9 +19,10 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from coordinator.event_log import stop_helper_processes
 from coordinator.groups import GroupCoordinatorExtension
@@ -140,8 +141,15 @@ async def fenced_commit(server: RunningServer, member_id: str, generation: int) 
     return str(response.topics[0].partitions[0].error_code.name)
 
 
+class Supervised(Protocol):
+    """A member process and the task that reads its reports."""
+
+    process: asyncio.subprocess.Process
+    reader: asyncio.Task[None] | None
+
+
 @contextlib.asynccontextmanager
-async def supervised(members: list[DemoMember]) -> AsyncIterator[None]:
+async def supervised(members: Sequence[Supervised]) -> AsyncIterator[None]:
     try:
         yield
     finally:
@@ -220,6 +228,11 @@ def explain(events_dir: Path, out: Path, say: Say) -> None:
     try:
         counts = run_pipeline(spark, str(events_dir), str(out), out, show_progress=False)
         episodes = spark.read.parquet(str(out / "episodes")).orderBy("start_ts").collect()
+        zookeeper = (
+            spark.read.parquet(str(out / "zookeeper")).orderBy("start_ts").collect()
+            if (out / "zookeeper").exists()
+            else []
+        )
     finally:
         stop_session(spark)  # "nothing left running" includes Spark's JVM
     say(
@@ -227,20 +240,35 @@ def explain(events_dir: Path, out: Path, say: Say) -> None:
     )
     for e in episodes:
         generation = "-" if e["generation"] is None else e["generation"]  # none: group emptied
+        label = f"episode {e['episode']}" if e["node"] == -1 else f"generation {generation}"
         say(
-            f"    generation {generation}: {e['trigger']:<14} {e['outcome']:<9} "
+            f"    {label}: {e['trigger']:<14} {e['outcome']:<9} "
             f"{e['duration_ms']:>6} ms, {e['partitions_moved']} partitions moved"
+        )
+    for z in zookeeper:
+        say(
+            f"    ZooKeeper episode {z['episode']}: {z['runs']} consumer runs, "
+            f"{z['failed_claim_rounds']} failed claim rounds, {z['zk_ops']} ZooKeeper requests, "
+            f"{z['time_without_partitions_ms']} ms without partitions (all consumers)"
         )
     say(f"report: {(out / 'index.html').resolve()}")
 
 
-def run_demo(say: Say = print, output: Path = Path("demo-output")) -> int:
-    """Run the demo; its data dir and report stay in `output` (replaced on every run)."""
+def run_demo(
+    say: Say = print, output: Path = Path("demo-output"), protocol: str = "classic"
+) -> int:
+    """Run the demo; its data dir and report stay in `output` (replaced on every run).
+    `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers."""
     started = time.monotonic()
     if output.exists():
         shutil.rmtree(output)
     data_dir = output / "data"
-    asyncio.run(run_group_story(data_dir, say))
+    if protocol == "zookeeper":
+        from coordinator.zookeeper.demo import run_zookeeper_story  # the zookeeper extra
+
+        asyncio.run(run_zookeeper_story(data_dir, say))
+    else:
+        asyncio.run(run_group_story(data_dir, say))
     explain(data_dir / "events", output / "report", say)
     stop_helper_processes()
     left = running_children()

@@ -109,6 +109,8 @@ class RebalanceOutcome:
     attempts: int
     assignment: dict[TopicPartition, str]
     zk_ops: int
+    consumers: list[str]
+    """The group's consumers as the last attempt read them."""
 
 
 class ZooKeeperConsumer:
@@ -233,7 +235,8 @@ class ZooKeeperConsumer:
         returning them counts as consuming them (0.8's iterator advances the consumed offset)."""
         batches: dict[TopicPartition, list[Record]] = {}
         try:
-            chunk = await asyncio.wait_for(self._queue.get(), timeout_ms / 1000)
+            async with asyncio.timeout(timeout_ms / 1000):
+                chunk = await self._queue.get()
         except TimeoutError:
             return batches
         while True:
@@ -397,13 +400,13 @@ class ZooKeeperConsumer:
             self._spawn(self._resync_watches(), "resync")
 
     async def _handle_new_session(self) -> None:
-        """`ZKSessionExpireListener.handleNewSession`."""
+        """`ZKSessionExpireListener.handleNewSession`: forget the partitions (their owner
+        znodes went with the session), register again, rebalance. Like 0.8 it does not wait for
+        a rebalance in progress: that one's next attempt finds the registration back."""
         log.info("ZK expired; release old broker partition ownership; re-register consumer %s",
                  self.consumer_id)  # fmt: skip
         self._emit("zk_session_expired")
-        async with self._rebalance_lock:
-            await self._stop_fetcher()
-            self._registry.clear()  # resetState: the owner znodes went with the old session
+        self._registry.clear()  # resetState; chunks still fetched for them are dropped
         await self._register()
         await self._reinitialize()
         self.trigger("session_expired")
@@ -440,7 +443,8 @@ class ZooKeeperConsumer:
                     log.info("exception during rebalance: %s", reason)
                 if done:
                     outcome = RebalanceOutcome(True, attempt, self.assignment,
-                                               self._zk.ops - ops_before)  # fmt: skip
+                                               self._zk.ops - ops_before,
+                                               list(self._last_consumers))  # fmt: skip
                     self._emit("zk_rebalance_completed", attempt=attempt,
                                assignments={self.consumer_id: _as_entries(self.assignment)},
                                consumers=self._last_consumers,
@@ -456,7 +460,9 @@ class ZooKeeperConsumer:
                     self._emit("zk_rebalance_retry", attempt=attempt, backoff_ms=backoff,
                                reason=reason)  # fmt: skip
                 await asyncio.sleep(backoff / 1000)
-            outcome = RebalanceOutcome(False, retries, {}, self._zk.ops - ops_before)
+            outcome = RebalanceOutcome(
+                False, retries, {}, self._zk.ops - ops_before, list(self._last_consumers)
+            )
             self._emit("zk_rebalance_failed", attempt=retries, zk_ops=outcome.zk_ops)
             self._finish(outcome)
             raise ConsumerRebalanceFailed(

@@ -20,7 +20,6 @@ without compression); the consumer reports them as an error instead of skipping 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ log = logging.getLogger("coordinator.zookeeper")
 
 TopicPartition = tuple[str, int]
 EARLIEST, LATEST = -2, -1
+STOP_TIMEOUT_S = 5.0
 INVALID_OFFSET = -1
 """`PartitionTopicInfo.InvalidOffset`: no offset committed for the partition."""
 
@@ -95,11 +95,13 @@ class Fetcher:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="zk-fetcher")
 
     async def stop(self) -> None:
-        """Stop fetching (0.8's `stopConnections`): in-flight requests are abandoned."""
+        """Stop fetching (0.8's `stopConnections`): in-flight requests are abandoned. Chunks
+        it still queues are dropped by the consumer (they carry this fetcher's id)."""
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            done, _ = await asyncio.wait({self._task}, timeout=STOP_TIMEOUT_S)
+            if not done:
+                log.error("fetcher did not stop in %.0f s; abandoned", STOP_TIMEOUT_S)
             self._task = None
         for client in self._clients:
             await client.close()
@@ -133,7 +135,8 @@ class Fetcher:
 
     async def _connect(self, host: str, port: int) -> WireClient:
         timeout = self.config.socket_timeout_ms / 1000
-        client = await asyncio.wait_for(WireClient.connect(host, port), timeout)
+        async with asyncio.timeout(timeout):
+            client = await WireClient.connect(host, port)
         self._clients.append(client)
         return client
 
@@ -144,10 +147,12 @@ class Fetcher:
         client = await self._connect(*address)
         while True:
             await self._reset_invalid_offsets(client, partitions)
-            response = await asyncio.wait_for(
-                client.request(1, 4, self._fetch_request(partitions)),
-                self.config.socket_timeout_ms / 1000 + self.config.fetch_wait_max_ms / 1000,
-            )
+            # asyncio.timeout, not wait_for: on Python 3.11 a wait_for whose request completes
+            # as the task is cancelled returns the result and loses the cancellation, and
+            # stop() would wait for a fetcher that goes on fetching.
+            limit = (self.config.socket_timeout_ms + self.config.fetch_wait_max_ms) / 1000
+            async with asyncio.timeout(limit):
+                response = await client.request(1, 4, self._fetch_request(partitions))
             for topic in response.responses:
                 for data in topic.partitions:
                     await self._accept(topic.topic, data)

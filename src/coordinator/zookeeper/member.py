@@ -6,7 +6,7 @@ SIGTERM stops it cleanly (commit, close the session: its znodes go at once); SIG
 znodes until ZooKeeper expires the session. It reports on stdout, one JSON object a line:
 
     {"event": "started", "consumer": "<consumer id>"}
-    {"event": "assigned", "partitions": [[topic, p], ...], "attempts": n}   after a rebalance
+    {"event": "assigned", "partitions": [[topic, p], ...], "attempts": n, "consumers": [ids]}
     {"event": "rebalance_failed", "attempts": n}                            ConsumerRebalanceFailed
     {"event": "consumed", "count": n}          running total (with --report-records, "records":
                                                [[topic, p, offset, value], ...] of the batch)
@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -37,9 +39,17 @@ def say(**fields: Any) -> None:
     sys.stdout.flush()
 
 
+def dump_stacks() -> None:
+    """SIGUSR1: every thread's and every task's stack to stderr (what is a member waiting on)."""
+    faulthandler.dump_traceback(all_threads=True)
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
+
+
 def report(outcome: RebalanceOutcome) -> None:
     if outcome.succeeded:
-        say(event="assigned", partitions=sorted(outcome.assignment), attempts=outcome.attempts)
+        say(event="assigned", partitions=sorted(outcome.assignment), attempts=outcome.attempts,
+            consumers=outcome.consumers)  # fmt: skip
     else:
         say(event="rebalance_failed", attempts=outcome.attempts)
 
@@ -70,7 +80,9 @@ async def run(args: argparse.Namespace) -> int:
     else:
         subscription = dict(parse_topic(t) for t in args.topic)
     stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, dump_stacks)
     consumer = ZooKeeperConsumer(
         config, subscription, streams=args.streams, event_log=args.event_log, on_rebalance=report
     )
@@ -117,7 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="range", choices=["range", "roundrobin"])
     parser.add_argument("--event-log", type=Path, default=None)
     parser.add_argument("--report-records", action="store_true")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
     args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=args.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )  # fmt: skip
+    logging.getLogger("kazoo").setLevel(max(logging.WARNING, logging.getLogger().level))
     if not args.topic and not (args.whitelist or args.blacklist):
         parser.error("give --topic, --whitelist or --blacklist")
     return asyncio.run(run(args))

@@ -105,7 +105,8 @@ async def _log_sizes(
     clients: list[WireClient] = []
 
     async def connect(host: str, port: int) -> WireClient:
-        client = await asyncio.wait_for(WireClient.connect(host, port), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            client = await WireClient.connect(host, port)
         clients.append(client)
         return client
 
