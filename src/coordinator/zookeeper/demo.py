@@ -23,11 +23,11 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.testing import RunningServer, running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
@@ -71,37 +71,50 @@ class ZkMember:
                 self.consumed = line["count"]
 
 
+class Reporting(Protocol):
+    """A member process as it last reported: its id, partitions and the group it saw."""
+
+    consumer_id: str
+    partitions: list[tuple[str, int]]
+    saw: list[str]
+
+
 class ZkStage:
     """Waits until the group's assignment is complete and narrates what changed."""
 
-    def __init__(self, zk: ZooKeeper, say: Say) -> None:
+    def __init__(self, zk: ZooKeeper, say: Say, group: str = GROUP) -> None:
         self.zk = zk
         self.say = say
+        self.group = group
         self.previous: dict[int, str] = {}
 
     async def owners(self) -> dict[int, str]:
         result = {}
-        for name in await self.zk.children(owners_dir(GROUP, TOPIC)):
-            stored = await self.zk.get_or_none(owner_path(GROUP, TOPIC, int(name)))
+        for name in await self.zk.children(owners_dir(self.group, TOPIC)):
+            stored = await self.zk.get_or_none(owner_path(self.group, TOPIC, int(name)))
             if stored is not None:
                 result[int(name)] = stored[0].decode()
         return result
 
+    async def complete(self, members: Sequence[Reporting]) -> bool:
+        """Every member saw exactly these members in its last rebalance, their partitions
+        cover the topic once, and the owner znodes say the same."""
+        everyone = sorted(m.consumer_id for m in members)
+        if not all(sorted(m.saw) == everyone for m in members):
+            return False
+        if sorted(p for m in members for _, p in m.partitions) != list(range(PARTITIONS)):
+            return False
+        reported = {p: f"{m.consumer_id}-0" for m in members for _, p in m.partitions}
+        return await self.owners() == reported
+
     async def settle(self, members: list[ZkMember], what: str, timeout: float = 90) -> None:
         started = time.monotonic()
-        while True:
-            owned = await self.owners()
-            reported = {p: f"{m.consumer_id}-0" for m in members for _, p in m.partitions}
-            claimed = sorted(p for m in members for _, p in m.partitions)
-            everyone = sorted(m.consumer_id for m in members)
-            agreed = all(sorted(m.saw) == everyone for m in members)
-            if agreed and claimed == list(range(PARTITIONS)) and owned == reported:
-                break
+        while not await self.complete(members):
             if time.monotonic() - started > timeout:
                 raise RuntimeError(f"the group did not settle after: {what}")
             await asyncio.sleep(0.1)
         names = {f"{m.consumer_id}-0": m.name for m in members}
-        owners = {p: names[thread] for p, thread in owned.items()}
+        owners = {p: names[thread] for p, thread in (await self.owners()).items()}
         moved = sum(1 for p, owner in owners.items() if self.previous.get(p, owner) != owner)
         rounds = sum(m.failed_rounds for m in members)
         self.say(
@@ -130,11 +143,13 @@ async def start_member(connect: str, name: str, events: Path, log_dir: Path) -> 
 
 
 @asynccontextmanager
-async def zookeeper_and_node(data_dir: Path) -> AsyncIterator[tuple[str, RunningServer]]:
+async def zookeeper_and_node(
+    data_dir: Path, chroot: str = "demo"
+) -> AsyncIterator[tuple[str, RunningServer]]:
     """A ZooKeeper server and the node registered in it as broker 1."""
     server = await asyncio.to_thread(ZooKeeperServer.start, data_dir / "zookeeper")
     try:
-        connect = f"{server.connect}/demo"
+        connect = f"{server.connect}/{chroot}"
         registration = ZooKeeperBrokerRegistration(connect)
         async with running_server(
             topics=[(TOPIC, PARTITIONS)], extensions=[registration], port=free_port(),
