@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coordinator.event_log import stop_helper_processes
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import RunningServer, WireClient, running_server
 from rebalance.config import CoordinatorConfig
@@ -242,7 +241,6 @@ def run_demo(say: Say = print, output: Path = Path("demo-output")) -> int:
     data_dir = output / "data"
     asyncio.run(run_group_story(data_dir, say))
     explain(data_dir / "events", output / "report", say)
-    stop_helper_processes()
     left = running_children()
     if left:
         say(f"\ndone in {time.monotonic() - started:.0f} s; still running: {left}")
@@ -254,8 +252,8 @@ def run_demo(say: Say = print, output: Path = Path("demo-output")) -> int:
 def running_children() -> list[str]:
     """This process's child processes that are still alive (pid and command), from /proc.
 
-    Every one the demo starts (consumers, the event log writer and its fork server, Spark's
-    JVM) must be gone by the end; this checks instead of trusting that. Empty where there is
+    Every one the demo starts (consumers, the event log writer, Spark's JVM) must be gone by
+    the end; this checks instead of trusting that. Empty where there is
     no /proc (the claim is then unchecked).
     """
     children: list[str] = []
