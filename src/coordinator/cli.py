@@ -15,7 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from coordinator.command_line import OneLineParser, add_debug_argument, run_command
+from coordinator.command_line import (
+    OneLineParser,
+    add_debug_argument,
+    run_command,
+    usage_error,
+)
 from coordinator.errors import MissingExtraError
 from coordinator.serve import add_serve_arguments
 
@@ -74,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
             command, help=f"{purpose} (PySpark; needs the analytics extra)", add_help=False
         )
         add_debug_argument(analytics)
-    for subcommand in (demo, walkthrough, serve, repair):
+    for subcommand in (demo, walkthrough, repair):  # serve: in add_serve_arguments
         add_debug_argument(subcommand)
     return parser
 
@@ -86,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ANALYTICS:
         return run_command(prog, args.debug, lambda: _analytics(args.command, rest))
     if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return usage_error(prog, f"unrecognized arguments: {' '.join(rest)}")
     return run_command(prog, args.debug, lambda: _run(args))
 
 

@@ -24,7 +24,13 @@ class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (argparse prints the usage before them)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(usage_error(self.prog, message))
+
+
+def usage_error(prog: str, message: str) -> int:
+    """Say what is wrong with the command line, in one line; the exit status for it."""
+    print(f"{prog}: error: {message} (see {prog} --help)", file=sys.stderr)
+    return USAGE_ERROR
 
 
 def add_debug_argument(parser: argparse.ArgumentParser) -> None:
