@@ -43,9 +43,7 @@ async def finish(process: asyncio.subprocess.Process) -> str:
 
 
 def run_rebalance(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*REBALANCE, *args], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
+    return subprocess.run([*REBALANCE, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def one_line(stderr: str) -> str:

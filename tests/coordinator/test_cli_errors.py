@@ -153,9 +153,7 @@ def test_a_read_only_data_dir(tmp_path: Path) -> None:
     )
     if unshare is None or probe.returncode != 0:
         pytest.skip("no unshare(1) with user and mount namespaces here")
-    script = (
-        f'mount -t tmpfs -o ro tmpfs "{tmp_path}" && exec "$@"'  # the mount ends with it
-    )
+    script = f'mount -t tmpfs -o ro tmpfs "{tmp_path}" && exec "$@"'  # the mount ends with it
     done = subprocess.run(
         [unshare, "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh",
          *REBALANCE, "serve", "--data-dir", str(tmp_path), "--bind", "127.0.0.1:0"],

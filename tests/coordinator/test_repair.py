@@ -84,7 +84,9 @@ async def test_from_refusal_to_repair_to_serving_again(tmp_path: Path) -> None:
     assert "adding --truncate (keeps a backup)" in line
 
     server, port = await start_serve(tmp_path / "elsewhere")
-    busy = await asyncio.to_thread(run_rebalance, "repair", "--data-dir", str(tmp_path / "elsewhere"))
+    busy = await asyncio.to_thread(
+        run_rebalance, "repair", "--data-dir", str(tmp_path / "elsewhere")
+    )
     assert busy.returncode == 1
     assert "is in use by process" in one_line(busy.stderr)  # never beside a running server
     await stop(server)
