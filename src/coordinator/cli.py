@@ -97,8 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        _require("rebalance demo", "aiokafka", "aiokafka")
-        _require("rebalance demo", "analytics", "pyspark", "matplotlib")
+        _require("aiokafka", "aiokafka")
+        _require("analytics", "pyspark", "matplotlib")
         from coordinator.demo import run_demo
 
         return run_demo(output=args.output)
@@ -120,16 +120,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _analytics(command: str, rest: list[str]) -> int:
-    _require(f"rebalance {command}", "analytics", "pyspark", "matplotlib")
+    _require("analytics", "pyspark", "matplotlib")
     from coordinator.analytics.cli import main as analytics_main
 
     return analytics_main([command, *rest], prog="rebalance")
 
 
-def _require(command: str, extra: str, *modules: str) -> None:
+def _require(extra: str, *modules: str) -> None:
     """`MissingExtraError` (one line naming the extra) unless every module can be imported."""
     if any(importlib.util.find_spec(module) is None for module in modules):
-        raise MissingExtraError(command, extra, ", ".join(modules))
+        raise MissingExtraError(extra, ", ".join(modules))
 
 
 if __name__ == "__main__":

@@ -29,8 +29,6 @@ class UsageError(OperationalError):
 class MissingExtraError(OperationalError):
     """A command needs an optional dependency group (an "extra") that is not installed."""
 
-    def __init__(self, command: str, extra: str, modules: str) -> None:
-        super().__init__(
-            f"{command} needs the {extra!r} extra ({modules}): pip install 'rebalance[{extra}]'"
-        )
+    def __init__(self, extra: str, modules: str) -> None:
+        super().__init__(f"needs the {extra!r} extra ({modules}): pip install 'rebalance[{extra}]'")
         self.extra = extra
