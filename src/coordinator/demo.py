@@ -238,6 +238,7 @@ def run_demo(say: Say = print, output: Path = Path("demo-output")) -> int:
     started = time.monotonic()
     if output.exists():
         shutil.rmtree(output)
+    output.mkdir(parents=True)  # the demo's own: a data dir is made only inside an existing one
     data_dir = output / "data"
     asyncio.run(run_group_story(data_dir, say))
     explain(data_dir / "events", output / "report", say)

@@ -19,13 +19,16 @@ or a re-import of the server's `__main__`: the server can be embedded in any scr
 a main guard or one read from stdin included, and in a daemonic process. The writer reports how
 many events it has written; if it dies, the server logs one error with the count of events not
 written and keeps serving without its log (events after that are counted, and the count is
-logged at close). A SIGTERM to the whole process group stops both cleanly: the writer ignores it
-and finishes when the server, stopping, closes its input.
+logged at close). A SIGTERM to the whole process group stops both cleanly: the writer runs in a
+session of its own, which signals to the server's process group do not reach, ignores SIGTERM,
+SIGINT and SIGHUP anyway (systemd signals every process of a service), and finishes when the
+server, stopping, closes its input.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import marshal
 import os
@@ -77,6 +80,9 @@ class EventLog:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 close_fds=True,
+                # Signals meant for the server's process group (Ctrl-C, a killpg) never reach
+                # it, not even in the moment before it has set itself to ignore them.
+                start_new_session=True,
             )
         except OSError as exc:
             raise OperationalError(
@@ -140,6 +146,9 @@ class EventLog:
             return
         batches, count = self._pending, self._pending_events
         self._pending, self._pending_events = [], 0
+        if self._dead:  # checked again below, against the reporter thread
+            self.dropped += count
+            return
         try:
             payload = marshal.dumps(batches)
         except ValueError as exc:  # a field that is not a plain value: a bug in the core
@@ -167,7 +176,8 @@ class EventLog:
                     view = view[os.write(fd, view) :]
             except OSError:  # the writer is gone; the reporter says so
                 broken = True
-        pipe.close()
+        with contextlib.suppress(OSError):
+            pipe.close()
 
     def _report(self) -> None:
         """The reporter thread: the writer's progress and failures, and its end."""
@@ -214,6 +224,8 @@ class EventLog:
             log.warning(
                 "event log: %d more events were not written after the writer died", self.dropped
             )
+        elif not self._dead and self.written < self.accepted:  # it reported a write failure
+            log.warning("event log: %d events were not written", self.accepted - self.written)
 
 
 def epoch_offset_ms(monotonic_now_ms: int) -> int:

@@ -16,10 +16,10 @@ is the event's time in ms since the epoch. Out on stdout, one line each: `writte
 written so far, after each burst is flushed) and `error MESSAGE` (a write failure, once: later
 events are read and dropped, so the server never piles them up). The writer stops at the end of
 its input: when the server closes the log or dies (then it writes every complete frame it has).
-It ignores SIGTERM, SIGINT and SIGHUP, which reach it with the rest of the process group (systemd,
-Ctrl-C): the server stops on them and then closes its input, so nothing is cut short. If a
-process that forked from the server keeps the pipe open after the server died, the writer sees
-its parent change and stops too.
+It ignores SIGTERM, SIGINT and SIGHUP, which can reach it with the rest of a service (systemd
+signals every process of it): the server stops on them and then closes its input, so nothing is
+cut short. If a process that forked from the server keeps the pipe open after the server died,
+the writer sees its parent change and stops too.
 """
 
 from __future__ import annotations

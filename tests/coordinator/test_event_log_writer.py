@@ -107,6 +107,23 @@ def test_a_writer_that_dies_is_one_error_with_the_count_and_nothing_else_stops(
     assert [e["ts"] for e in written(tmp_path)] == [1]
 
 
+def test_the_writer_stops_at_the_end_of_its_input_not_on_signals(tmp_path: Path) -> None:
+    """systemd signals every process of a service; the writer finishes what the server sends."""
+    log = EventLog(tmp_path, node_id=1)
+    log.emit([commit(1)], 0)
+    wait_until(lambda: log.written == 1)  # running its own code: ignoring what it should
+    pid = log.writer_pid
+    assert pid is not None
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        os.kill(pid, signum)
+    log.emit([commit(2)], 0)
+    wait_until(lambda: log.written == 2)
+    assert alive(pid)
+    log.close()
+    assert not alive(pid)
+    assert [e["ts"] for e in written(tmp_path)] == [1, 2]
+
+
 SCRIPT = """
 import asyncio
 from coordinator.testing import WireClient, running_server
