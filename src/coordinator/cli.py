@@ -24,7 +24,10 @@ from coordinator.command_line import (
 from coordinator.errors import MissingExtraError
 from coordinator.serve import add_serve_arguments
 
-ANALYTICS = {"report": "explain rebalances from an event log", "sweep": "compare assignors"}
+ANALYTICS = {
+    "report": "explain rebalances from an event log",
+    "sweep": "compare assignors over a grid of scenarios",
+}
 """Commands that need the `analytics` extra, with their help line."""
 
 

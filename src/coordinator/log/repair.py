@@ -105,7 +105,10 @@ def _fsync(path: Path) -> None:
 def repair(data_dir: Path, *, truncate: bool, say: Callable[[str], None] = print) -> int:
     """Report (and with `truncate`, cut) the damaged partition logs of `data_dir`; exit status."""
     if not data_dir.is_dir():
-        raise OperationalError(f"data dir {os.path.abspath(data_dir)} does not exist")
+        raise OperationalError(
+            f"data dir {os.path.abspath(data_dir)} does not exist; give the --data-dir of the "
+            "stopped server"
+        )
     lock = DirectoryLock.acquire(data_dir)
     try:
         reports = [inspect_partition(path) for path in partition_files(data_dir)]
