@@ -25,15 +25,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from coordinator.testing import RunningServer, server_in_thread
+if TYPE_CHECKING:  # the server is imported when a test asks for one, not in every pytest run
+    from coordinator.testing import RunningServer
 
 DEFAULT_TOPICS: Sequence[tuple[str, int]] = (("test-topic", 3),)
 DEFAULT_SETTINGS: Mapping[str, object] = {"group.initial.rebalance.delay.ms": 0}
 
-ServerFactory = Callable[..., RunningServer]
+ServerFactory = Callable[..., "RunningServer"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,6 +54,8 @@ def _setting(key: str, value: object) -> str:
 @pytest.fixture
 def kafka_server_factory() -> Iterator[ServerFactory]:
     """Start nodes: `kafka_server_factory(topics=..., settings=..., data_dir=None)`."""
+    from coordinator.testing import server_in_thread
+
     with ExitStack() as running:
 
         def start(

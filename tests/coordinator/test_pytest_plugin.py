@@ -95,12 +95,22 @@ def test_sync(kafka_server):
 """
 
 
-def test_the_fixture_needs_no_pytest_asyncio(tmp_path: Path) -> None:
+OLD_STYLE = """
+pytest_plugins = ["coordinator.pytest_plugin"]  # what the README used to ask for: harmless
+
+
+def test_old_style(kafka_server):
+    assert kafka_server.port > 0
+"""
+
+
+def test_the_fixture_needs_no_pytest_asyncio_and_no_plugins_line(tmp_path: Path) -> None:
     (tmp_path / "test_it.py").write_text(WITHOUT_PYTEST_ASYNCIO)
+    (tmp_path / "test_old_style.py").write_text(OLD_STYLE)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:asyncio", "-p", "no:cacheprovider",
-         "-W", "error", "test_it.py"],
+         "-W", "error", "test_it.py", "test_old_style.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed" in done.stdout
+    assert "2 passed" in done.stdout
