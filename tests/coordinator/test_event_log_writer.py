@@ -23,7 +23,8 @@ from serve_process import alive, children, start_serve
 from assignors.consumer_protocol import Assignment, encode_assignment
 from coordinator.event_log import EventLog
 from coordinator.event_log_writer import assigned_partitions, event_line
-from coordinator.testing import WireClient
+from coordinator.groups import GroupCoordinatorExtension
+from coordinator.testing import WireClient, running_server
 from rebalance.events import Event
 from rebalance.subscription import assigned_partitions as reference_partitions
 from rebalance.testing import GroupHarness
@@ -105,6 +106,28 @@ def test_a_writer_that_dies_is_one_error_with_the_count_and_nothing_else_stops(
     ]
     assert "3 more events were not written after the writer died" in caplog.text
     assert [e["ts"] for e in written(tmp_path)] == [1]
+
+
+async def test_a_server_whose_writer_dies_keeps_serving(caplog: pytest.LogCaptureFixture) -> None:
+    groups = GroupCoordinatorExtension()
+    async with running_server(groups=groups) as node:
+        assert groups.runtime is not None and groups.runtime.events is not None
+        pid = groups.runtime.events.writer_pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        while alive(pid):
+            await asyncio.sleep(0.01)
+        client = await WireClient.connect(node.host, node.port)
+        for offset in range(3):
+            response = await client.request(8, 2, {"group_id": "g",
+                "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                "topics": [{"name": "t", "partitions": [{"partition_index": 0,
+                "committed_offset": offset, "committed_metadata": ""}]}]})  # fmt: skip
+            assert response.topics[0].partitions[0].error_code == 0
+        await client.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"event log writer (pid {pid}) was killed by signal 9: ")
 
 
 def test_the_writer_stops_at_the_end_of_its_input_not_on_signals(tmp_path: Path) -> None:
