@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 REBALANCE = [sys.executable, "-m", "coordinator.cli"]
+STARTED: list[int] = []
+"""The pid of every server `start_serve` started: the conftest kills any a failed test left."""
 
 
 async def start_serve(
@@ -21,6 +24,7 @@ async def start_serve(
         *REBALANCE, "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir), *extra,
         stderr=asyncio.subprocess.PIPE, start_new_session=new_session,
     )  # fmt: skip
+    STARTED.append(process.pid)
     assert process.stderr is not None
     while True:
         line = (await asyncio.wait_for(process.stderr.readline(), timeout=30)).decode()
@@ -40,6 +44,15 @@ async def finish(process: asyncio.subprocess.Process) -> str:
     rest = await asyncio.wait_for(process.stderr.read(), timeout=60)
     assert await process.wait() == 0, rest.decode()
     return rest.decode()
+
+
+def kill_leftovers() -> None:
+    """SIGKILL the servers still running (their writers see their input end and exit)."""
+    while STARTED:
+        pid = STARTED.pop()
+        with contextlib.suppress(OSError):  # exited (and maybe reaped) meanwhile
+            if alive(pid) and b"coordinator.cli" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
 
 
 def run_rebalance(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
