@@ -91,8 +91,8 @@ class Server:
     def __init__(self, kind: str, use_uvloop: bool = False) -> None:
         context = multiprocessing.get_context("spawn")
         self.pipe, child = context.Pipe()
-        # Not daemonic: the server's event log starts a writer process of its own. `stop`
-        # kills it, and every benchmark stops its servers in a `finally`.
+        # `stop` kills it (its event log writer then sees its input end and exits), and every
+        # benchmark stops its servers in a `finally`.
         self.process = context.Process(target=_server_process, args=(kind, use_uvloop, child))
         self.process.start()
         self.port: int = self.pipe.recv()

@@ -3,23 +3,30 @@
 `ServerApp` is what both `rebalance serve` and the in-process test server run. Other packages
 plug in through *extensions*: an extension is a callable taking the `Broker` (config, topics,
 registry, services, data dir) and returning an async context manager. It is entered before the
-port opens (register API modules with `broker.registry.register(module)`, add services with
-`broker.services.add(obj)`, open stores under `broker.data_dir`) and exited after the server
-has stopped, so it can flush and close what it opened.
+server answers requests (register API modules with `broker.registry.register(module)`, add
+services with `broker.services.add(obj)`, open stores under `broker.data_dir`) and exited after
+the server has stopped, so it can flush and close what it opened. The data dir is locked and the
+port bound before any extension is entered (see `ServerApp.start`); the topics given at start
+are created after every extension is in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from coordinator.config import ServerConfig
+from coordinator.data_dir import DirectoryLock
+from coordinator.errors import OperationalError
+from coordinator.log.partition import LogCorruptError
 from coordinator.log.producer_ids import ProducerIdAllocator
 from coordinator.log.topics import TopicStore
 from coordinator.wire.handlers import Broker, builtin_registry
+from coordinator.wire.listener import bind_listener
 from coordinator.wire.server import WireServer
 
 logger = logging.getLogger("coordinator.serve")
@@ -45,11 +52,54 @@ class ServerApp:
         self._stack = contextlib.AsyncExitStack()
         self.broker: Broker | None = None
         self.server: WireServer | None = None
+        self._lock: DirectoryLock | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        topics = TopicStore(self.data_dir)
+        """Lock the data dir, listen, open the stores and extensions, serve; returns the bound
+        address.
+
+        The data dir's lock comes before anything is read or written there; the port is bound
+        next, before any store opens. A start that fails raises (an `OperationalError` for what
+        an operator can fix), closes what it opened, releases the lock and removes the data dir
+        if it created it.
+        """
+        lock = DirectoryLock.acquire(self.data_dir)
+        try:
+            listener = bind_listener(host, port)
+        except BaseException:
+            lock.release(remove_created=True)
+            raise
+        try:
+            address = await self._open(listener)
+        except BaseException as exc:
+            listener.close()
+            await self._stack.aclose()
+            lock.release(remove_created=True)
+            if isinstance(exc, OSError) and exc.filename is not None:
+                raise OperationalError(
+                    f"cannot open {exc.filename}: {exc.strerror}; check its permissions and "
+                    f"free space"
+                ) from exc
+            raise
+        self._lock = lock
+        return address
+
+    async def _open(self, listener: socket.socket) -> tuple[str, int]:
+        try:
+            topics = TopicStore(self.data_dir)
+        except LogCorruptError as exc:
+            raise LogCorruptError(
+                f"{exc}; see the damage with 'rebalance repair --data-dir {self.data_dir}' and "
+                f"cut the log after its last valid batch by adding --truncate (keeps a backup)"
+            ) from exc
         self._stack.callback(topics.close)
+        host, port = listener.getsockname()[:2]
+        broker = Broker(self.config, topics, builtin_registry(), host, port, self.data_dir)
+        broker.services.add(ProducerIdAllocator(self.data_dir))
+        self.broker = broker
+        for extension in self._extensions:
+            await self._stack.enter_async_context(extension(broker))
+        # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
             topic = topics.create(name, partitions)
             if len(topic.partitions) != partitions:
@@ -59,21 +109,14 @@ class ServerApp:
                     len(topic.partitions),
                     partitions,
                 )
-        broker = Broker(self.config, topics, builtin_registry(), host, port, self.data_dir)
-        broker.services.add(ProducerIdAllocator(self.data_dir))
-        self.broker = broker
-        try:
-            for extension in self._extensions:
-                await self._stack.enter_async_context(extension(broker))
-            self.server = WireServer(broker)
-            address = await self.server.start(host, port)
-        except BaseException:
-            await self._stack.aclose()
-            raise
-        return address
+        self.server = WireServer(broker)
+        return await self.server.start(listener)
 
     async def stop(self, grace: float = 10.0) -> None:
         if self.server is not None:
             await self.server.close(grace)
             self.server = None
         await self._stack.aclose()
+        if self._lock is not None:
+            self._lock.release()  # last: every file of the data dir is closed
+            self._lock = None

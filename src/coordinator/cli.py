@@ -1,40 +1,52 @@
-"""The `rebalance` console script: `serve` the Kafka-protocol coordinator, or run the `demo`."""
+"""The `rebalance` console script: `serve` the Kafka-protocol coordinator, `repair` a data dir,
+run the `demo` or the `walkthrough`, and (with the `analytics` extra) `report` and `sweep`;
+`zk-offsets` shows a ZooKeeper-coordinated group (the `zookeeper` extra).
+
+Failures end with one line on stderr and an exit status (see `coordinator.command_line`): 2 for
+a wrong command line, 1 for what stops a command at run time; `--debug` (`-v`) adds the
+traceback. `report` and `sweep` are parsed by `coordinator.analytics.cli` once PySpark is
+known to be installed, so a plain install (no extras) never imports it and still serves.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from coordinator.analytics.cli import (
-    add_report_arguments,
-    add_sweep_arguments,
-    run_report,
-    run_sweep,
+from coordinator.command_line import (
+    OneLineParser,
+    add_debug_argument,
+    run_command,
+    usage_error,
 )
-from coordinator.app import Extension
-from coordinator.core_demo import run_core_demo
-from coordinator.demo import run_demo
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.serve import add_serve_arguments, serve_main
+from coordinator.errors import MissingExtraError
+from coordinator.serve import add_serve_arguments
 from coordinator.zookeeper.options import (
-    BrokerRegistrationError,
     add_zk_offsets_arguments,
     add_zookeeper_arguments,
     run_zk_offsets,
     zookeeper_extensions,
 )
 
+ANALYTICS = {
+    "report": "explain rebalances from an event log",
+    "sweep": "compare assignors over a grid of scenarios",
+}
+"""Commands that need the `analytics` extra, with their help line."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="rebalance", description="Kafka consumer-group rebalance protocol tools."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="the whole mission in a minute: server, real consumers, crashes, fencing, report",
+        help="the whole mission in a minute: server, real consumers, crashes, fencing, report "
+        "(needs the aiokafka and analytics extras)",
     )
     demo.add_argument(
         "--output",
@@ -48,9 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["classic", "zookeeper"],
         default="classic",
         help="classic: the group coordinator (JoinGroup/SyncGroup); zookeeper: Kafka 0.8's "
-        "ZooKeeper-coordinated consumers on a real ZooKeeper",
+        "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra)",
     )
-    commands.add_parser(
+    walkthrough = commands.add_parser(
         "walkthrough",
         help="a narrated walk through the group lifecycle on the pure core (no I/O, instant)",
     )
@@ -59,18 +71,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_arguments(serve)
     add_zookeeper_arguments(serve)
-    add_report_arguments(
-        commands.add_parser("report", help="explain rebalances from an event log (PySpark)")
-    )
-    add_sweep_arguments(
-        commands.add_parser("sweep", help="compare assignors over a grid of scenarios (PySpark)")
-    )
-    add_zk_offsets_arguments(
-        commands.add_parser(
-            "zk-offsets",
-            help="owners, offsets and lag of a ZooKeeper-coordinated group (ConsumerOffsetChecker)",
-        )
-    )
     serve.add_argument(
         "--event-log",
         type=Path,
@@ -78,30 +78,88 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the JSON Lines event log goes (default: DATA_DIR/events)",
     )
+    repair = commands.add_parser(
+        "repair",
+        help="report damaged partition logs of a data dir; cut them with --truncate",
+        description="Scan every partition log of a stopped server's data dir and report damage. "
+        "With --truncate, copy each damaged log to DATA_DIR/backups/ and cut it after its last "
+        "valid batch, as Kafka's log recovery does.",
+    )
+    repair.add_argument("--data-dir", type=Path, required=True, metavar="DIR")
+    repair.add_argument(
+        "--truncate",
+        action="store_true",
+        help="cut each damaged log at the damage (a copy of the whole file is kept first)",
+    )
+    zk_offsets = commands.add_parser(
+        "zk-offsets",
+        help="owners, offsets and lag of a ZooKeeper-coordinated group, as 0.8's "
+        "ConsumerOffsetChecker (needs the zookeeper extra)",
+    )
+    add_zk_offsets_arguments(zk_offsets)
+    for command, purpose in ANALYTICS.items():
+        # Parsed by coordinator.analytics.cli (see `main`); `--help` there too.
+        analytics = commands.add_parser(
+            command, help=f"{purpose} (PySpark; needs the analytics extra)", add_help=False
+        )
+        add_debug_argument(analytics)
+    for subcommand in (demo, walkthrough, repair, zk_offsets):  # serve: in add_serve_arguments
+        add_debug_argument(subcommand)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    prog = f"rebalance {args.command}"
+    if args.command in ANALYTICS:
+        return run_command(prog, args.debug, lambda: _analytics(args.command, rest))
+    if rest:
+        return usage_error(prog, f"unrecognized arguments: {' '.join(rest)}")
+    return run_command(prog, args.debug, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
+        _require("aiokafka", "aiokafka")
+        _require("analytics", "pyspark", "matplotlib")
+        if args.protocol == "zookeeper":
+            _require("zookeeper", "kazoo")
+        from coordinator.demo import run_demo
+
         return run_demo(output=args.output, protocol=args.protocol)
     if args.command == "walkthrough":
+        from coordinator.core_demo import run_core_demo
+
         return run_core_demo()
-    if args.command == "report":
-        return run_report(args)
-    if args.command == "sweep":
-        return run_sweep(args)
     if args.command == "zk-offsets":
+        _require("zookeeper", "kazoo")
         return run_zk_offsets(args)
+    if args.command == "repair":
+        from coordinator.log.repair import repair
+
+        return repair(args.data_dir, truncate=args.truncate)
     if args.command == "serve":
+        from coordinator.groups import GroupCoordinatorExtension
+        from coordinator.serve import serve_main
+
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
-        try:
-            extensions: list[Extension] = [groups, *zookeeper_extensions(args)]
-            return serve_main(args, extensions=extensions, claims=[groups.claim])
-        except BrokerRegistrationError as exc:
-            print(f"rebalance serve: {exc}", file=sys.stderr)
-            return 1
+        zookeeper = zookeeper_extensions(args)
+        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups.claim])
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
+
+
+def _analytics(command: str, rest: list[str]) -> int:
+    _require("analytics", "pyspark", "matplotlib")
+    from coordinator.analytics.cli import main as analytics_main
+
+    return analytics_main([command, *rest], prog="rebalance")
+
+
+def _require(extra: str, *modules: str) -> None:
+    """`MissingExtraError` (one line naming the extra) unless every module can be imported."""
+    if any(importlib.util.find_spec(module) is None for module in modules):
+        raise MissingExtraError(extra, ", ".join(modules))
 
 
 if __name__ == "__main__":

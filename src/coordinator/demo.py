@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from coordinator.event_log import stop_helper_processes
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import RunningServer, WireClient, running_server
 from rebalance.config import CoordinatorConfig
@@ -262,6 +261,7 @@ def run_demo(
     started = time.monotonic()
     if output.exists():
         shutil.rmtree(output)
+    output.mkdir(parents=True)  # the demo's own: a data dir is made only inside an existing one
     data_dir = output / "data"
     if protocol == "zookeeper":
         from coordinator.zookeeper.demo import run_zookeeper_story  # the zookeeper extra
@@ -270,7 +270,6 @@ def run_demo(
     else:
         asyncio.run(run_group_story(data_dir, say))
     explain(data_dir / "events", output / "report", say)
-    stop_helper_processes()
     left = running_children()
     if left:
         say(f"\ndone in {time.monotonic() - started:.0f} s; still running: {left}")
@@ -282,8 +281,8 @@ def run_demo(
 def running_children() -> list[str]:
     """This process's child processes that are still alive (pid and command), from /proc.
 
-    Every one the demo starts (consumers, the event log writer and its fork server, Spark's
-    JVM) must be gone by the end; this checks instead of trusting that. Empty where there is
+    Every one the demo starts (consumers, the event log writer, Spark's JVM) must be gone by
+    the end; this checks instead of trusting that. Empty where there is
     no /proc (the claim is then unchecked).
     """
     children: list[str] = []

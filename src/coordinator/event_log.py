@@ -1,105 +1,135 @@
 """The coordinator's event log: JSON Lines files, rotated by size, written by a process of its own.
 
 Events come from the core's `Result.events` (schema in `rebalance.events`). The request path
-only hands a batch of events to a queue; a writer process decodes them (`sync_completed` carries
-every member's raw assignment), serialises them and appends them to
+only queues them: the events of one loop iteration are packed into one frame (`marshal`, a few
+microseconds) and put on a queue; a sender thread writes frames into the pipe of the writer
+process (`coordinator.event_log_writer`), which decodes assignments (`sync_completed` carries
+every member's raw assignment), serialises the lines and appends them to
 `events-<sequence>.jsonl` in the log directory, starting a new file when the current one would
-exceed `max_bytes`. On close the queue is drained, so every event accepted is written.
+exceed `max_bytes`. On close the queue is drained and the writer finishes, so every event
+accepted is written.
 
 Why a process and not a thread: a thread doing that work holds the GIL in slices of up to 5 ms
 while the event loop waits to send replies, and a 1000-member rebalance took 1.2-1.7 times as
-long with the log on as off (`benchmarks/bench_event_log.py`). The writer also watches its parent:
-if the server dies without closing it (SIGKILL), the writer writes what it has and exits.
+long with the log on as off (`benchmarks/bench_event_log.py`). The sender thread only waits on
+the pipe, which releases the GIL.
+
+The writer is one child process started by its file's path (`python -I`), never a fork server
+or a re-import of the server's `__main__`: the server can be embedded in any script, one without
+a main guard or one read from stdin included, and in a daemonic process. The writer reports how
+many events it has written; if it dies, the server logs one error with the count of events not
+written and keeps serving without its log (events after that are counted, and the count is
+logged at close). A SIGTERM to the whole process group stops both cleanly: the writer runs in a
+session of its own, which signals to the server's process group do not reach, ignores SIGTERM,
+SIGINT and SIGHUP anyway (systemd signals every process of a service), and finishes when the
+server, stopping, closes its input.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
-import json
+import contextlib
 import logging
-import multiprocessing
-import multiprocessing.forkserver
-import multiprocessing.resource_tracker
+import marshal
+import os
 import queue
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
-from multiprocessing.context import ForkServerContext, SpawnContext
-from multiprocessing.process import BaseProcess
-from multiprocessing.queues import Queue
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
+from coordinator import event_log_writer
+from coordinator.errors import OperationalError
 from rebalance.events import Event
 
 log = logging.getLogger("coordinator.event_log")
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-PARENT_CHECK_SECONDS = 1.0
-"""How often an idle writer checks that the server that started it is still alive."""
+PARENT_CHECK_SECONDS = event_log_writer.PARENT_CHECK_SECONDS
+"""How often an idle writer checks that the server that started it is still its parent."""
 CLOSE_TIMEOUT_SECONDS = 60.0
 
-Batch = tuple[list[Event], int]
-"""Events of one `emit` call and the offset that turns their `ts` into epoch ms."""
+Batch = tuple[int, list[event_log_writer.EventTuple]]
+"""Events of one `emit` call, with the offset that turns their `ts` into epoch ms."""
+
+
+def writer_command(directory: Path, node_id: int, max_bytes: int) -> list[str]:
+    """The writer's command line: this interpreter, isolated, running the writer's own file."""
+    if not sys.executable:
+        raise OperationalError(
+            "cannot start the event log writer: this Python does not know its own executable "
+            "(sys.executable is empty); run without the event log (event_log=False)"
+        )
+    program = Path(event_log_writer.__file__)
+    return [sys.executable, "-I", str(program), str(directory), str(node_id), str(max_bytes)]
 
 
 class EventLog:
     def __init__(self, directory: Path, node_id: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         if max_bytes < 1024:
             raise ValueError(f"event log max_bytes must be at least 1024, got {max_bytes}")
-        if multiprocessing.current_process().daemon:
-            raise RuntimeError(
-                "the event log writes from a process of its own, which a daemonic process may "
-                "not start: run the server in a non-daemonic process, or without its event log "
-                "(GroupCoordinatorExtension(event_log=False))"
-            )
         self.directory = directory
         self.node_id = node_id
         self.max_bytes = max_bytes
         directory.mkdir(parents=True, exist_ok=True)  # a bad directory fails here, not later
-        context = _writer_context()
-        self._queue: Queue[list[Batch] | None] = context.Queue()
-        self._problems: Queue[str | None] = context.Queue()
-        self._process: BaseProcess = context.Process(
-            target=write_events,
-            args=(self._queue, self._problems, directory, node_id, max_bytes),
-            name="event-log",
-            daemon=True,
-        )
-        self._process.start()
-        # The writer's own stderr is wherever its fork server started; its failures are logged
-        # here instead, through the server's logging, as they happen (the thread only waits).
-        self._reporter = threading.Thread(
-            target=self._report, name="event-log-problems", daemon=True
-        )
-        self._reporter.start()
+        try:
+            self._process = subprocess.Popen(
+                writer_command(directory, node_id, max_bytes),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+                # Signals meant for the server's process group (Ctrl-C, a killpg) never reach
+                # it, not even in the moment before it has set itself to ignore them.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise OperationalError(
+                f"cannot start the event log writer ({sys.executable}): {exc.strerror}"
+            ) from exc
+        self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._pending: list[Batch] = []
+        self._pending_events = 0
         self._flush_scheduled = False
         self._closed = False
+        self._closing = False
+        self.accepted = 0
+        """Events sent towards the writer (all of them, unless it died)."""
+        self.written = 0
+        """Events the writer has reported written."""
+        self.lost = 0
+        """Events sent that the writer did not write because it died (in the error it logs)."""
+        self.dropped = 0
+        """Events emitted after the writer died, never sent (logged at close)."""
+        self._dead = False
+        self._counting = threading.Lock()  # `accepted` against the moment of death
+        self._sender = threading.Thread(target=self._send, name="event-log-sender", daemon=True)
+        self._reporter = threading.Thread(
+            target=self._report, name="event-log-reports", daemon=True
+        )
+        self._sender.start()
+        self._reporter.start()
 
     @property
     def writer_pid(self) -> int | None:
         """The writer process's id, for watching what it costs (None once it has exited)."""
-        return self._process.pid if self._process.is_alive() else None
-
-    def _report(self) -> None:
-        while (problem := self._problems.get()) is not None:
-            log.error("%s", problem)
+        return self._process.pid if self._process.poll() is None else None
 
     def emit(self, events: Iterable[Event], monotonic_offset_ms: int) -> None:
         """Queue events whose `ts` is on the core's clock; `offset` converts to epoch ms.
 
         Never blocks. On an event loop, the events of one loop iteration go to the writer
-        together: each hand-over wakes the queue's feeder thread, and one a request cost
-        durable commits a fifth of their rate.
+        together, in one frame: one hand-over a request would cost durable commits a fifth of
+        their rate.
         """
         if self._closed:
             return
-        batch = list(events)
+        batch = [(e.type, e.ts, e.group, e.generation, e.member, e.fields) for e in events]
         if not batch:
             return
-        self._pending.append((batch, monotonic_offset_ms))
+        self._pending.append((monotonic_offset_ms, batch))
+        self._pending_events += len(batch)
         if self._flush_scheduled:
             return
         try:
@@ -112,9 +142,68 @@ class EventLog:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if self._pending:
-            self._queue.put(self._pending)
-            self._pending = []
+        if not self._pending:
+            return
+        batches, count = self._pending, self._pending_events
+        self._pending, self._pending_events = [], 0
+        if self._dead:  # checked again below, against the reporter thread
+            self.dropped += count
+            return
+        try:
+            payload = marshal.dumps(batches)
+        except ValueError as exc:  # a field that is not a plain value: a bug in the core
+            log.error("event log: %d events not written: %s", count, exc)
+            return
+        with self._counting:
+            if self._dead:
+                self.dropped += count
+                return
+            self.accepted += count
+        self._frames.put(event_log_writer.FRAME_HEADER.pack(len(payload)) + payload)
+
+    def _send(self) -> None:
+        """The sender thread: frames into the writer's pipe, in order; waiting releases the GIL."""
+        pipe = self._process.stdin
+        assert pipe is not None
+        fd = pipe.fileno()
+        broken = False
+        while (frame := self._frames.get()) is not None:
+            if broken:
+                continue  # the reporter counts what the writer never got
+            try:
+                view = memoryview(frame)
+                while view:
+                    view = view[os.write(fd, view) :]
+            except OSError:  # the writer is gone; the reporter says so
+                broken = True
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+    def _report(self) -> None:
+        """The reporter thread: the writer's progress and failures, and its end."""
+        out = self._process.stdout
+        assert out is not None
+        for raw in out:
+            kind, _, rest = raw.decode(errors="replace").rstrip("\n").partition(" ")
+            if kind == "written":
+                self.written = int(rest)
+            elif kind == "error":
+                log.error("%s", rest)
+        out.close()
+        status = self._process.wait()
+        if self._closing and status == 0:
+            return
+        with self._counting:
+            self._dead = True
+            self.lost = self.accepted - self.written
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        log.error(
+            "event log writer (pid %d) %s: %d events not written; the server keeps serving "
+            "without its event log",
+            self._process.pid,
+            how,
+            self.lost,
+        )
 
     def close(self) -> None:
         """Write everything queued so far, then stop the writer."""
@@ -122,156 +211,21 @@ class EventLog:
             return
         self._flush()
         self._closed = True
-        self._queue.put(None)
-        self._queue.close()
-        if self._process.is_alive():
-            self._queue.join_thread()  # everything is in the pipe
-        else:  # nobody reads the pipe: waiting for it to drain would never end
-            self._queue.cancel_join_thread()
-        self._process.join(CLOSE_TIMEOUT_SECONDS)
-        if self._process.is_alive():
+        self._closing = True
+        self._frames.put(None)
+        self._sender.join()
+        try:
+            self._process.wait(CLOSE_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
             log.error("event log writer did not finish in %.0f s; stopped", CLOSE_TIMEOUT_SECONDS)
-            self._process.terminate()
-            self._process.join()
-        elif self._process.exitcode:
-            log.error("event log writer exited with status %s", self._process.exitcode)
-        self._problems.put(None)
+            self._process.kill()
         self._reporter.join()
-
-
-def _writer_context() -> ForkServerContext | SpawnContext:
-    """Where writers are started from: a fork server that has imported this module once (a new
-    interpreter importing it takes about 0.7 s; a fork of the server, milliseconds), never a fork
-    of the server process itself, which runs threads. Spawn where there is no fork server."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])  # no effect once the fork server runs
-    return context
-
-
-def stop_helper_processes() -> None:
-    """Stop the helpers multiprocessing started for writers in this process: the fork server
-    they start from and the resource tracker that cleans up their queues' semaphores. Both would
-    otherwise outlive this process by a moment (each exits when it sees its parent gone), which a
-    caller that says nothing is left running (the demo) cannot allow. Later writers start new
-    ones. Call it only when no writer is running.
-
-    Unreferenced queues are collected first, so the tracker has nothing left to clean up (it
-    would warn of leaked semaphores). `_stop` is CPython's own way to end either helper (private,
-    kept for its tests since 3.8); without it a helper is left to exit with this process.
-    """
-    gc.collect()
-    for module, attribute in (
-        (multiprocessing.forkserver, "_forkserver"),
-        (multiprocessing.resource_tracker, "_resource_tracker"),
-    ):
-        stop: Callable[[], None] | None = getattr(getattr(module, attribute, None), "_stop", None)
-        if stop is not None:
-            stop()
-
-
-class _Files:
-    """The log directory's files: appends lines, starting a new file when one would be too big."""
-
-    def __init__(self, directory: Path, max_bytes: int) -> None:
-        self.directory = directory
-        self.max_bytes = max_bytes
-        existing = directory.glob("events-*.jsonl")
-        self.sequence = max((self._sequence_of(p) for p in existing), default=0)
-        self.handle: IO[bytes] | None = None
-        self.size = 0
-
-    @staticmethod
-    def _sequence_of(path: Path) -> int:
-        try:
-            return int(path.stem.split("-", 1)[1])
-        except (IndexError, ValueError):
-            return 0
-
-    def append(self, data: bytes) -> None:
-        if self.handle is None or (self.size + len(data) > self.max_bytes and self.size > 0):
-            self.close()
-            self.sequence += 1
-            path = self.directory / f"events-{self.sequence:06d}.jsonl"
-            self.handle = path.open("ab")
-            self.size = path.stat().st_size
-        self.handle.write(data)
-        self.size += len(data)
-
-    def flush(self) -> None:
-        if self.handle is not None:
-            self.handle.flush()
-
-    def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
-
-
-def _line(event: Event, offset: int, node_id: int) -> bytes:
-    record = event.to_json_dict(node_id)
-    record["ts"] = event.ts + offset
-    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
-    return text.encode("utf-8")
-
-
-def _next_batches(
-    source: Queue[list[Batch] | None], server_alive: Callable[[], bool]
-) -> tuple[list[Batch], bool]:
-    """Wait for work, then take all that is queued; (batches, whether to stop after them)."""
-    while True:
-        try:
-            first = source.get(timeout=PARENT_CHECK_SECONDS)
-            break
-        except queue.Empty:
-            if not server_alive():  # the server died without closing the log
-                return [], True
-    items = [first]
-    while True:  # one write call per burst
-        try:
-            items.append(source.get_nowait())
-        except queue.Empty:
-            break
-    return [batch for item in items if item is not None for batch in item], None in items
-
-
-def write_events(
-    source: Queue[list[Batch] | None],
-    problems: Queue[str | None],
-    directory: Path,
-    node_id: int,
-    max_bytes: int,
-) -> None:
-    """The writer process: append every batch until told to stop (or orphaned).
-
-    After a write error it reports it once to `problems` and keeps draining the queue without
-    writing, so the server never accumulates what cannot be written.
-    """
-    # The process that asked for this writer (a fork server is only its parent in name):
-    # its sentinel tells when it is gone, however it ended.
-    server = multiprocessing.parent_process()
-    server_alive = server.is_alive if server is not None else (lambda: True)
-    files = _Files(directory, max_bytes)
-    failed = False
-    try:
-        while True:
-            batches, stop = _next_batches(source, server_alive)
-            if not failed:
-                try:
-                    for events, offset in batches:
-                        for event in events:
-                            files.append(_line(event, offset, node_id))
-                    files.flush()
-                except OSError as error:
-                    problems.put(
-                        f"event log writer failed; events from now on are not written: {error!r}"
-                    )
-                    failed = True
-            if stop:
-                return
-    finally:
-        files.close()
+        if self.dropped:
+            log.warning(
+                "event log: %d more events were not written after the writer died", self.dropped
+            )
+        elif not self._dead and self.written < self.accepted:  # it reported a write failure
+            log.warning("event log: %d events were not written", self.accepted - self.written)
 
 
 def epoch_offset_ms(monotonic_now_ms: int) -> int:

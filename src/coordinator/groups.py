@@ -9,12 +9,15 @@ group), registers the group API modules and publishes the `GroupRuntime` as a se
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from coordinator.data_dir import DirectoryLock
+from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
 from coordinator.group_apis import MODULES
 from coordinator.runtime import GroupRuntime
@@ -67,26 +70,43 @@ class GroupCoordinatorExtension:
     @asynccontextmanager
     async def __call__(self, broker: Broker) -> AsyncIterator[GroupRuntime]:
         seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "big")
-        store = SqliteStore(broker.data_dir / STORE_FILE)
-        events = (
-            EventLog(
-                self.event_log_dir or broker.data_dir / EVENTS_DIR,
-                broker.node_id,
-                **({"max_bytes": self.event_log_max_bytes} if self.event_log_max_bytes else {}),
-            )
-            if self.event_log
-            else None
-        )
-        runtime = GroupRuntime(GroupCoordinatorCore(self.config, SplitMix64(seed)), store, events)
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            store = SqliteStore(broker.data_dir / STORE_FILE)
+            stack.callback(store.close)
+            events, lock = self._open_event_log(broker, stack) if self.event_log else (None, None)
+            core = GroupCoordinatorCore(self.config, SplitMix64(seed))
+            runtime = GroupRuntime(core, store, events)
+            stack.push_async_callback(runtime.close)
             await runtime.start()
             for module in MODULES:
                 broker.registry.register(module)
             broker.services.add(runtime)
             self.runtime = runtime
+            if lock is not None:
+                lock.keep()  # started: from now on the directory holds the log, a failure or not
             yield runtime
-        finally:
-            await runtime.close()
-            store.close()
-            if events is not None:
-                events.close()
+
+    def _open_event_log(
+        self, broker: Broker, stack: contextlib.AsyncExitStack
+    ) -> tuple[EventLog, DirectoryLock | None]:
+        """The event log, closed by `stack`. A directory of its own outside the data dir is
+        locked like the data dir (two servers must not append to the same files), and removed
+        again if this start created it and then failed."""
+        directory = self.event_log_dir or broker.data_dir / EVENTS_DIR
+        lock = None
+        if not directory.resolve().is_relative_to(broker.data_dir.resolve()):
+            lock = DirectoryLock.acquire(directory, what="event log dir", option="--event-log")
+            stack.callback(lock.release, remove_created=True)
+        try:
+            events = EventLog(
+                directory,
+                broker.node_id,
+                **({"max_bytes": self.event_log_max_bytes} if self.event_log_max_bytes else {}),
+            )
+        except OSError as exc:
+            raise OperationalError(
+                f"cannot use event log dir {directory}: {exc.strerror}; fix its permissions, or "
+                f"choose another --event-log"
+            ) from exc
+        stack.callback(events.close)
+        return events, lock

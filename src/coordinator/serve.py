@@ -6,7 +6,8 @@ The console script (`coordinator.cli`) adds these options with `add_serve_argume
 `serve_main(args)`. The group coordinator joins through `extensions` and `claims` (see
 `coordinator.app` and `coordinator.config`). On SIGTERM the node stops accepting, lets in-flight
 requests (and their writes) finish, closes its stores and returns exit status 0. Logs go to
-stderr.
+stderr. A start that fails ends with one line and status 1 (2 for a bad setting): see
+`coordinator.command_line`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coordinator.app import Extension, ServerApp
+from coordinator.command_line import OneLineParser, add_debug_argument, run_command
 from coordinator.config import ConfigError, SettingClaim, parse_settings
+from coordinator.errors import UsageError
+from coordinator.log.topics import InvalidTopicError, check_topic_name
 
 logger = logging.getLogger("coordinator.serve")
 
@@ -38,7 +42,24 @@ def parse_topic(text: str) -> tuple[str, int]:
     name, sep, count = text.rpartition(":")
     if not sep or not name or not count.isdigit() or int(count) < 1:
         raise argparse.ArgumentTypeError(f"--topic expects NAME:PARTITIONS, got {text!r}")
+    try:
+        check_topic_name(name)
+    except InvalidTopicError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc} in {text!r}: use 1-249 of a-z A-Z 0-9 . _ -"
+        ) from None
     return name, int(count)
+
+
+def parse_advertise(text: str) -> tuple[str, int]:
+    """`HOST:PORT` clients are told to connect to; the port must be a real one (not 0)."""
+    try:
+        host, port = parse_bind(text)
+    except argparse.ArgumentTypeError:
+        port = 0
+    if port == 0:
+        raise argparse.ArgumentTypeError(f"--advertise expects HOST:PORT, got {text!r}")
+    return host, port
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +70,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir", type=Path, required=True, metavar="DIR",
         help="directory for topic logs and coordinator state",
+    )  # fmt: skip
+    parser.add_argument(
+        "--advertise", type=parse_advertise, default=None, metavar="HOST:PORT",
+        help="address given to clients in Metadata and FindCoordinator (default: the bound "
+        "address; for a wildcard bind such as 0.0.0.0, the host name)",
     )  # fmt: skip
     parser.add_argument(
         "--topic", type=parse_topic, action="append", default=[], metavar="NAME:PARTITIONS",
@@ -62,6 +88,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level (default INFO)",
     )  # fmt: skip
+    add_debug_argument(parser)
 
 
 async def run_serve(
@@ -71,12 +98,16 @@ async def run_serve(
     claims: Sequence[SettingClaim] = (),
     ready: asyncio.Event | None = None,
 ) -> int:
-    """Run until SIGTERM/SIGINT; returns the process exit status."""
+    """Run until SIGTERM/SIGINT; returns the process exit status. A failed start raises
+    (`UsageError` for a bad setting, another `OperationalError` for what else stops it)."""
+    settings = list(args.settings)
+    if getattr(args, "advertise", None) is not None:
+        host, port = args.advertise
+        settings += [f"advertised.host.name={host}", f"advertised.port={port}"]
     try:
-        config = parse_settings(args.settings, claims=claims)
+        config = parse_settings(settings, claims=claims)
     except ConfigError as exc:
-        logger.error("%s", exc)
-        return 2
+        raise UsageError(str(exc)) from None
     app = ServerApp(config, args.data_dir, topics=args.topic, extensions=extensions)
     host, port = args.bind
     await app.start(host, port)
@@ -111,14 +142,18 @@ def serve_main(
     extensions: Sequence[Extension] = (),
     claims: Sequence[SettingClaim] = (),
 ) -> int:
-    """Synchronous entry for the console script."""
+    """Synchronous entry for the console script: one line and an exit status on failure."""
     configure_logging(args.log_level)
-    return asyncio.run(run_serve(args, extensions=extensions, claims=claims))
+    return run_command(
+        "rebalance serve",
+        args.debug,
+        lambda: asyncio.run(run_serve(args, extensions=extensions, claims=claims)),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m coordinator.serve ...` (same options as `rebalance serve`)."""
-    parser = argparse.ArgumentParser(prog="rebalance serve", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="rebalance serve", description=__doc__.splitlines()[0])
     add_serve_arguments(parser)
     return serve_main(parser.parse_args(argv))
 

@@ -3,21 +3,28 @@
     async with running_server(topics=[("t1", 3)]) as node:
         producer = AIOKafkaProducer(bootstrap_servers=node.bootstrap)
 
+    with server_in_thread(topics=[("t1", 3)]) as node:       # for synchronous code
+        consumer = KafkaConsumer("t1", bootstrap_servers=node.bootstrap)
+
 `running_server` listens on 127.0.0.1 on an ephemeral port, with a temporary data dir unless one
 is given, and returns only once the port accepts connections (aiokafka gives up at once if it
-cannot bootstrap). The pytest fixtures built on it are enabled with
-`pytest_plugins = ["coordinator.pytest_plugin"]`. `WireClient` speaks the protocol through kio
-(including malformed bytes on purpose), and `record_batch`/`read_records` make and read v2
-record batches.
+cannot bootstrap). `server_in_thread` runs the same on an event loop of its own in a background
+thread, so synchronous clients (kafka-python, confluent-kafka) and tests on any event loop can
+use it; the pytest plugin (`coordinator.pytest_plugin`, installed as a pytest plugin) builds
+its fixtures on it. `WireClient` speaks the protocol through kio (including malformed bytes on
+purpose), and `record_batch`/`read_records` make and read v2 record batches.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +44,7 @@ __all__ = [
     "read_records",
     "record_batch",
     "running_server",
+    "server_in_thread",
 ]
 
 
@@ -49,6 +57,8 @@ class RunningServer:
     data_dir: Path
     broker: Broker
     app: ServerApp
+    loop: asyncio.AbstractEventLoop
+    """The event loop the server runs on."""
 
     @property
     def bootstrap(self) -> str:
@@ -92,9 +102,55 @@ async def running_server(
         bound_host, bound_port = await app.start(host, port)
         assert app.broker is not None
         try:
-            yield RunningServer(bound_host, bound_port, directory, app.broker, app)
+            yield RunningServer(
+                bound_host, bound_port, directory, app.broker, app, asyncio.get_running_loop()
+            )
         finally:
             await app.stop(grace=2.0)
+
+
+@contextmanager
+def server_in_thread(
+    *,
+    topics: Sequence[tuple[str, int]] = (),
+    settings: Iterable[str] = (),
+    data_dir: Path | None = None,
+    groups: GroupCoordinatorExtension | bool = True,
+) -> Iterator[RunningServer]:
+    """`running_server` on an event loop of its own, in a daemon thread, for the block.
+
+    Returns once the port accepts connections; a failed start raises here. The server's
+    objects (`broker`, `app`) belong to its loop: read them for assertions, but call into them
+    with `asyncio.run_coroutine_threadsafe` on `RunningServer.loop`, never directly.
+    """
+    started: Future[tuple[RunningServer, asyncio.Event]] = Future()
+    stopped: Future[None] = Future()
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        async with running_server(
+            topics=topics, settings=settings, data_dir=data_dir, groups=groups
+        ) as server:
+            started.set_result((server, stop))
+            await stop.wait()
+
+    def run() -> None:
+        try:
+            asyncio.run(serve())
+        except BaseException as exc:  # to the caller: at start, or when the block ends
+            (stopped if started.done() else started).set_exception(exc)
+        else:
+            stopped.set_result(None)
+
+    thread = threading.Thread(target=run, name="rebalance-server", daemon=True)
+    thread.start()
+    server, stop = started.result()
+    try:
+        yield server
+    finally:
+        server.loop.call_soon_threadsafe(stop.set)
+        thread.join()
+        stopped.result()
 
 
 def record_batch(

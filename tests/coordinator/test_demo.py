@@ -26,7 +26,7 @@ EPISODE_LINE = re.compile(r"^\s+generation (\d+|-): (\w+)\s+(\w+)\s+(\d+) ms, (\
 
 def _processes_with(marker: str) -> list[str]:
     """Command lines of live processes whose environment holds `marker`: every process the demo
-    starts (consumers, event log writer and fork server, Spark's JVM) inherits its environment."""
+    starts (consumers, the event log writer, Spark's JVM) inherits its environment."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import re
-import signal
-import sys
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
+from serve_process import start_serve, stop
 
 from coordinator.serve import add_serve_arguments, parse_bind, parse_topic
 from coordinator.testing import WireClient, read_records, record_batch
@@ -26,6 +23,9 @@ def test_parse_bind_and_topic() -> None:
     for bad in ("orders", "orders:0", ":3"):
         with pytest.raises(argparse.ArgumentTypeError, match="NAME:PARTITIONS"):
             parse_topic(bad)
+    for illegal in ("a/b:3", "..:1", "spaces here:2", "x" * 250 + ":1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="illegal topic name"):
+            parse_topic(illegal)
 
 
 def test_arguments() -> None:
@@ -39,30 +39,8 @@ def test_arguments() -> None:
     assert args.settings == ["num.partitions=3"]
 
 
-async def start(data_dir: Path, *extra: str) -> tuple[asyncio.subprocess.Process, int]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "coordinator.serve", "--bind", "127.0.0.1:0",
-        "--data-dir", str(data_dir), *extra,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stderr is not None
-    while True:
-        line = (await asyncio.wait_for(process.stderr.readline(), timeout=30)).decode()
-        assert line, "server exited before listening"
-        if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
-            return process, int(found.group(1))
-
-
-async def stop(process: asyncio.subprocess.Process) -> str:
-    process.send_signal(signal.SIGTERM)
-    assert process.stderr is not None
-    rest = await asyncio.wait_for(process.stderr.read(), timeout=30)
-    assert await process.wait() == 0
-    return rest.decode()
-
-
 async def test_sigterm_exits_zero_and_data_survives_restart(tmp_path: Path) -> None:
-    process, port = await start(tmp_path, "--topic", "events:2")
+    process, port = await start_serve(tmp_path, "--topic", "events:2")
     client = await WireClient.connect("127.0.0.1", port)
     produced = await client.request(
         0,
@@ -82,7 +60,7 @@ async def test_sigterm_exits_zero_and_data_survives_restart(tmp_path: Path) -> N
     await client.close()
     assert "stopped" in await stop(process)
 
-    process, port = await start(tmp_path)
+    process, port = await start_serve(tmp_path)
     client = await WireClient.connect("127.0.0.1", port)
     fetched = await client.request(
         1,
@@ -104,14 +82,3 @@ async def test_sigterm_exits_zero_and_data_survives_restart(tmp_path: Path) -> N
     assert [r.value for r in read_records(records)] == [b"kept"]
     await client.close()
     await stop(process)
-
-
-async def test_bad_setting_exits_2_naming_the_key(tmp_path: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "coordinator.serve", "--data-dir", str(tmp_path),
-        "--set", "num.partitions=lots",
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
-    assert process.returncode == 2
-    assert b"bad value for num.partitions" in stderr

@@ -21,6 +21,7 @@ from coordinator.analytics.session import (
     parse_conf,
 )
 from coordinator.analytics.sweep import DEFAULT_ASSIGNORS, PEER_MAX_PARTITIONS
+from coordinator.command_line import OneLineParser
 
 USAGE_ERROR = 2
 
@@ -231,17 +232,17 @@ def run_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The stand-alone parser behind `python -m coordinator.analytics`."""
-    parser = argparse.ArgumentParser(prog="python -m coordinator.analytics")
+def build_parser(prog: str = "python -m coordinator.analytics") -> argparse.ArgumentParser:
+    """The parser of `report` and `sweep` (the `rebalance` script hands them over to it)."""
+    parser = OneLineParser(prog=prog)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_report_arguments(commands.add_parser("report", help="explain rebalances from a log"))
     add_sweep_arguments(commands.add_parser("sweep", help="compare assignors over a grid"))
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m coordinator.analytics") -> int:
+    args = build_parser(prog).parse_args(argv)
     if args.command == "report":
         return run_report(args)
     if args.command == "sweep":

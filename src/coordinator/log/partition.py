@@ -13,10 +13,11 @@ Durability: `append` writes the batches (with server-assigned base offsets) and 
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
 record that a crash could take back.
 
-Recovery: scanning stops at the first batch that is incomplete or fails its CRC. If that batch is
-the file's last one (a write torn by a crash), the tail is truncated with a warning. If intact
-data follows the bad batch, the file is corrupt in the middle and `LogCorruptError` is raised
-rather than dropping valid records.
+Recovery: scanning (`scan_log`) stops at the first batch that is incomplete or fails its CRC. If
+that batch is the file's last one (a write torn by a crash), the tail is truncated with a
+warning. If data follows the bad batch, the file is corrupt in the middle and `LogCorruptError`
+is raised rather than dropping records that may be valid; `rebalance repair` reports such damage
+and, when asked, cuts the file there after keeping a copy (`coordinator.log.repair`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from coordinator.errors import OperationalError
 from coordinator.log.batch import (
     LENGTH_PREFIX_SIZE,
     BatchInfo,
@@ -40,8 +42,81 @@ from coordinator.log.batch import (
 logger = logging.getLogger("coordinator.log")
 
 
-class LogCorruptError(RuntimeError):
-    """A partition file is damaged before its tail; it is left untouched for inspection."""
+class LogCorruptError(OperationalError):
+    """A partition file is damaged before its tail; it is left untouched for inspection (and
+    for `rebalance repair`, see `coordinator.log.repair`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """The first batch of a partition file that is incomplete, fails its CRC or is out of order."""
+
+    position: int
+    """Where it starts: everything before is intact, everything from here on is cut by a repair."""
+    reason: str
+    claimed_end: int
+    """Where the batch says it ends (its length field), which may be garbage too."""
+    file_size: int
+
+    @property
+    def torn_tail(self) -> bool:
+        """Nothing follows the bad batch: a write cut short by a crash, safe to cut at start."""
+        return self.claimed_end >= self.file_size
+
+    @property
+    def dropped_bytes(self) -> int:
+        return self.file_size - self.position
+
+
+@dataclass(frozen=True, slots=True)
+class LogScan:
+    """What a partition file holds: its intact batches (and where), and the first damage."""
+
+    batches: list[tuple[BatchInfo, int]]
+    valid_end: int
+    damage: Damage | None
+
+
+def scan_log(fd: int, start: int = 0, first_offset: int | None = 0) -> LogScan:
+    """Read batches from byte `start` until the end of the file or the first bad batch.
+
+    Batches must follow each other's offsets, starting at `first_offset` (None: any, for looking
+    past damage).
+    """
+    file_size = os.fstat(fd).st_size
+    batches: list[tuple[BatchInfo, int]] = []
+    position = start
+    expected = first_offset
+    while position < file_size:
+        try:
+            info = _read_batch(fd, position, file_size)
+            if expected is not None and info.base_offset != expected:
+                raise InvalidBatchError(f"base offset {info.base_offset}, expected {expected}")
+        except InvalidBatchError as exc:
+            damage = Damage(position, str(exc), _claimed_end(fd, position, file_size), file_size)
+            return LogScan(batches, position, damage)
+        batches.append((info, position))
+        position += info.size
+        expected = info.last_offset + 1
+    return LogScan(batches, position, None)
+
+
+def _read_batch(fd: int, position: int, file_size: int) -> BatchInfo:
+    head = os.pread(fd, LENGTH_PREFIX_SIZE, position)
+    if len(head) < LENGTH_PREFIX_SIZE:
+        raise InvalidBatchError("incomplete batch length prefix")
+    batch_length = int.from_bytes(head[8:12], "big", signed=True)
+    size = LENGTH_PREFIX_SIZE + max(batch_length, 0)
+    return parse_batch(os.pread(fd, min(size, file_size - position), position))
+
+
+def _claimed_end(fd: int, position: int, file_size: int) -> int:
+    head = os.pread(fd, LENGTH_PREFIX_SIZE, position)
+    if len(head) == LENGTH_PREFIX_SIZE:
+        batch_length = int.from_bytes(head[8:12], "big", signed=True)
+        if batch_length > 0:
+            return position + LENGTH_PREFIX_SIZE + batch_length
+    return file_size
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -127,53 +202,27 @@ class PartitionLog:
         self._high_watermark = self._log_end_offset
 
     def _recover(self) -> None:
-        file_size = os.fstat(self._fd).st_size
-        position = 0
-        expected_base = 0
-        while position < file_size:
-            try:
-                info = self._read_info(position, file_size)
-                if info.base_offset != expected_base:
-                    raise InvalidBatchError(
-                        f"base offset {info.base_offset}, expected {expected_base}"
-                    )
-            except InvalidBatchError as exc:
-                self._handle_bad_tail(position, file_size, exc)
-                break
+        scan = scan_log(self._fd)
+        for info, position in scan.batches:
             self._add_entry(info, position)
-            position += info.size
-            expected_base = info.last_offset + 1
-        self._end_position = position
-
-    def _read_info(self, position: int, file_size: int) -> BatchInfo:
-        head = os.pread(self._fd, LENGTH_PREFIX_SIZE, position)
-        if len(head) < LENGTH_PREFIX_SIZE:
-            raise InvalidBatchError("incomplete batch length prefix")
-        batch_length = int.from_bytes(head[8:12], "big", signed=True)
-        size = LENGTH_PREFIX_SIZE + max(batch_length, 0)
-        data = os.pread(self._fd, min(size, file_size - position), position)
-        return parse_batch(data)
-
-    def _handle_bad_tail(self, position: int, file_size: int, exc: InvalidBatchError) -> None:
-        head = os.pread(self._fd, LENGTH_PREFIX_SIZE, position)
-        claimed_end = file_size
-        if len(head) == LENGTH_PREFIX_SIZE:
-            batch_length = int.from_bytes(head[8:12], "big", signed=True)
-            if batch_length > 0:
-                claimed_end = position + LENGTH_PREFIX_SIZE + batch_length
-        if claimed_end < file_size:
+        self._end_position = scan.valid_end
+        damage = scan.damage
+        if damage is None:
+            return
+        if not damage.torn_tail:
             raise LogCorruptError(
-                f"{self.path}: damaged record batch at byte {position} ({exc}) is followed by "
-                f"{file_size - claimed_end} more bytes; refusing to truncate valid data"
+                f"{self.path}: damaged record batch at byte {damage.position} ({damage.reason}) "
+                f"is followed by {damage.file_size - damage.claimed_end} more bytes; refusing to "
+                f"truncate valid data"
             )
         logger.warning(
             "%s: truncating torn tail at byte %d (%d bytes dropped): %s",
             self.path,
-            position,
-            file_size - position,
-            exc,
+            damage.position,
+            damage.dropped_bytes,
+            damage.reason,
         )
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._fd, damage.position)
         os.fsync(self._fd)
 
     def _add_entry(self, info: BatchInfo, position: int) -> None:

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Final
 
+from coordinator.errors import OperationalError
+
 BLOCK_SIZE: Final = 1000
 
 
@@ -23,7 +25,10 @@ class ProducerIdAllocator:
         except FileNotFoundError:
             self._next = 0
         except ValueError as exc:
-            raise RuntimeError(f"{self.path}: not a producer id counter: {exc}") from exc
+            raise OperationalError(
+                f"{self.path}: not a producer id counter ({exc}); restore it from a backup, or "
+                f"delete it if no idempotent producer's ids matter"
+            ) from exc
         self._block_end = self._next
 
     def allocate(self) -> int:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordinator.errors import OperationalError
 from coordinator.log.partition import PartitionLog
 
 logger = logging.getLogger("coordinator.log")
@@ -63,7 +64,9 @@ class TopicStore:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             name, topic_id, count = meta["name"], uuid.UUID(meta["topic_id"]), meta["partitions"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise RuntimeError(f"{meta_path}: unreadable topic metadata: {exc}") from exc
+            raise OperationalError(
+                f"{meta_path}: unreadable topic metadata ({exc}); restore it from a backup"
+            ) from exc
         logs = [PartitionLog(meta_path.parent / f"{i}.log") for i in range(int(count))]
         self._add(Topic(name, topic_id, logs))
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from coordinator.errors import OperationalError
+
 
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
@@ -27,7 +29,7 @@ class StoredRecord:
         return self.value is None
 
 
-class StoreError(RuntimeError):
+class StoreError(OperationalError):
     """The store cannot be opened or written; the message names the file."""
 
 

@@ -88,18 +88,25 @@ class SqliteStore:
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        remedy = (
+            "restore it from a backup, or move it away to start with no groups and no committed "
+            "offsets"
+        )
+        try:
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: cannot open the record store: {exc}") from exc
         try:
             (check,) = db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
-                raise StoreError(f"{path}: SQLite integrity check failed: {check}")
+                raise StoreError(f"{path}: SQLite integrity check failed ({check}); {remedy}")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(_SCHEMA)
             SqliteStore._check_version(db, path)
         except sqlite3.DatabaseError as exc:
             db.close()
-            raise StoreError(f"{path}: not a readable record store: {exc}") from exc
+            raise StoreError(f"{path}: not a readable record store ({exc}); {remedy}") from exc
         except StoreError:
             db.close()
             raise

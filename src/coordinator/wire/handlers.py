@@ -29,6 +29,7 @@ from kio.static.protocol import ResponsePayload
 
 from coordinator.config import ServerConfig
 from coordinator.wire.codec import EncodedBody, kio_versions
+from coordinator.wire.listener import advertisable_host
 
 if TYPE_CHECKING:
     from coordinator.log.topics import TopicStore
@@ -146,8 +147,9 @@ class Broker:
         return self.config.node_id
 
     def replace_address(self, host: str, port: int) -> None:
-        """Set the advertised address once the listening port is known."""
-        self.host = self.config.advertised_host or host
+        """Set the advertised address once the listening port is known: the configured one,
+        else the bound one (a wildcard bind advertises the host name)."""
+        self.host = self.config.advertised_host or advertisable_host(host)
         self.port = self.config.advertised_port or port
 
 

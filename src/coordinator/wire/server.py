@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import socket
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -47,6 +48,7 @@ from coordinator.wire.codec import (
     response_class,
 )
 from coordinator.wire.handlers import ApiSpec, Broker, RequestContext
+from coordinator.wire.listener import is_wildcard
 
 logger = logging.getLogger("coordinator.wire")
 
@@ -73,12 +75,26 @@ class WireServer:
         address = f"{self.broker.host}:{self.broker.port}"
         return f"<WireServer {address} {state} connections={len(self._connections)}>"
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on host:port (port 0 = ephemeral); returns the bound address."""
-        self._server = await asyncio.start_server(self._accept, host, port)
-        bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
+    async def start(self, listener: socket.socket) -> tuple[str, int]:
+        """Serve on a bound, listening socket (see `coordinator.wire.listener`); returns the
+        bound address. The broker is told the address to advertise."""
+        self._server = await asyncio.start_server(self._accept, sock=listener)
+        bound_host, bound_port = listener.getsockname()[:2]
         self.broker.replace_address(bound_host, bound_port)
-        logger.info("listening on %s:%d (node %d)", bound_host, bound_port, self.broker.node_id)
+        advertised = (self.broker.host, self.broker.port)
+        if advertised == (bound_host, bound_port):
+            logger.info("listening on %s:%d (node %d)", bound_host, bound_port, self.broker.node_id)
+        else:
+            reason = (
+                " (the host name, since a wildcard address is not one clients can reach; "
+                "choose with --advertise HOST:PORT)"
+                if is_wildcard(bound_host) and not self.broker.config.advertised_host
+                else ""
+            )
+            logger.info(
+                "listening on %s:%d (node %d), advertised to clients as %s:%d%s",
+                bound_host, bound_port, self.broker.node_id, *advertised, reason,
+            )  # fmt: skip
         return bound_host, bound_port
 
     async def close(self, grace: float = 10.0) -> None:

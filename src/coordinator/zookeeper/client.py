@@ -39,11 +39,13 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from coordinator.errors import OperationalError
+
 log = logging.getLogger("coordinator.zookeeper")
 
 
-class ZooKeeperError(RuntimeError):
-    """A ZooKeeper request failed."""
+class ZooKeeperError(OperationalError):
+    """A ZooKeeper request failed (an operational error where it reaches a command)."""
 
 
 class NodeExists(ZooKeeperError):

@@ -4,15 +4,16 @@ plain install without the `zookeeper` extra still runs every other command)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from typing import TYPE_CHECKING
+
+from coordinator.errors import MissingExtraError, OperationalError
 
 if TYPE_CHECKING:
     from coordinator.app import Extension
 
-EXTRA_HINT = "install the zookeeper extra: pip install 'rebalance[zookeeper]'"
 
-
-class BrokerRegistrationError(RuntimeError):
+class BrokerRegistrationError(OperationalError):
     """The node could not register in ZooKeeper (message as 0.8 words it)."""
 
 
@@ -46,10 +47,10 @@ def zookeeper_extensions(args: argparse.Namespace) -> list[Extension]:
         args.settings.append(f"broker.id={args.broker_id}")
     if args.zookeeper is None:
         return []
-    try:
-        from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
-    except ImportError as exc:
-        raise BrokerRegistrationError(f"--zookeeper needs kazoo ({exc}); {EXTRA_HINT}") from None
+    if importlib.util.find_spec("kazoo") is None:
+        raise MissingExtraError("zookeeper", "kazoo")
+    from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
+
     return [ZooKeeperBrokerRegistration(args.zookeeper)]
 
 
@@ -68,19 +69,9 @@ def add_zk_offsets_arguments(parser: argparse.ArgumentParser) -> None:
 def run_zk_offsets(args: argparse.Namespace) -> int:
     """Print the group's owners, offsets and lag (ConsumerOffsetChecker's table)."""
     import asyncio
-    import sys
 
-    try:
-        from coordinator.zookeeper.client import ZooKeeperError
-        from coordinator.zookeeper.offsets_view import group_offsets, render
-    except ImportError as exc:
-        print(f"rebalance zk-offsets: needs kazoo ({exc}); {EXTRA_HINT}", file=sys.stderr)
-        return 1
+    from coordinator.zookeeper.offsets_view import group_offsets, render
+
     topics = [t for t in args.topic.split(",") if t] if args.topic else None
-    try:
-        rows = asyncio.run(group_offsets(args.zookeeper, args.group, topics))
-    except ZooKeeperError as exc:
-        print(f"rebalance zk-offsets: {exc}", file=sys.stderr)
-        return 1
-    print(render(rows))
+    print(render(asyncio.run(group_offsets(args.zookeeper, args.group, topics))))
     return 0

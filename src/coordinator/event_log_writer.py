@@ -1,0 +1,249 @@
+"""The event log's writer: a small program of its own that turns events into JSON Lines files.
+
+    python -I .../coordinator/event_log_writer.py DIRECTORY NODE_ID MAX_BYTES
+
+`coordinator.event_log.EventLog` starts it as one child process of the server, by this file's
+path in isolated mode (`-I`): it never imports the server's `__main__` (a script without a main
+guard, a script read from stdin), the user's working directory or anything but the standard
+library, so it starts in milliseconds and stays near 10 MB of memory. That is also why the
+line format and the ConsumerProtocol Assignment reader below are written here rather than
+imported: `rebalance.events.Event.to_json_dict` is the reference, and the tests hold both to
+the same output.
+
+Protocol. In on stdin: frames of a 4-byte big-endian length and a `marshal`led list of
+`(offset_ms, [(type, ts, group, generation, member, fields), ...])` batches, where `ts + offset_ms`
+is the event's time in ms since the epoch. Out on stdout, one line each: `written N` (events
+written so far, after each burst is flushed) and `error MESSAGE` (a write failure, once: later
+events are read and dropped, so the server never piles them up). The writer stops at the end of
+its input: when the server closes the log or dies (then it writes every complete frame it has).
+It ignores SIGTERM, SIGINT and SIGHUP, which can reach it with the rest of a service (systemd
+signals every process of it): the server stops on them and then closes its input, so nothing is
+cut short. If a process that forked from the server keeps the pipe open after the server died,
+the writer sees its parent change and stops too.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import select
+import signal
+import struct
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+FRAME_HEADER = struct.Struct(">I")
+PARENT_CHECK_SECONDS = 1.0
+READ_BYTES = 1 << 20
+SCHEMA_VERSION = 1
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+EventTuple = tuple[str, int, "str | None", "int | None", "str | None", dict[str, Any]]
+
+
+class LogFiles:
+    """The log directory's files: appends lines, starting a new file when one would be too big."""
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        existing = directory.glob("events-*.jsonl")
+        self.sequence = max((self._sequence_of(p) for p in existing), default=0)
+        self.handle: IO[bytes] | None = None
+        self.size = 0
+
+    @staticmethod
+    def _sequence_of(path: Path) -> int:
+        try:
+            return int(path.stem.split("-", 1)[1])
+        except (IndexError, ValueError):
+            return 0
+
+    def append(self, data: bytes) -> None:
+        if self.handle is None or (self.size + len(data) > self.max_bytes and self.size > 0):
+            self.close()
+            self.sequence += 1
+            path = self.directory / f"events-{self.sequence:06d}.jsonl"
+            self.handle = path.open("ab")
+            self.size = path.stat().st_size
+        self.handle.write(data)
+        self.size += len(data)
+
+    def flush(self) -> None:
+        if self.handle is not None:
+            self.handle.flush()
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def event_line(event: EventTuple, offset_ms: int, node_id: int) -> bytes:
+    """One log line, as `rebalance.events.Event.to_json_dict` shapes it (schema version 1)."""
+    kind, ts, group, generation, member, fields = event
+    if kind == "sync_completed":
+        fields = dict(fields)
+        raw: dict[str, bytes] = fields.pop("assignments")
+        consumer = fields.pop("protocol_type", None) == CONSUMER_PROTOCOL_TYPE
+        fields["assignments"] = {
+            who: assigned_partitions(data) if consumer else None for who, data in raw.items()
+        }
+        fields["sizes"] = {who: len(data) for who, data in raw.items()}
+    record = {
+        "v": SCHEMA_VERSION,
+        "ts": ts + offset_ms,
+        "node": node_id,
+        "type": kind,
+        "group": group,
+        "generation": generation,
+        "member": member,
+        **fields,
+    }
+    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+class _Truncated(ValueError):
+    pass
+
+
+class _Reader:
+    """Big-endian reads over bytes; running past the end raises `_Truncated`."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = 0
+
+    def take(self, size: int) -> bytes:
+        if size < 0 or self.at + size > len(self.data):
+            raise _Truncated
+        chunk = self.data[self.at : self.at + size]
+        self.at += size
+        return chunk
+
+    def int16(self) -> int:
+        value: int = struct.unpack(">h", self.take(2))[0]
+        return value
+
+    def int32(self) -> int:
+        value: int = struct.unpack(">i", self.take(4))[0]
+        return value
+
+
+def assigned_partitions(data: bytes) -> list[list[object]] | None:
+    """`[[topic, [partitions...]], ...]` from a ConsumerProtocol Assignment of any version (all
+    share v0's layout; later versions may append fields), `[]` for empty bytes (a member the
+    leader left out), None for bytes that are not an Assignment."""
+    if not data:
+        return []
+    reader = _Reader(data)
+    try:
+        if reader.int16() < 0:
+            return None
+        by_topic: dict[str, list[int]] = {}
+        topics = reader.int32()
+        if topics < 0:
+            return None
+        for _ in range(topics):
+            length = reader.int16()
+            if length < 0:
+                return None
+            topic = reader.take(length).decode("utf-8")
+            count = reader.int32()
+            if count < 0:
+                return None
+            partitions = struct.unpack(f">{count}i", reader.take(4 * count))
+            by_topic.setdefault(topic, []).extend(partitions)
+        user_data = reader.int32()
+        if user_data < -1:
+            return None
+        reader.take(max(user_data, 0))
+    except (_Truncated, UnicodeDecodeError):
+        return None
+    return [[topic, partitions] for topic, partitions in by_topic.items()]
+
+
+def _frames(buffer: bytearray) -> tuple[list[bytes], int]:
+    """The complete frames at the start of `buffer` and how many bytes they take."""
+    frames: list[bytes] = []
+    at = 0
+    while len(buffer) - at >= FRAME_HEADER.size:
+        (length,) = FRAME_HEADER.unpack_from(buffer, at)
+        end = at + FRAME_HEADER.size + length
+        if end > len(buffer):
+            break
+        frames.append(bytes(buffer[at + FRAME_HEADER.size : end]))
+        at = end
+    return frames, at
+
+
+class _Acks:
+    """Reports to the server on stdout; a server that is gone is not an error here."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def send(self, line: str) -> None:
+        if not self.open:
+            return
+        data = (line.replace("\n", " ") + "\n").encode()
+        try:
+            while data:
+                data = data[os.write(1, data) :]
+        except OSError:
+            self.open = False
+
+
+def run(directory: Path, node_id: int, max_bytes: int) -> None:
+    """Append every event that arrives on stdin until it ends (or the parent changes)."""
+    parent = os.getppid()
+    files = LogFiles(directory, max_bytes)
+    acks = _Acks()
+    buffer = bytearray()
+    written = 0
+    failed = False
+    try:
+        while True:
+            ready, _, _ = select.select([0], [], [], PARENT_CHECK_SECONDS)
+            if not ready:
+                if os.getppid() != parent:  # orphaned: the server died, another holds the pipe
+                    return
+                continue
+            chunk = os.read(0, READ_BYTES)
+            if not chunk:
+                return
+            buffer += chunk
+            frames, used = _frames(buffer)
+            del buffer[:used]
+            if not frames or failed:
+                continue
+            try:
+                for frame in frames:
+                    for offset, events in marshal.loads(frame):
+                        for event in events:
+                            files.append(event_line(event, offset, node_id))
+                            written += 1
+                files.flush()
+            except OSError as error:
+                acks.send(
+                    f"error event log writer failed; events from now on are not written: {error!r}"
+                )
+                failed = True
+                continue
+            acks.send(f"written {written}")
+    finally:
+        files.close()
+
+
+def main(argv: list[str]) -> int:
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    directory, node_id, max_bytes = Path(argv[0]), int(argv[1]), int(argv[2])
+    run(directory, node_id, max_bytes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

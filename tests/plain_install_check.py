@@ -1,0 +1,113 @@
+"""What `pip install rebalance` (no extras) gives: run by `scripts/check-plain-install` with the
+Python of a fresh virtual environment holding only the wheel and its dependencies.
+
+It checks that the packages come from that environment and carry `py.typed`, that no extra's
+package is there, that `rebalance serve` starts and answers an ApiVersions request (one round
+trip through the installed wire client), stops with status 0 on SIGTERM, that `rebalance
+walkthrough` runs, and that `rebalance report` and `sweep` say in one line which extra to install.
+Not collected by pytest (no `test_` prefix): the suite's own environment has every extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+REBALANCE = str(Path(sys.executable).parent / "rebalance")
+PACKAGES = ("rebalance", "assignors", "coordinator")
+EXTRAS = ("pyspark", "matplotlib", "aiokafka", "pytest")
+
+
+def installed_from_this_environment() -> None:
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.origin is not None, f"{package} is not installed"
+        where = Path(spec.origin).resolve().parent
+        assert where.parent == site, f"{package} comes from {where}, not {site}"
+        assert (where / "py.typed").is_file(), f"{package} has no py.typed"
+    for extra in EXTRAS:
+        assert importlib.util.find_spec(extra) is None, f"{extra} is installed: not a plain install"
+
+
+def serve_help() -> None:
+    done = subprocess.run([REBALANCE, "serve", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--data-dir" in done.stdout, done.stderr
+
+
+async def _serve_and_ask_api_versions(data_dir: Path) -> None:
+    from coordinator.testing import WireClient
+
+    server = await asyncio.create_subprocess_exec(
+        REBALANCE, "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir),
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert server.stderr is not None
+    while True:
+        line = (await asyncio.wait_for(server.stderr.readline(), timeout=60)).decode()
+        assert line, "rebalance serve exited before listening"
+        if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
+            break
+    client = await WireClient.connect("127.0.0.1", int(found.group(1)))
+    versions = await client.request(18, 3, {})
+    await client.close()
+    keys = {entry.api_key for entry in versions.api_keys}
+    assert {3, 10, 11, 14} <= keys, f"ApiVersions lists {sorted(keys)}"  # + group APIs
+    server.send_signal(signal.SIGTERM)
+    rest = (await asyncio.wait_for(server.stderr.read(), timeout=60)).decode()
+    assert await server.wait() == 0, rest
+
+
+def serve_answers_api_versions() -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        asyncio.run(_serve_and_ask_api_versions(Path(scratch) / "data"))
+
+
+def walkthrough_runs() -> None:
+    done = subprocess.run([REBALANCE, "walkthrough"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout, done.stderr
+
+
+def analytics_say_which_extra() -> None:
+    for command in (["report", "events", "--out", "out"], ["sweep", "--out", "out"]):
+        done = subprocess.run([REBALANCE, *command], capture_output=True, text=True)
+        expected = (
+            f"rebalance {command[0]}: needs the 'analytics' extra (pyspark, matplotlib): "
+            "pip install 'rebalance[analytics]'\n"
+        )
+        assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
+
+
+CHECKS: list[Callable[[], None]] = [
+    installed_from_this_environment,
+    serve_help,
+    serve_answers_api_versions,
+    walkthrough_runs,
+    analytics_say_which_extra,
+]
+
+
+def main() -> int:
+    failed = 0
+    for check in CHECKS:
+        try:
+            check()
+        except AssertionError as error:
+            failed += 1
+            print(f"FAILED {check.__name__}: {error}")
+        else:
+            print(f"ok {check.__name__}")
+    print(f"plain-install: {len(CHECKS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
