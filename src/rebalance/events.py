@@ -7,7 +7,9 @@ stamps them with the node id and writes them as JSON Lines. Schema version 1, on
      "generation": <int or null>, "member": <id or null>, ...fields of the type}
 
 `group` is null for the events about a partition, not a group (`partition_loaded`,
-`partition_unloaded`).
+`partition_unloaded`). An optional `group_type` names a group type other than the classic one
+(absent): "zookeeper" for Kafka 0.8's ZooKeeper-coordinated consumers, which write this schema
+with types of their own (`coordinator.zookeeper.events`).
 
 Types and their extra fields:
 
