@@ -49,6 +49,7 @@ from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import running_server
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.demo import ZkStage, zookeeper_and_node
+from coordinator.zookeeper.server import die_with_parent
 from rebalance.config import CoordinatorConfig
 
 GROUP, TOPIC, PARTITIONS = "churn", "orders", 12
@@ -86,7 +87,7 @@ async def spawn(command: list[str], name: str, log_dir: Path) -> Member:
     log = (log_dir / f"member-{name}.log").open("ab")
     process = await asyncio.create_subprocess_exec(
         sys.executable, *command, stdout=asyncio.subprocess.PIPE, stderr=log,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        env={**os.environ, "PYTHONWARNINGS": "ignore"}, preexec_fn=die_with_parent,
     )  # fmt: skip
     log.close()
     member = Member(name, process)

@@ -17,7 +17,7 @@ from typing import Any
 from coordinator.testing import RunningServer, WireClient, record_batch, running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
-from coordinator.zookeeper.server import free_port
+from coordinator.zookeeper.server import die_with_parent, free_port
 from rebalance.zookeeper.formats import owners_dir
 
 SESSION_MS = 1500
@@ -114,7 +114,10 @@ class Member:
         if event_log is not None:
             command += ["--event-log", str(event_log)]
         process = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+            *command,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            preexec_fn=die_with_parent,
         )
         return cls(process, name)
 

@@ -201,7 +201,8 @@ class ZooKeeperConsumer:
 
     async def stop(self, *, leave: bool = True) -> None:
         """0.8's `shutdown`: stop the watcher and the auto-committer, stop fetching, commit
-        (auto-commit), close the session (its ephemeral znodes go with it)."""
+        (auto-commit), close the session (its ephemeral znodes go with it). Requests wait while
+        ZooKeeper is unreachable, so the commit gets one session timeout at most."""
         if self._shutting_down:
             return
         self._shutting_down = True
@@ -211,7 +212,12 @@ class ZooKeeperConsumer:
         async with self._rebalance_lock:
             await self._stop_fetcher()
             if self._started and self.config.auto_commit_enable:
-                await self._commit_quietly()
+                try:
+                    async with asyncio.timeout(self.config.zookeeper_session_timeout_ms / 1000):
+                        await self._commit_quietly()
+                except TimeoutError:
+                    log.warning("%s: no offset commit at shutdown: ZooKeeper unreachable",
+                                self.consumer_id)  # fmt: skip
             if leave and self._started:
                 self._emit("member_left", reason="leave")
             await self._zk.close()

@@ -33,7 +33,7 @@ from coordinator.testing import RunningServer, running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.offsets_view import group_offsets, render
-from coordinator.zookeeper.server import ZooKeeperServer, free_port
+from coordinator.zookeeper.server import ZooKeeperServer, die_with_parent, free_port
 from rebalance.zookeeper.formats import owner_path, owners_dir
 
 GROUP = "demo-billing"
@@ -134,7 +134,7 @@ async def start_member(connect: str, name: str, events: Path, log_dir: Path) -> 
         "--backoff-ms", str(BACKOFF_MS), "--retries", str(RETRIES),
         "--commit-interval-ms", "1000", "--event-log", str(events),
         stdout=asyncio.subprocess.PIPE, stderr=log,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        env={**os.environ, "PYTHONWARNINGS": "ignore"}, preexec_fn=die_with_parent,
     )  # fmt: skip
     log.close()
     member = ZkMember(name, process)

@@ -14,11 +14,13 @@ let sessions expire in a second. It returns once the server answers the `srvr` c
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,12 +32,23 @@ DEBIAN_CLASSPATH = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simp
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 """A small heap and the quick-starting JIT tier: a test server holds a few thousand znodes."""
+PR_SET_PDEATHSIG = 1
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
 
 class ZooKeeperUnavailable(RuntimeError):
     """No ZooKeeper server could be started here (jars or java missing, or it failed)."""
+
+
+def die_with_parent() -> None:
+    """In a child between fork and exec (`preexec_fn`): let the kernel SIGKILL it when the
+    process that started it dies, however that happens (Linux `PR_SET_PDEATHSIG`; nothing
+    elsewhere). A test run or demo killed outright then leaves no server or member behind."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def classpath() -> str:
@@ -121,7 +134,7 @@ class ZooKeeperServer:
                     [java_command(), *JVM_OPTIONS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                      "-cp", classpath(), MAIN_CLASS, str(config)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True,
+                    start_new_session=True, preexec_fn=die_with_parent,
                 )  # fmt: skip
             finally:
                 log.close()
