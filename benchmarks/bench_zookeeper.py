@@ -32,12 +32,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import os
 import shutil
 import signal
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -48,51 +46,12 @@ from typing import Any
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import running_server
 from coordinator.zookeeper.client import ZooKeeper
-from coordinator.zookeeper.demo import ZkStage, zookeeper_and_node
-from coordinator.zookeeper.server import die_with_parent
+from coordinator.zookeeper.demo import ZkMember, ZkStage, spawn_member, zookeeper_and_node
 from rebalance.config import CoordinatorConfig
 
 GROUP, TOPIC, PARTITIONS = "churn", "orders", 12
 SESSION_MS = 6000
 SETTLE_TIMEOUT_S = 120.0
-
-
-@dataclass
-class Member:
-    """A consumer process and what it last reported."""
-
-    name: str
-    process: asyncio.subprocess.Process
-    consumer_id: str = ""
-    partitions: list[tuple[str, int]] = field(default_factory=list)
-    saw: list[str] = field(default_factory=list)
-    failed_rounds: int = 0
-    reader: asyncio.Task[None] | None = None
-
-    async def follow(self) -> None:
-        assert self.process.stdout is not None
-        async for raw in self.process.stdout:
-            line: dict[str, Any] = json.loads(raw)
-            if line["event"] == "started":
-                self.consumer_id = line["consumer"]
-            elif line["event"] == "assigned" and "consumers" in line:  # ZooKeeper members
-                self.partitions = [(t, p) for t, p in line["partitions"]]
-                self.saw = line["consumers"]
-                self.failed_rounds += line["attempts"] - 1
-            elif line["event"] == "assigned":  # aiokafka members: partitions of the one topic
-                self.partitions = [(TOPIC, p) for p in line["partitions"]]
-
-
-async def spawn(command: list[str], name: str, log_dir: Path) -> Member:
-    log = (log_dir / f"member-{name}.log").open("ab")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, *command, stdout=asyncio.subprocess.PIPE, stderr=log,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"}, preexec_fn=die_with_parent,
-    )  # fmt: skip
-    log.close()
-    member = Member(name, process)
-    member.reader = asyncio.create_task(member.follow())
-    return member
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -112,10 +71,10 @@ class Story:
 
     async def run(
         self,
-        start: Callable[[str], Awaitable[Member]],
-        settled: Callable[[list[Member]], Awaitable[bool]],
+        start: Callable[[str], Awaitable[ZkMember]],
+        settled: Callable[[list[ZkMember]], Awaitable[bool]],
     ) -> None:
-        members: list[Member] = []
+        members: list[ZkMember] = []
         try:
             self.mark("join")
             members += [await start(f"c{i}") for i in range(self.consumers)]
@@ -150,14 +109,14 @@ async def zookeeper_run(data_dir: Path, consumers: int, retries: int) -> Story:
         await admin.start()
         stage = ZkStage(admin, lambda _: None, GROUP)
 
-        async def start(name: str) -> Member:
-            return await spawn([
+        async def start(name: str) -> ZkMember:
+            return await spawn_member([
                 "-m", "coordinator.zookeeper.member", "--zookeeper", connect, "--group", GROUP,
                 "--topic", TOPIC, "--name", name, "--session-ms", str(SESSION_MS),
                 "--retries", str(retries), "--event-log", str(events), "--log-level", "WARNING",
             ], name, data_dir)  # fmt: skip
 
-        async def settled(members: list[Member]) -> bool:
+        async def settled(members: list[ZkMember]) -> bool:
             return await stage.complete(members)
 
         try:
@@ -174,14 +133,14 @@ async def coordinator_run(data_dir: Path, consumers: int) -> Story:
         topics=[(TOPIC, PARTITIONS)], groups=groups, data_dir=data_dir / "node"
     ) as node:
 
-        async def start(name: str) -> Member:
-            return await spawn([
+        async def start(name: str) -> ZkMember:
+            return await spawn_member([
                 "-m", "coordinator.demo_member", "--bootstrap", node.bootstrap, "--group", GROUP,
                 "--topic", TOPIC, "--name", name, "--session-ms", str(SESSION_MS),
                 "--assignor", "range",
             ], name, data_dir)  # fmt: skip
 
-        async def settled(members: list[Member]) -> bool:
+        async def settled(members: list[ZkMember]) -> bool:
             assert groups.runtime is not None
             group = groups.runtime.core.group(GROUP)
             owned = sorted(tp for m in members for tp in m.partitions)

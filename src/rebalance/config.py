@@ -8,7 +8,7 @@ Invalid values raise `ConfigError` whose message starts with the offending key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -72,17 +72,29 @@ class CoordinatorConfig(BaseModel):
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> CoordinatorConfig:
         """Build from Kafka-named properties (values may be strings, as on a command line)."""
-        known = cls.kafka_keys()
-        for key in properties:
-            if key not in known:
-                raise ConfigError(key, "unknown group coordinator setting")
-        try:
-            return cls.model_validate(dict(properties))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            if not first["loc"]:  # the cross-field check: its message names both keys
-                raise ConfigError(
-                    "group.min.session.timeout.ms", first["msg"].removeprefix("Value error, ")
-                ) from None
-            key = ".".join(str(part) for part in first["loc"])
-            raise ConfigError(key, f"{first['msg']} (got {properties.get(key)!r})") from None
+        return validate_properties(
+            cls, properties, "group coordinator", cross_field_key="group.min.session.timeout.ms"
+        )
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate_properties(
+    model: type[Model], properties: Mapping[str, Any], what: str, *, cross_field_key: str
+) -> Model:
+    """`model` from Kafka-named properties; `ConfigError` names the first bad key (an unknown
+    one, or a bad value). A failed cross-field check is reported under `cross_field_key`."""
+    known = {f.alias for f in model.model_fields.values() if f.alias}
+    for key in properties:
+        if key not in known:
+            raise ConfigError(key, f"unknown {what} setting")
+    try:
+        return model.model_validate(dict(properties))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if not first["loc"]:  # the cross-field check: its message names the keys
+            raise ConfigError(cross_field_key, message) from None
+        key = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(key, f"{message} (got {properties.get(key)!r})") from None

@@ -48,6 +48,10 @@ Say = Callable[[str], None]
 
 @dataclass
 class ZkMember:
+    """A member process and what it last reported: a ZooKeeper member
+    (`coordinator.zookeeper.member`), or an aiokafka one (`coordinator.demo_member`, which
+    reports partition numbers of the one topic and nothing about the group it saw)."""
+
     name: str
     process: asyncio.subprocess.Process
     consumer_id: str = ""
@@ -63,10 +67,12 @@ class ZkMember:
             line: dict[str, Any] = json.loads(raw)
             if line["event"] == "started":
                 self.consumer_id = line["consumer"]
-            elif line["event"] == "assigned":
+            elif line["event"] == "assigned" and "consumers" in line:
                 self.partitions = [(t, p) for t, p in line["partitions"]]
                 self.saw = line["consumers"]
                 self.failed_rounds += line["attempts"] - 1
+            elif line["event"] == "assigned":
+                self.partitions = [(TOPIC, p) for p in line["partitions"]]
             elif line["event"] == "consumed":
                 self.consumed = line["count"]
 
@@ -126,20 +132,26 @@ class ZkStage:
         self.previous = owners
 
 
-async def start_member(connect: str, name: str, events: Path, log_dir: Path) -> ZkMember:
+async def spawn_member(arguments: list[str], name: str, log_dir: Path) -> ZkMember:
+    """`python <arguments>` as a member process (stderr to `member-<name>.log`), followed."""
     log = (log_dir / f"member-{name}.log").open("ab")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "coordinator.zookeeper.member", "--zookeeper", connect,
-        "--group", GROUP, "--topic", TOPIC, "--name", name, "--session-ms", str(SESSION_MS),
-        "--backoff-ms", str(BACKOFF_MS), "--retries", str(RETRIES),
-        "--commit-interval-ms", "1000", "--event-log", str(events),
-        stdout=asyncio.subprocess.PIPE, stderr=log,
+        sys.executable, *arguments, stdout=asyncio.subprocess.PIPE, stderr=log,
         env={**os.environ, "PYTHONWARNINGS": "ignore"}, preexec_fn=die_with_parent,
     )  # fmt: skip
     log.close()
     member = ZkMember(name, process)
     member.reader = asyncio.create_task(member.follow())
     return member
+
+
+async def start_member(connect: str, name: str, events: Path, log_dir: Path) -> ZkMember:
+    return await spawn_member([
+        "-m", "coordinator.zookeeper.member", "--zookeeper", connect, "--group", GROUP,
+        "--topic", TOPIC, "--name", name, "--session-ms", str(SESSION_MS),
+        "--backoff-ms", str(BACKOFF_MS), "--retries", str(RETRIES),
+        "--commit-interval-ms", "1000", "--event-log", str(events),
+    ], name, log_dir)  # fmt: skip
 
 
 @asynccontextmanager

@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rebalance.config import INT32_MAX, ConfigError
+from rebalance.config import INT32_MAX, validate_properties
 
 _LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]*")
 
@@ -95,14 +95,6 @@ class ZooKeeperConsumerConfig(BaseModel):
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> ZooKeeperConsumerConfig:
         """Build from 0.8 property names; a bad key or value raises `ConfigError` naming it."""
-        known = cls.kafka_keys()
-        for key in properties:
-            if key not in known:
-                raise ConfigError(key, "unknown ZooKeeper consumer setting")
-        try:
-            return cls.model_validate(dict(properties))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(part) for part in first["loc"]) or "group.id"
-            message = str(first["msg"]).removeprefix("Value error, ")
-            raise ConfigError(key, f"{message} (got {properties.get(key)!r})") from None
+        return validate_properties(
+            cls, properties, "ZooKeeper consumer", cross_field_key="group.id"
+        )
