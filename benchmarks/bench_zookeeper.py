@@ -128,6 +128,7 @@ async def zookeeper_run(data_dir: Path, consumers: int, retries: int) -> Story:
 
 async def coordinator_run(data_dir: Path, consumers: int) -> Story:
     story = Story(consumers)
+    data_dir.mkdir(parents=True, exist_ok=True)  # the node's data dir goes inside
     groups = GroupCoordinatorExtension(CoordinatorConfig())
     async with running_server(
         topics=[(TOPIC, PARTITIONS)], groups=groups, data_dir=data_dir / "node"
