@@ -101,6 +101,8 @@ class ServerApp:
             await self._stack.enter_async_context(extension(broker))
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
+            if name in broker.internal_topics:
+                raise OperationalError(f"topic {name} is internal: it cannot be created")
             topic = topics.create(name, partitions)
             if len(topic.partitions) != partitions:
                 logger.warning(

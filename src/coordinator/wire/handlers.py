@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from kio.static.protocol import ResponsePayload
 
 from coordinator.config import ServerConfig
+from coordinator.log.internal import InternalTopics
 from coordinator.wire.codec import EncodedBody, kio_versions
 from coordinator.wire.listener import advertisable_host
 
@@ -140,6 +141,8 @@ class Broker:
     port: int
     data_dir: Path
     services: Services = field(default_factory=Services)
+    internal_topics: InternalTopics = field(default_factory=InternalTopics)
+    """Topics the node's services own (`__consumer_offsets`): see `coordinator.log.internal`."""
     closing: bool = False
 
     @property
@@ -149,6 +152,9 @@ class Broker:
     def partition_count(self, topic: str) -> int | None:
         """How many partitions `topic` has on this node; None if there is no such topic (what
         Kafka's brokers ask their metadata cache before accepting offsets for a partition)."""
+        internal = self.internal_topics.get(topic)
+        if internal is not None:
+            return internal.partition_count
         found = self.topics.get(topic)
         return None if found is None else len(found.partitions)
 
