@@ -527,6 +527,9 @@ class Membership:
         if group.state is GroupState.JOINING:
             raise CoordinatorError(ErrorCode.REBALANCE_IN_PROGRESS)
         group.pending_sync.discard(member.member_id)
+        if not group.pending_sync:
+            # Everyone synced: the expiry could change nothing; Kafka cancels it here too.
+            self.state.cancel(result, sync_key(group.group_id))
         if group.state is GroupState.STABLE:
             result.reply(token, self._sync_reply(group, member))
             return
