@@ -249,3 +249,49 @@ async def test_members_that_never_sync_are_removed_and_the_synced_leader_rebalan
         finally:
             for c in clients:
                 await c.close()
+
+
+OFFSET_DELETE = 47
+
+
+async def delete_offsets(
+    client: WireClient, group: str, partitions: Mapping[str, Sequence[int]]
+) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+    response = await client.request(
+        OFFSET_DELETE,
+        0,
+        {
+            "group_id": group,
+            "topics": [
+                {"name": t, "partitions": [{"partition_index": p} for p in ps]}
+                for t, ps in partitions.items()
+            ],
+        },
+    )
+    errors = {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+    return response.error_code, errors
+
+
+async def test_offset_delete_refuses_missing_partitions_and_deletes_the_others(
+    client: WireClient,
+) -> None:
+    """Kafka's broker checks OffsetDelete's partitions as it checks OffsetCommit's."""
+    assert await commit(client, 9, "old", {"t1": [(0, 3), (1, 4)]}) == {
+        ("t1", 0): ErrorCode.none,
+        ("t1", 1): ErrorCode.none,
+    }
+    error, errors = await delete_offsets(client, "old", {"t1": [0, 5], "nope": [0]})
+    assert error is ErrorCode.none
+    assert errors == {("t1", 0): ErrorCode.none, ("t1", 5): UNKNOWN, ("nope", 0): UNKNOWN}
+    assert await fetch(client, 8, "old", None) == {("t1", 1): (4, ErrorCode.none)}
+
+
+async def test_offset_delete_still_reports_the_group_error(client: WireClient) -> None:
+    """The coordinator is asked even with no partition left: an unknown group is
+    GROUP_ID_NOT_FOUND, which replaces the per-partition answers."""
+    assert await delete_offsets(client, "missing", {"nope": [0]}) == (
+        ErrorCode.group_id_not_found,
+        {},
+    )
