@@ -6,6 +6,8 @@ infrastructure answers itself; the group coordinator registers the group APIs ne
 
 from coordinator.wire.apis import (
     api_versions,
+    create_topics,
+    delete_topics,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -22,6 +24,8 @@ BUILTIN_APIS = (
     fetch,
     list_offsets,
     init_producer_id,
+    create_topics,
+    delete_topics,
 )
 
 __all__ = ["BUILTIN_APIS"]
