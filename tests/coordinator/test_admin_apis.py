@@ -1,5 +1,6 @@
 """The topic admin APIs over a real connection, at every advertised version: CreateTopics,
-DeleteTopics (and what they do to Metadata, logs and groups' committed offsets)."""
+DeleteTopics, CreatePartitions, DeleteRecords, DescribeCluster (and what they do to Metadata,
+logs, Fetch, ListOffsets and groups' committed offsets)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
-from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.testing import (
+    RunningServer,
+    WireClient,
+    read_records,
+    record_batch,
+    running_server,
+)
 
-PRODUCE, FETCH, METADATA, OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 0, 1, 3, 8, 9, 18
-CREATE_TOPICS, DELETE_TOPICS = 19, 20
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
+API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS = 18, 19, 20, 21
+CREATE_PARTITIONS, DESCRIBE_CLUSTER = 37, 60
 DEFAULT_SOURCE, TOPIC_SOURCE = 5, 1
 
 
@@ -74,6 +82,41 @@ async def delete(client: WireClient, version: int, *topics: str | uuid.UUID) -> 
     return await client.request(DELETE_TOPICS, version, {**values, "timeout": 5000})
 
 
+async def produce(client: WireClient, partition: int, *values: bytes) -> Any:
+    response = await client.request(
+        PRODUCE,
+        9,
+        {"acks": -1, "timeout": 1000, "topic_data": [
+            {"name": "t1", "partition_data": [
+                {"index": partition, "records": record_batch(list(values))}]}]},
+    )  # fmt: skip
+    return response.responses[0].partition_responses[0]
+
+
+async def fetch(client: WireClient, partition: int, offset: int, version: int = 12) -> Any:
+    response = await client.request(
+        FETCH,
+        version,
+        {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+         "session_id": 0, "session_epoch": -1, "topics": [
+             {"topic": "t1", "partitions": [
+                 {"partition": partition, "fetch_offset": offset,
+                  "partition_max_bytes": 1 << 20}]}]},
+    )  # fmt: skip
+    return response.responses[0].partitions[0]
+
+
+async def earliest(client: WireClient, partition: int) -> int:
+    response = await client.request(
+        LIST_OFFSETS,
+        7,
+        {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "t1", "partitions": [
+                {"partition_index": partition, "timestamp": -2, "current_leader_epoch": -1}]}]},
+    )  # fmt: skip
+    return int(response.topics[0].partitions[0].offset)
+
+
 async def metadata(client: WireClient, *names: str) -> dict[str, Any]:
     response = await client.request(
         METADATA,
@@ -89,6 +132,9 @@ async def test_api_versions_advertises_the_admin_apis(client: WireClient) -> Non
     versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert versions[CREATE_TOPICS] == (2, 7)
     assert versions[DELETE_TOPICS] == (1, 6)
+    assert versions[CREATE_PARTITIONS] == (0, 3)
+    assert versions[DELETE_RECORDS] == (0, 2)
+    assert versions[DESCRIBE_CLUSTER] == (0, 2)
 
 
 @pytest.mark.parametrize("version", range(2, 8))
@@ -214,13 +260,7 @@ async def test_delete_topics_at_every_version(
 ) -> None:
     topic = node.broker.topics.get("t1")
     assert topic is not None
-    await client.request(
-        PRODUCE,
-        9,
-        {"acks": -1, "timeout": 1000, "topic_data": [
-            {"name": "t1", "partition_data": [{"index": 0, "records": record_batch([b"a"])}]}
-        ]},
-    )  # fmt: skip
+    await produce(client, 0, b"a")
     directory = node.data_dir / "topics" / "t1"
     assert directory.is_dir()
     response = await delete(client, version, topic.topic_id if version >= 6 else "t1")
@@ -236,15 +276,8 @@ async def test_delete_topics_at_every_version(
     # The same name again is a new, empty topic with a new id.
     again = await create(client, 7, new_topic("t1", 1, 1))
     assert again.topics[0].topic_id not in (uuid_zero, topic.topic_id)
-    fetched = await client.request(
-        FETCH,
-        12,
-        {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-         "session_id": 0, "session_epoch": -1, "topics": [
-             {"topic": "t1", "partitions": [
-                 {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]},
-    )  # fmt: skip
-    assert fetched.responses[0].partitions[0].high_watermark == 0
+    fetched = await fetch(client, 0, 0)
+    assert fetched.high_watermark == 0
 
 
 async def test_delete_topics_refusals(node: RunningServer, client: WireClient) -> None:
@@ -292,3 +325,173 @@ async def test_delete_topics_removes_groups_committed_offsets(
         OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False}
     )
     assert [t.name for t in fetched.topics] == ["kept"]
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+async def test_create_partitions_at_every_version(
+    node: RunningServer, client: WireClient, version: int
+) -> None:
+    response = await client.request(
+        CREATE_PARTITIONS,
+        version,
+        {"topics": [{"name": "t1", "count": 5, "assignments": None}], "timeout": 5000,
+         "validate_only": False},
+    )  # fmt: skip
+    assert [(r.name, r.error_code) for r in response.results] == [("t1", ErrorCode.none)]
+    assert len((await metadata(client, "t1"))["t1"].partitions) == 5
+    assert (await produce(client, 4, b"new")).error_code is ErrorCode.none
+
+
+async def test_create_partitions_refusals_and_validate_only(
+    node: RunningServer, client: WireClient
+) -> None:
+    node_id = node.broker.node_id
+
+    async def grow(*topics: dict[str, Any], validate_only: bool = False) -> list[Any]:
+        response = await client.request(
+            CREATE_PARTITIONS,
+            3,
+            {"topics": list(topics), "timeout": 5000, "validate_only": validate_only},
+        )
+        return [(r.name, r.error_code) for r in response.results]
+
+    await create(client, 7, new_topic("other", 1, 1))
+    assert await grow(
+        {"name": "t1", "count": 3, "assignments": None},
+        {"name": "other", "count": 0, "assignments": None},
+        {"name": "missing", "count": 4, "assignments": None},
+    ) == [
+        ("t1", ErrorCode.invalid_partitions),  # already has 3
+        ("other", ErrorCode.invalid_partitions),  # fewer
+        ("missing", ErrorCode.unknown_topic_or_partition),
+    ]
+    assert await grow(
+        {"name": "t1", "count": 5, "assignments": [{"broker_ids": [node_id]}]},
+        {"name": "other", "count": 2, "assignments": [{"broker_ids": [node_id + 7]}]},
+    ) == [
+        ("t1", ErrorCode.invalid_replica_assignment),
+        ("other", ErrorCode.invalid_replica_assignment),
+    ]
+    assert (
+        await grow(
+            {"name": "t1", "count": 4, "assignments": None},
+            {"name": "t1", "count": 5, "assignments": None},
+        )
+        == [("t1", ErrorCode.invalid_request)] * 2
+    )
+    assert await grow({"name": "t1", "count": 9, "assignments": None}, validate_only=True) == [
+        ("t1", ErrorCode.none)
+    ]
+    topic = node.broker.topics.get("t1")
+    assert topic is not None and len(topic.partitions) == 3
+    assert await grow(
+        {"name": "t1", "count": 5, "assignments": [{"broker_ids": [node_id]}] * 2}
+    ) == [("t1", ErrorCode.none)]
+    assert len(topic.partitions) == 5
+
+
+async def test_grown_partitions_survive_a_restart(tmp_path: Any) -> None:
+    async with running_server(topics=[("t1", 1)], data_dir=tmp_path) as node:
+        client = await WireClient.connect(node.host, node.port)
+        await client.request(
+            CREATE_PARTITIONS,
+            1,
+            {"topics": [{"name": "t1", "count": 3}], "timeout": 5000, "validate_only": False},
+        )
+        await produce(client, 2, b"x")
+        await client.close()
+    async with running_server(data_dir=tmp_path) as node:
+        topic = node.broker.topics.get("t1")
+        assert topic is not None and len(topic.partitions) == 3
+        assert topic.partitions[2].high_watermark == 1
+
+
+async def delete_records(client: WireClient, version: int, *offsets: tuple[int, int]) -> Any:
+    response = await client.request(
+        DELETE_RECORDS,
+        version,
+        {"topics": [{"name": "t1", "partitions": [
+            {"partition_index": p, "offset": o} for p, o in offsets]}], "timeout": 5000},
+    )  # fmt: skip
+    return [
+        (p.partition_index, p.error_code, p.low_watermark) for p in response.topics[0].partitions
+    ]
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+async def test_delete_records_moves_the_log_start_at_every_version(
+    client: WireClient, version: int
+) -> None:
+    for value in (b"a", b"b", b"c", b"d"):
+        await produce(client, 0, value)
+    assert await delete_records(client, version, (0, 2)) == [(0, ErrorCode.none, 2)]
+    below = await fetch(client, 0, 1)
+    assert below.error_code is ErrorCode.offset_out_of_range
+    at = await fetch(client, 0, 2)
+    assert (at.error_code, at.log_start_offset) == (ErrorCode.none, 2)
+    assert [r.value for r in read_records(at.records)] == [b"c", b"d"]
+    assert await earliest(client, 0) == 2
+    assert (await produce(client, 0, b"e")).log_start_offset == 2
+
+
+async def test_delete_records_edges(client: WireClient) -> None:
+    await produce(client, 0, b"a", b"b", b"c")
+    await produce(client, 1, b"x")
+    assert await delete_records(client, 2, (0, 2), (1, 5), (9, 0)) == [
+        (0, ErrorCode.none, 2),
+        (1, ErrorCode.offset_out_of_range, -1),  # past the high watermark
+        (9, ErrorCode.unknown_topic_or_partition, -1),
+    ]
+    # Never backwards; -1 means the high watermark.
+    assert await delete_records(client, 2, (0, 1), (1, -1)) == [
+        (0, ErrorCode.none, 2),
+        (1, ErrorCode.none, 1),
+    ]
+    assert await delete_records(client, 2, (0, -5)) == [(0, ErrorCode.offset_out_of_range, -1)]
+    # Offset 2 is inside the batch of a, b, c: the whole batch is served, as Kafka serves it
+    # (consumers skip records below the offset they asked for).
+    inside = await fetch(client, 0, 2)
+    assert [r.value for r in read_records(inside.records)] == [b"a", b"b", b"c"]
+    assert await delete_records(client, 2, (0, 3)) == [(0, ErrorCode.none, 3)]
+    empty = await fetch(client, 0, 3)
+    assert (empty.error_code, empty.records) == (ErrorCode.none, b"")
+
+
+async def test_log_start_offset_survives_a_restart(tmp_path: Any) -> None:
+    async with running_server(topics=[("t1", 1)], data_dir=tmp_path) as node:
+        client = await WireClient.connect(node.host, node.port)
+        for value in (b"a", b"b", b"c"):
+            await produce(client, 0, value)
+        await delete_records(client, 1, (0, 2))
+        await client.close()
+    async with running_server(data_dir=tmp_path) as node:
+        client = await WireClient.connect(node.host, node.port)
+        assert await earliest(client, 0) == 2
+        assert (await fetch(client, 0, 0)).error_code is ErrorCode.offset_out_of_range
+        await client.close()
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+async def test_describe_cluster_at_every_version(
+    node: RunningServer, client: WireClient, version: int
+) -> None:
+    response = await client.request(
+        DESCRIBE_CLUSTER,
+        version,
+        {"include_cluster_authorized_operations": False, "endpoint_type": 1,
+         "include_fenced_brokers": False},
+    )  # fmt: skip
+    assert response.error_code is ErrorCode.none
+    assert response.cluster_id == node.broker.config.cluster_id
+    assert response.controller_id == node.broker.node_id
+    assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [
+        (node.broker.node_id, node.host, node.port)
+    ]
+
+
+async def test_describe_cluster_has_no_controller_endpoints(client: WireClient) -> None:
+    response = await client.request(
+        DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 2}
+    )
+    assert response.error_code is ErrorCode.mismatched_endpoint_type
+    assert response.brokers == ()

@@ -6,8 +6,11 @@ infrastructure answers itself; the group coordinator registers the group APIs ne
 
 from coordinator.wire.apis import (
     api_versions,
+    create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
+    describe_cluster,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -26,6 +29,9 @@ BUILTIN_APIS = (
     init_producer_id,
     create_topics,
     delete_topics,
+    create_partitions,
+    delete_records,
+    describe_cluster,
 )
 
 __all__ = ["BUILTIN_APIS"]
