@@ -6,6 +6,11 @@ infrastructure answers itself; the group coordinator registers the group APIs ne
 
 from coordinator.wire.apis import (
     api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -22,6 +27,11 @@ BUILTIN_APIS = (
     fetch,
     list_offsets,
     init_producer_id,
+    create_topics,
+    delete_topics,
+    create_partitions,
+    delete_records,
+    describe_cluster,
 )
 
 __all__ = ["BUILTIN_APIS"]
