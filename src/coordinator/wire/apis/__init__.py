@@ -5,14 +5,17 @@ infrastructure answers itself; the group coordinator registers the group APIs ne
 """
 
 from coordinator.wire.apis import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
     delete_records,
     delete_topics,
     describe_cluster,
+    describe_configs,
     fetch,
     find_coordinator,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
@@ -32,6 +35,9 @@ BUILTIN_APIS = (
     create_partitions,
     delete_records,
     describe_cluster,
+    describe_configs,
+    alter_configs,
+    incremental_alter_configs,
 )
 
 __all__ = ["BUILTIN_APIS"]

@@ -23,6 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
+from coordinator.described_configs import BrokerSettings
 from coordinator.log.topic_configs import (
     InvalidConfigError,
     describe_topic_configs,
@@ -159,7 +160,7 @@ def _create(topic: Any, validate_only: bool, ctx: RequestContext) -> dict[str, A
     topic_id = uuid_zero
     if not validate_only:
         topic_id = broker.topics.create(name, partitions, configs).topic_id
-    described = describe_topic_configs(configs, broker.config.explicit_settings())
+    described = describe_topic_configs(configs, broker.services.get(BrokerSettings).explicit())
     return {
         "name": name,
         "topic_id": topic_id,
