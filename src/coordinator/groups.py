@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.data_dir import DirectoryLock
+from coordinator.described_configs import BrokerSettings, model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
 from coordinator.group_apis import MODULES
@@ -95,6 +96,8 @@ class GroupCoordinatorExtension:
                 broker.config.cluster_id,
             )
             broker.services.add(runtime)
+            broker.services.get(BrokerSettings).add(lambda: model_entries(self.config))
+            stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
             self.runtime = runtime
             if lock is not None:
                 lock.keep()  # started: from now on the directory holds the log, a failure or not

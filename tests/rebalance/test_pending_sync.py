@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rebalance.errors import ErrorCode
-from rebalance.records import GroupMetadataRecord, sync_key
+from rebalance.records import GroupMetadataRecord
 from rebalance.testing import GroupHarness
+from rebalance.timers import sync_key
 
 G = "group-id"
 R = 5000

@@ -114,6 +114,4 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
 
 
 async def _submit(command: OffsetCommit, ctx: RequestContext) -> OffsetCommitReply:
-    reply = await runtime(ctx).submit(command)
-    assert isinstance(reply, OffsetCommitReply)
-    return reply
+    return await runtime(ctx).submit(command)

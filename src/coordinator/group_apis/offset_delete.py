@@ -15,7 +15,6 @@ from coordinator.group_apis.common import runtime
 from coordinator.wire.handlers import RequestContext, ResponseValue
 from rebalance.commands import OffsetDelete
 from rebalance.errors import ErrorCode
-from rebalance.replies import OffsetDeleteReply
 
 API_KEY = 47
 VERSIONS = range(0, 1)
@@ -38,7 +37,6 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         (t.name, tuple(p.partition_index for p in t.partitions)) for t in request.topics
     )
     reply = await runtime(ctx).submit(OffsetDelete(request.group_id, _known(requested, ctx)))
-    assert isinstance(reply, OffsetDeleteReply)
     answered = {(t, p): code for t, parts in reply.topics for p, code in parts}
     topics = (
         []
