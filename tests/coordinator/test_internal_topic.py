@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -15,6 +16,7 @@ from coordinator.testing import RunningServer, WireClient, record_batch, running
 PRODUCE, METADATA, OFFSET_COMMIT = 0, 3, 8
 OFFSETS = "__consumer_offsets"
 SETTINGS = ["offsets.topic.num.partitions=7", "auto.create.topics.enable=true"]
+UNKNOWN = ErrorCode.unknown_topic_or_partition
 
 
 @pytest.fixture
@@ -171,3 +173,75 @@ async def test_an_ordinary_topic_of_that_name_in_the_data_dir_stops_the_start(
         async with running_server(data_dir=tmp_path):
             pass
     assert (tmp_path / "topics" / OFFSETS / "topic.json").exists()
+
+
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
+
+
+async def offsets_topic_id(client: WireClient) -> Any:
+    listed = await client.request(METADATA, 13, {"topics": None})
+    (topic_id,) = [t.topic_id for t in listed.topics if t.name == OFFSETS]
+    return topic_id
+
+
+@pytest.mark.parametrize("version", [2, 5, 7])
+async def test_create_topics_answers_that_it_exists(client: WireClient, version: int) -> None:
+    response = await client.request(
+        CREATE_TOPICS,
+        version,
+        {
+            "topics": [
+                {"name": OFFSETS, "num_partitions": 3, "replication_factor": 1,
+                 "assignments": [], "configs": []}
+            ],
+            "timeout": 5000,
+            "validate_only": False,
+        },
+    )  # fmt: skip
+    assert response.topics[0].error_code is ErrorCode.topic_already_exists
+
+
+@pytest.mark.parametrize("version", [1, 4, 6])
+async def test_delete_topics_refuses_it(
+    node: RunningServer, client: WireClient, version: int
+) -> None:
+    """DIFFERS from Kafka, which would delete it (see coordinator.log.internal)."""
+    if version >= 6:
+        values: dict[str, Any] = {
+            "topics": [{"name": None, "topic_id": await offsets_topic_id(client)}]
+        }
+    else:
+        values = {"topic_names": [OFFSETS]}
+    response = await client.request(DELETE_TOPICS, version, {**values, "timeout": 5000})
+    (answer,) = response.responses
+    assert answer.error_code is ErrorCode.invalid_topic_exception
+    if version >= 5:
+        assert "internal topic" in answer.error_message
+    assert node.broker.internal_topics.get(OFFSETS) is not None
+
+
+@pytest.mark.parametrize("version", [0, 2])
+async def test_delete_records_of_it_is_refused_as_kafka_refuses_it(
+    client: WireClient, version: int
+) -> None:
+    response = await client.request(
+        DELETE_RECORDS,
+        version,
+        {"topics": [{"name": OFFSETS, "partitions": [
+            {"partition_index": p, "offset": 0} for p in (0, 7)]}], "timeout": 5000},
+    )  # fmt: skip
+    errors = [(p.partition_index, p.error_code) for p in response.topics[0].partitions]
+    assert errors == [(0, ErrorCode.invalid_topic_exception), (7, UNKNOWN)]
+
+
+async def test_create_partitions_cannot_grow_it(client: WireClient) -> None:
+    """DIFFERS from Kafka, which would grow it and move groups between partitions."""
+    response = await client.request(
+        CREATE_PARTITIONS,
+        3,
+        {"topics": [{"name": OFFSETS, "count": 9, "assignments": None}], "timeout": 5000,
+         "validate_only": False},
+    )  # fmt: skip
+    assert response.results[0].error_code is ErrorCode.invalid_topic_exception
+    listed = await client.request(METADATA, 13, {"topics": [{"name": OFFSETS}]})
+    assert len(listed.topics[0].partitions) == 7
