@@ -221,7 +221,7 @@ def bench_add_model(n: int) -> tuple[float, float]:
     for m in models:
         machine.add_model(m, initial=GroupState.STABLE)
     theirs = time.perf_counter() - start
-    from rebalance.group import Group
+    from rebalance.classic.group import Group
     from rebalance.lifecycle import fire
 
     start = time.perf_counter()

@@ -52,7 +52,10 @@ async def _serve(kind: str, ready: Connection) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         # "groups-no-events": the same node without its event log (bench_event_log.py).
         groups = GroupCoordinatorExtension(GROUP_CONFIG, seed=1, event_log=kind == "groups")
-        async with running_server(data_dir=Path(scratch), groups=groups) as node:
+        # `commit_load` commits to orders' partitions: offsets are taken only for partitions
+        # that exist.
+        topics = [("orders", 10)]
+        async with running_server(data_dir=Path(scratch), groups=groups, topics=topics) as node:
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)

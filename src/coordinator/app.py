@@ -19,8 +19,10 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+from coordinator.cluster_settings import CLUSTER_ONLY
 from coordinator.config import ServerConfig
 from coordinator.data_dir import DirectoryLock
+from coordinator.described_configs import BrokerSettings, model_entries, table_entries
 from coordinator.errors import OperationalError
 from coordinator.log.partition import LogCorruptError
 from coordinator.log.producer_ids import ProducerIdAllocator
@@ -96,9 +98,17 @@ class ServerApp:
         host, port = listener.getsockname()[:2]
         broker = Broker(self.config, topics, builtin_registry(), host, port, self.data_dir)
         broker.services.add(ProducerIdAllocator(self.data_dir))
+        settings = BrokerSettings()
+        settings.add(lambda: model_entries(self.config))
+        settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
+        broker.services.add(settings)
         self.broker = broker
         for extension in self._extensions:
             await self._stack.enter_async_context(extension(broker))
+        if self.config.cluster_only:
+            given = ", ".join(f"{k}={v}" for k, v in sorted(self.config.cluster_only.items()))
+            logger.warning("these settings only matter on a cluster; on this one node they have "
+                           "no effect: %s", given)  # fmt: skip
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
             topic = topics.create(name, partitions)

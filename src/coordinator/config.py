@@ -5,6 +5,8 @@ are parsed by `parse_settings`, which offers every key this model does not know 
 `claim` callables it is given (the group coordinator's own settings, e.g.
 `group.initial.rebalance.delay.ms`, live in `rebalance.config` and are claimed there). A key
 nobody claims, or a value that does not validate, is rejected with a message naming the key.
+Settings that only matter on a cluster (`coordinator.cluster_settings`) are accepted and kept in
+`ServerConfig.cluster_only`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
 
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
 
@@ -33,6 +37,8 @@ class ServerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     auto_create_topics_enable: bool = Field(default=True, alias="auto.create.topics.enable")
+    delete_topic_enable: bool = Field(default=True, alias="delete.topic.enable")
+    """False: DeleteTopics answers TOPIC_DELETION_DISABLED."""
     num_partitions: int = Field(default=1, ge=1, le=100_000, alias="num.partitions")
     socket_request_max_bytes: int = Field(
         default=DEFAULT_SOCKET_REQUEST_MAX_BYTES, ge=64, alias="socket.request.max.bytes"
@@ -43,6 +49,8 @@ class ServerConfig(BaseModel):
     advertised_port: int | None = Field(default=None, ge=1, le=65535, alias="advertised.port")
     """Port given to clients; default: the bound port (useful with port 0)."""
     cluster_id: str = Field(default="rebalance-cluster", min_length=1, alias="cluster.id")
+    cluster_only: dict[str, str] = Field(default_factory=dict)
+    """Settings that only matter on a cluster, as given (see `coordinator.cluster_settings`)."""
 
     @classmethod
     def kafka_keys(cls) -> frozenset[str]:
@@ -78,10 +86,17 @@ def parse_settings(
     """
     own_keys = ServerConfig.kafka_keys()
     values: dict[str, Any] = dict(base or {})
+    cluster_only: dict[str, str] = dict(values.pop("cluster_only", {}))
     for text in assignments:
         key, raw = split_assignment(text)
         if key in own_keys:
             values[_KEY_ALIASES.get(key, key)] = raw
+            continue
+        if key in CLUSTER_ONLY:
+            try:
+                cluster_only[key] = check_cluster_setting(key, raw)
+            except ValueError as exc:
+                raise ConfigError(f"bad value for {key}: {exc}") from None
             continue
         try:
             claimed = any(claim(key, raw) for claim in claims)
@@ -89,6 +104,8 @@ def parse_settings(
             raise ConfigError(f"bad value for {key}: {exc}") from exc
         if not claimed:
             raise ConfigError(f"unknown setting {key!r}")
+    if cluster_only:
+        values["cluster_only"] = cluster_only
     try:
         return ServerConfig.model_validate(values)
     except ValidationError as exc:

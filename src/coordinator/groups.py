@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.data_dir import DirectoryLock
+from coordinator.described_configs import BrokerSettings, model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
 from coordinator.group_apis import MODULES
@@ -81,6 +82,8 @@ class GroupCoordinatorExtension:
             for module in MODULES:
                 broker.registry.register(module)
             broker.services.add(runtime)
+            broker.services.get(BrokerSettings).add(lambda: model_entries(self.config))
+            stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
             self.runtime = runtime
             if lock is not None:
                 lock.keep()  # started: from now on the directory holds the log, a failure or not

@@ -13,11 +13,11 @@ import json
 from typing import Any
 
 from coordinator.store.base import StoredRecord
-from rebalance.group import OffsetAndMetadata
 from rebalance.records import (
     GroupMetadataRecord,
     GroupMetadataValue,
     MemberMetadataValue,
+    OffsetAndMetadata,
     OffsetCommitRecord,
     Record,
 )

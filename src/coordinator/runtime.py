@@ -23,20 +23,24 @@ import asyncio
 import logging
 import time
 from collections.abc import Hashable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from coordinator import record_codec
 from coordinator.event_log import EventLog, epoch_offset_ms
 from rebalance.commands import Command, Heartbeat
 from rebalance.core import GroupCoordinatorCore
+from rebalance.effects import Cancel, Result
 from rebalance.errors import ErrorCode
-from rebalance.records import Cancel, Record, Result, TimerKey
-from rebalance.replies import AnyReply, HeartbeatReply, error_reply
+from rebalance.records import Record
+from rebalance.replies import AnyReply, HeartbeatReply
+from rebalance.timers import TimerKey
 
 if TYPE_CHECKING:
     from coordinator.store.base import RecordStore, StoredRecord
 
 log = logging.getLogger("coordinator.runtime")
+
+R = TypeVar("R", bound=AnyReply)
 
 
 class MonotonicClock:
@@ -59,7 +63,7 @@ class GroupRuntime:
         self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
         self._deadlines: dict[TimerKey, int] = {}
         self._offset_ms = 0.0
-        self._waiting: dict[Hashable, tuple[asyncio.Future[AnyReply], Command]] = {}
+        self._waiting: dict[Hashable, tuple[asyncio.Future[Any], Command[AnyReply]]] = {}
         self._last_write: asyncio.Future[None] | None = None
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,8 +127,11 @@ class GroupRuntime:
         assert isinstance(reply.response, HeartbeatReply)
         return reply.response
 
-    async def submit(self, command: Command) -> AnyReply:
-        """Run one command; resolves when its reply may be sent (maybe much later: parked)."""
+    async def submit(self, command: Command[R]) -> R:
+        """Run one command; resolves when its reply may be sent (maybe much later: parked).
+
+        The reply is the command's own reply type: the core answers a command's token only
+        with the reply its `Command[R]` declares (the cast below states that contract)."""
         loop = self._running_loop()
         self._next_token += 1
         token = self._next_token
@@ -137,14 +144,23 @@ class GroupRuntime:
         ):
             # Fast path (heartbeats, fetches): nothing to make durable, nothing pending.
             self._carry_out(result)
-            return result.replies[0].response
-        future: asyncio.Future[AnyReply] = loop.create_future()
+            return cast(R, result.replies[0].response)
+        future: asyncio.Future[R] = loop.create_future()
         self._waiting[token] = (future, command)
         self._carry_out(result)
         try:
             return await future
         finally:
             self._waiting.pop(token, None)
+
+    async def topics_deleted(self, topics: list[str]) -> None:
+        """Remove the committed offsets of deleted topics; returns once that is durable (a
+        failed write is logged and its partitions reloaded, as for any write)."""
+        self._running_loop()
+        self._carry_out(self.core.topics_deleted(topics, self._clock.now_ms()))
+        barrier = self._pending_write()
+        if barrier is not None:
+            await asyncio.wait([barrier])
 
     # -- effects --------------------------------------------------------------------------
     def _carry_out(self, result: Result) -> None:
@@ -236,7 +252,7 @@ class GroupRuntime:
         for reply in result.replies:
             entry = self._waiting.get(reply.token)
             if entry is not None and not entry[0].done():
-                entry[0].set_result(error_reply(entry[1], ErrorCode.NOT_COORDINATOR))
+                entry[0].set_result(entry[1].error_reply(ErrorCode.NOT_COORDINATOR))
         partitions = sorted({self.core.partition_for(r.group_id) for r in result.records})
         self._running_loop().create_task(self._reload(partitions))
 

@@ -22,18 +22,11 @@ from rebalance.commands import (
 )
 from rebalance.config import ConfigError, CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
+from rebalance.effects import Cancel, Reply, Result, Schedule
 from rebalance.errors import CoordinatorError, ErrorCode, IllegalTransition
 from rebalance.lifecycle import GroupState
 from rebalance.placement import java_string_hash, partition_for
-from rebalance.records import (
-    Cancel,
-    GroupMetadataRecord,
-    OffsetCommitRecord,
-    Record,
-    Reply,
-    Result,
-    Schedule,
-)
+from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from rebalance.rng import RandomSource, SplitMix64
 
 __all__ = [

@@ -4,11 +4,46 @@ The wire layer fills these from any request version; `version` is kept where the
 behaviour depends on it (MEMBER_ID_REQUIRED from JoinGroup v4, SkipAssignment from v9,
 GROUP_ID_NOT_FOUND for OffsetCommit v9+, ...). Fields a version lacks take Kafka's defaults
 (e.g. generation -1, member id "", no instance id).
+
+Every command is a `Command[R]`: `R` is the reply type that answers it, so the core's dispatch,
+the runtime and the wire adapters know the reply's type statically, and `error_reply` builds the
+answer for a request that fails as a whole (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from rebalance.errors import ErrorCode
+from rebalance.replies import (
+    AnyReply,
+    DeleteGroupsReply,
+    DescribedGroup,
+    DescribeGroupsReply,
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    ListGroupsReply,
+    OffsetCommitReply,
+    OffsetDeleteReply,
+    OffsetFetchReply,
+    SyncGroupReply,
+)
+
+R_co = TypeVar("R_co", bound=AnyReply, covariant=True)
+
+
+class Command(Generic[R_co]):
+    """A request to the core, answered by an `R_co`."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def error_reply(self, code: ErrorCode) -> R_co:
+        """The reply when the whole request fails with `code`."""
+
 
 #: The newest request versions the core knows; commands default to them.
 LATEST_JOIN_VERSION = 9
@@ -16,7 +51,7 @@ LATEST_COMMIT_VERSION = 9
 
 
 @dataclass(frozen=True, slots=True)
-class JoinGroup:
+class JoinGroup(Command[JoinGroupReply]):
     group_id: str
     member_id: str
     protocol_type: str
@@ -29,9 +64,12 @@ class JoinGroup:
     reason: str | None = None
     version: int = LATEST_JOIN_VERSION
 
+    def error_reply(self, code: ErrorCode) -> JoinGroupReply:
+        return JoinGroupReply(code, member_id=self.member_id)
+
 
 @dataclass(frozen=True, slots=True)
-class SyncGroup:
+class SyncGroup(Command[SyncGroupReply]):
     group_id: str
     generation_id: int
     member_id: str
@@ -41,14 +79,20 @@ class SyncGroup:
     protocol_name: str | None = None
     version: int = 5
 
+    def error_reply(self, code: ErrorCode) -> SyncGroupReply:
+        return SyncGroupReply(code)
+
 
 @dataclass(frozen=True, slots=True)
-class Heartbeat:
+class Heartbeat(Command[HeartbeatReply]):
     group_id: str
     generation_id: int
     member_id: str
     group_instance_id: str | None = None
     version: int = 4
+
+    def error_reply(self, code: ErrorCode) -> HeartbeatReply:
+        return HeartbeatReply(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +103,13 @@ class LeavingMember:
 
 
 @dataclass(frozen=True, slots=True)
-class LeaveGroup:
+class LeaveGroup(Command[LeaveGroupReply]):
     group_id: str
     members: tuple[LeavingMember, ...]
     version: int = 5
+
+    def error_reply(self, code: ErrorCode) -> LeaveGroupReply:
+        return LeaveGroupReply(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +128,7 @@ class CommitTopic:
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetCommit:
+class OffsetCommit(Command[OffsetCommitReply]):
     group_id: str
     topics: tuple[CommitTopic, ...]
     generation_id: int = -1
@@ -90,39 +137,60 @@ class OffsetCommit:
     retention_time_ms: int = -1  # v2-v4 only
     version: int = LATEST_COMMIT_VERSION
 
+    def error_reply(self, code: ErrorCode) -> OffsetCommitReply:
+        return OffsetCommitReply(
+            tuple((t.name, tuple((p.partition, code) for p in t.partitions)) for t in self.topics)
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class OffsetFetch:
+class OffsetFetch(Command[OffsetFetchReply]):
     group_id: str
     #: (topic, partitions) pairs, or None for "every committed offset of the group" (v2+).
     topics: tuple[tuple[str, tuple[int, ...]], ...] | None
     require_stable: bool = False
     version: int = 8
 
+    def error_reply(self, code: ErrorCode) -> OffsetFetchReply:
+        return OffsetFetchReply(code)
+
 
 @dataclass(frozen=True, slots=True)
-class OffsetDelete:
+class OffsetDelete(Command[OffsetDeleteReply]):
     group_id: str
     topics: tuple[tuple[str, tuple[int, ...]], ...]
 
+    def error_reply(self, code: ErrorCode) -> OffsetDeleteReply:
+        return OffsetDeleteReply(code)
+
 
 @dataclass(frozen=True, slots=True)
-class DescribeGroups:
+class DescribeGroups(Command[DescribeGroupsReply]):
     group_ids: tuple[str, ...]
 
+    def error_reply(self, code: ErrorCode) -> DescribeGroupsReply:
+        return DescribeGroupsReply(tuple(DescribedGroup(g, code) for g in self.group_ids))
+
 
 @dataclass(frozen=True, slots=True)
-class ListGroups:
+class ListGroups(Command[ListGroupsReply]):
     states_filter: tuple[str, ...] = ()
     types_filter: tuple[str, ...] = ()
 
+    def error_reply(self, code: ErrorCode) -> ListGroupsReply:
+        return ListGroupsReply(code)
+
 
 @dataclass(frozen=True, slots=True)
-class DeleteGroups:
+class DeleteGroups(Command[DeleteGroupsReply]):
     group_ids: tuple[str, ...]
 
+    def error_reply(self, code: ErrorCode) -> DeleteGroupsReply:
+        return DeleteGroupsReply(tuple((g, code) for g in self.group_ids))
 
-Command = (
+
+#: Every command the core answers (`GroupCoordinatorCore.handle`).
+AnyCommand = (
     JoinGroup
     | SyncGroup
     | Heartbeat

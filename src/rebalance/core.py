@@ -21,8 +21,11 @@ group of the partition, answering its parked requests with NOT_COORDINATOR.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
+from rebalance.classic import ClassicGroupType
+from rebalance.classic.group import Group
 from rebalance.commands import (
     Command,
     DeleteGroups,
@@ -37,43 +40,23 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
-from rebalance.group import Group
-from rebalance.lifecycle import GroupState, fire
-from rebalance.membership import Membership
+from rebalance.group_types import GroupType
 from rebalance.offsets import Offsets
-from rebalance.records import (
-    JOIN,
-    PENDING,
-    RETENTION,
-    SESSION,
-    SYNC,
-    GroupMetadataRecord,
-    OffsetCommitRecord,
-    Record,
-    Result,
-    TimerKey,
-    retention_key,
-    session_key,
-)
+from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from rebalance.replies import (
-    AnyReply,
     DeleteGroupsReply,
     DescribedGroup,
-    DescribedMember,
     DescribeGroupsReply,
     HeartbeatReply,
-    JoinGroupReply,
-    LeaveGroupReply,
-    ListedGroup,
     ListGroupsReply,
-    OffsetDeleteReply,
-    OffsetFetchReply,
-    SyncGroupReply,
-    error_reply,
 )
 from rebalance.rng import RandomSource, SplitMix64
 from rebalance.state import CoordinatorState, OwnedPartition, PartitionStatus
+from rebalance.timers import RETENTION, TimerKey, retention_key
+
+_Route = Callable[[Any, int, Hashable], Result]
 
 
 class GroupCoordinatorCore:
@@ -85,8 +68,37 @@ class GroupCoordinatorCore:
         rng: RandomSource | None = None,
     ) -> None:
         self.state = CoordinatorState(config or CoordinatorConfig(), rng or SplitMix64(0))
-        self._membership = Membership(self.state)
+        self._classic = ClassicGroupType(self.state)
+        #: The group types this core holds, by name; each group names its own.
+        self.group_types: dict[str, GroupType] = {}
+        self._types_by_timer: dict[str, GroupType] = {}
+        self._add_group_type(self._classic)
         self._offsets = Offsets(self.state)
+        #: The one dispatch table: command type -> handler.
+        self._routes: dict[type[Command[Any]], _Route] = {
+            JoinGroup: self.join_group,
+            SyncGroup: self.sync_group,
+            Heartbeat: self.heartbeat,
+            LeaveGroup: self.leave_group,
+            OffsetCommit: self.offset_commit,
+            OffsetFetch: self.offset_fetch,
+            OffsetDelete: self.offset_delete,
+            DescribeGroups: self.describe_groups,
+            ListGroups: self.list_groups,
+            DeleteGroups: self.delete_groups,
+        }
+
+    def _add_group_type(self, group_type: GroupType) -> None:
+        self.group_types[group_type.name] = group_type
+        self.state.group_records[group_type.record_class] = (
+            group_type.group_class,
+            group_type.replay,
+        )
+        for kind in group_type.timer_kinds:
+            self._types_by_timer[kind] = group_type
+
+    def _type_of(self, group: Group) -> GroupType:
+        return self.group_types[group.group_type]
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -115,17 +127,8 @@ class GroupCoordinatorCore:
         result = Result()
         for group_id in sorted(owned.groups):
             group = self.state.groups[group_id]
-            fire(group, "loaded")
-            for member in group.members.values():
-                self.state.schedule(
-                    result,
-                    session_key(group_id, member.member_id),
-                    now_ms + member.session_timeout_ms,
-                )
-            if len(group.members) > self.state.config.group_max_size:
-                self._membership.prepare_rebalance(
-                    result, group, now_ms, initial=False, trigger="over_max_size"
-                )
+            group.transition("loaded", None)
+            self._type_of(group).loaded(result, group, now_ms)
         self.state.schedule(
             result,
             retention_key(partition),
@@ -154,19 +157,11 @@ class GroupCoordinatorCore:
         )
         for group_id in sorted(owned.groups):
             group = self.state.groups.pop(group_id)
-            for member in group.members.values():
-                if member.join_token is not None:
-                    result.reply(member.join_token, JoinGroupReply(ErrorCode.NOT_COORDINATOR))
-                if member.sync_token is not None:
-                    result.reply(member.sync_token, SyncGroupReply(ErrorCode.NOT_COORDINATOR))
-                member.join_token = member.sync_token = None
-            fire(group, "unload")
+            self._type_of(group).unloaded(result, group)
+            group.transition("unload", None)
         for key in [k for k in self.state.timers if self._timer_partition(k) == partition]:
             self.state.cancel(result, key)
         return result
-
-    def owned_partitions(self) -> dict[int, PartitionStatus]:
-        return {p: owned.status for p, owned in self.state.partitions.items()}
 
     def _check_partition_number(self, partition: int) -> None:
         n = self.state.config.offsets_topic_num_partitions
@@ -189,27 +184,12 @@ class GroupCoordinatorCore:
         return ErrorCode.NONE
 
     # ========================================================================= dispatch
-    def handle(self, command: Command, now_ms: int, token: Hashable) -> Result:
-        """Route any command to its handler."""
-        if isinstance(command, Heartbeat):
-            return self.heartbeat(command, now_ms, token)
-        if isinstance(command, JoinGroup):
-            return self.join_group(command, now_ms, token)
-        if isinstance(command, SyncGroup):
-            return self.sync_group(command, now_ms, token)
-        if isinstance(command, LeaveGroup):
-            return self.leave_group(command, now_ms, token)
-        if isinstance(command, OffsetCommit):
-            return self.offset_commit(command, now_ms, token)
-        if isinstance(command, OffsetFetch):
-            return self.offset_fetch(command, now_ms, token)
-        if isinstance(command, OffsetDelete):
-            return self.offset_delete(command, now_ms, token)
-        if isinstance(command, DescribeGroups):
-            return self.describe_groups(command, now_ms, token)
-        if isinstance(command, ListGroups):
-            return self.list_groups(command, now_ms, token)
-        return self.delete_groups(command, now_ms, token)
+    def handle(self, command: Command[Any], now_ms: int, token: Hashable) -> Result:
+        """Route any command to its handler (the dispatch table in `__init__`)."""
+        route = self._routes.get(type(command))
+        if route is None:
+            raise TypeError(f"no handler for {type(command).__name__}")
+        return route(command, now_ms, token)
 
     # ===================================================================== group APIs
     def join_group(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:
@@ -226,8 +206,8 @@ class GroupCoordinatorCore:
         else:
             error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
-            return _single(token, JoinGroupReply(error, member_id=cmd.member_id))
-        return self._membership.join(cmd, now_ms, token)
+            return single_reply(token, cmd.error_reply(error))
+        return self._classic.join(cmd, now_ms, token)
 
     def sync_group(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
         if not cmd.group_id:
@@ -238,44 +218,46 @@ class GroupCoordinatorCore:
         else:
             error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
-            return _single(token, SyncGroupReply(error))
-        return self._membership.sync(cmd, now_ms, token)
+            return single_reply(token, cmd.error_reply(error))
+        return self._classic.sync(cmd, now_ms, token)
 
     def heartbeat(self, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            error = ErrorCode.NONE  # both Kafka coordinators answer blindly OK while loading
-            return _single(token, HeartbeatReply(error))
+            # Both Kafka coordinators answer blindly OK while loading.
+            return single_reply(token, HeartbeatReply(ErrorCode.NONE))
         if error is not ErrorCode.NONE:
-            return _single(token, HeartbeatReply(error))
-        return self._membership.heartbeat(cmd, now_ms, token)
+            return single_reply(token, cmd.error_reply(error))
+        return self._classic.heartbeat(cmd, now_ms, token)
 
     def leave_group(self, cmd: LeaveGroup, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
         if error is not ErrorCode.NONE:
-            return _single(token, LeaveGroupReply(error))
-        return self._membership.leave(cmd, now_ms, token)
+            return single_reply(token, cmd.error_reply(error))
+        return self._classic.leave(cmd, now_ms, token)
 
     def offset_commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
-            return _single(token, error_reply(cmd, error))
+            return single_reply(token, cmd.error_reply(error))
         return self._offsets.commit(cmd, now_ms, token)
 
     def offset_fetch(self, cmd: OffsetFetch, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
-            return _single(token, OffsetFetchReply(error))
+            return single_reply(token, cmd.error_reply(error))
         return self._offsets.fetch(cmd, token)
 
     def offset_delete(self, cmd: OffsetDelete, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
-            return _single(token, OffsetDeleteReply(error))
+            return single_reply(token, cmd.error_reply(error))
         return self._offsets.delete(cmd, token)
 
     def describe_groups(self, cmd: DescribeGroups, now_ms: int, token: Hashable) -> Result:
-        return _single(token, DescribeGroupsReply(tuple(self._describe(g) for g in cmd.group_ids)))
+        return single_reply(
+            token, DescribeGroupsReply(tuple(self._describe(g) for g in cmd.group_ids))
+        )
 
     def _describe(self, group_id: str) -> DescribedGroup:
         error = self._availability(group_id)
@@ -284,45 +266,24 @@ class GroupCoordinatorCore:
         group = self.state.groups.get(group_id)
         if group is None:
             return DescribedGroup(group_id, ErrorCode.NONE, state="Dead")
-        stable = group.state is GroupState.STABLE
-        protocol = group.protocol_name or ""
-        members = tuple(
-            DescribedMember(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                metadata=m.metadata_for(protocol) if stable and protocol else b"",
-                # Kafka's new coordinator shows the current assignment in every state.
-                assignment=m.assignment,
-            )
-            for m in group.members.values()
-        )
-        return DescribedGroup(
-            group_id,
-            ErrorCode.NONE,
-            state=group.kafka_state,
-            protocol_type=group.protocol_type or "",
-            protocol_data=protocol if stable else "",
-            members=members,
-        )
+        return self._type_of(group).describe(group)
 
     def list_groups(self, cmd: ListGroups, now_ms: int, token: Hashable) -> Result:
         if any(o.status is PartitionStatus.LOADING for o in self.state.partitions.values()):
             # Kafka's new coordinator: the error and an empty list while anything loads.
-            return _single(token, ListGroupsReply(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            return single_reply(token, ListGroupsReply(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
         states = {s.strip().lower() for s in cmd.states_filter}
         types = {t.strip().lower() for t in cmd.types_filter}
         listed = []
         for group_id in sorted(self.state.groups):
             group = self.state.groups[group_id]
-            state = group.kafka_state
-            if states and state.lower() not in states:
+            entry = self._type_of(group).listed(group)
+            if states and entry.state.lower() not in states:
                 continue
-            if types and "classic" not in types:
+            if types and entry.group_type not in types:
                 continue
-            listed.append(ListedGroup(group_id, group.protocol_type or "", state))
-        return _single(token, ListGroupsReply(ErrorCode.NONE, tuple(listed)))
+            listed.append(entry)
+        return single_reply(token, ListGroupsReply(ErrorCode.NONE, tuple(listed)))
 
     def delete_groups(self, cmd: DeleteGroups, now_ms: int, token: Hashable) -> Result:
         result = Result()
@@ -331,10 +292,10 @@ class GroupCoordinatorCore:
             error = self._availability(group_id)
             group = self.state.groups.get(group_id)
             if error is ErrorCode.NONE:
-                if group is None or group.state is GroupState.DOWN:
+                if group is None:
                     error = ErrorCode.GROUP_ID_NOT_FOUND
-                elif group.members or group.state is not GroupState.STABLE:
-                    error = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    error = self._type_of(group).deletable(group)
             if error is ErrorCode.NONE and group is not None:
                 for topic, partition in sorted(group.offsets):
                     self.state.apply(result, OffsetCommitRecord(group_id, topic, partition, None))
@@ -351,21 +312,26 @@ class GroupCoordinatorCore:
         if deadline is None or deadline > now_ms:
             return Result()
         del self.state.timers[key]
-        kind, group_id, member_id = key
+        kind, group_id, partition = key
         if kind == RETENTION:
-            return self._expire_offsets(int(member_id), now_ms)
+            return self._expire_offsets(int(partition), now_ms)
+        group_type = self._types_by_timer.get(kind)
+        if group_type is None:
+            raise ValueError(f"unknown timer kind {kind!r}")
         group = self.state.groups.get(group_id)
-        if group is None:
+        if group is None or group.group_type != group_type.name:
             return Result()
-        if kind == SESSION:
-            return self._membership.expire_session(group, member_id, now_ms)
-        if kind == PENDING:
-            return self._membership.expire_pending(group, member_id, now_ms)
-        if kind == JOIN:
-            return self._membership.expire_join(group, now_ms)
-        if kind == SYNC:
-            return self._membership.expire_sync(group, now_ms)
-        raise ValueError(f"unknown timer kind {kind!r}")
+        return group_type.on_timer(key, group, now_ms)
+
+    # =================================================================== deleted topics
+    def topics_deleted(self, topics: Iterable[str], now_ms: int) -> Result:
+        """Remove every group's committed offsets of `topics`, which were deleted: records
+        only, no replies (Kafka's `GroupCoordinator.onPartitionsDeleted`)."""
+        deleted = frozenset(topics)
+        result = Result()
+        for group_id in sorted(self.state.groups):
+            result.extend(self._offsets.forget_topics(self.state.groups[group_id], deleted))
+        return result
 
     def _expire_offsets(self, partition: int, now_ms: int) -> Result:
         result = Result()
@@ -383,10 +349,6 @@ class GroupCoordinatorCore:
         )
         return result
 
-    def next_deadline(self) -> int | None:
-        """The earliest armed timer deadline (for harnesses that step time)."""
-        return min(self.state.timers.values(), default=None)
-
     # =========================================================================== views
     def group(self, group_id: str) -> Group | None:
         return self.state.groups.get(group_id)
@@ -396,9 +358,3 @@ class GroupCoordinatorCore:
 
     def armed_timers(self) -> dict[TimerKey, int]:
         return dict(self.state.timers)
-
-
-def _single(token: Hashable, response: AnyReply) -> Result:
-    result = Result()
-    result.reply(token, response)
-    return result

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit, OffsetDelete, OffsetFetch
+from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.group import Group, OffsetAndMetadata
 from rebalance.lifecycle import GroupState
-from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Result, session_key
+from rebalance.records import GroupMetadataRecord, OffsetAndMetadata, OffsetCommitRecord
 from rebalance.replies import (
     FetchedOffset,
     OffsetCommitReply,
     OffsetDeleteReply,
     OffsetFetchReply,
-    error_reply,
 )
 from rebalance.state import CoordinatorState
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, group_subscriptions
+from rebalance.timers import session_key
 
 
 def _java_length(text: str) -> int:
@@ -43,7 +44,7 @@ class Offsets:
         try:
             self._validate_commit(result, cmd, now_ms)
         except CoordinatorError as exc:
-            result.reply(token, error_reply(cmd, exc.code))
+            result.reply(token, cmd.error_reply(exc.code))
             result.event(
                 "commit_fenced",
                 now_ms,
@@ -96,10 +97,7 @@ class Offsets:
             raise CoordinatorError(
                 ErrorCode.GROUP_ID_NOT_FOUND if cmd.version >= 9 else ErrorCode.ILLEGAL_GENERATION
             )
-        if group.state is GroupState.DOWN:
-            raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        empty = group.state is GroupState.STABLE and not group.members
-        if cmd.generation_id < 0 and empty:
+        if cmd.generation_id < 0 and group.empty:
             return  # no member or instance validation (spec §3.1 rule 3)
         if cmd.generation_id >= 0 or cmd.member_id or cmd.group_instance_id is not None:
             member = group.validate_member(cmd.member_id, cmd.group_instance_id)
@@ -121,7 +119,7 @@ class Offsets:
     def fetch(self, cmd: OffsetFetch, token: Hashable) -> Result:
         result = Result()
         group = self.state.groups.get(cmd.group_id)
-        offsets = group.offsets if group is not None and group.state is not GroupState.DOWN else {}
+        offsets = group.offsets if group is not None else {}
         if cmd.topics is None:
             by_topic: dict[str, list[FetchedOffset]] = {}
             for (topic, partition), stored in sorted(offsets.items()):
@@ -141,7 +139,7 @@ class Offsets:
     def delete(self, cmd: OffsetDelete, token: Hashable) -> Result:
         result = Result()
         group = self.state.groups.get(cmd.group_id)
-        if group is None or group.state is GroupState.DOWN:
+        if group is None:
             result.reply(token, OffsetDeleteReply(ErrorCode.GROUP_ID_NOT_FOUND))
             return result
         if group.members and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -161,6 +159,16 @@ class Offsets:
         result.reply(token, OffsetDeleteReply(ErrorCode.NONE, tuple(topics)))
         return result
 
+    # ===================================================================== deleted topics
+    def forget_topics(self, group: Group, topics: frozenset[str]) -> Result:
+        """Drop the group's offsets of deleted topics (Kafka's `onPartitionsDeleted`); an empty
+        group left with no offsets is removed by the next retention check, as in Kafka."""
+        result = Result()
+        for topic, partition in sorted(group.offsets):
+            if topic in topics:
+                self.state.apply(result, OffsetCommitRecord(group.group_id, topic, partition, None))
+        return result
+
     # ============================================================================= expiry
     def expire(self, group: Group, now_ms: int) -> Result:
         """Drop expired offsets of one group; delete the group if it is empty and bare."""
@@ -168,7 +176,7 @@ class Offsets:
         retention = self.state.config.offsets_retention_ms
         base_from_state = False
         protected: set[str] | None = set()
-        empty = group.state is GroupState.STABLE and not group.members
+        empty = group.empty
         if group.protocol_type is None:
             pass  # simple group: by commit time
         elif empty:

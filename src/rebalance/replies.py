@@ -2,24 +2,14 @@
 
 The wire layer turns each into the kio response class of the request's version (dropping fields
 a version lacks and applying per-version nullability, e.g. ProtocolName "" before JoinGroup v7).
+Each command says which of these answers it (`rebalance.commands.Command`), and how it is
+answered when the whole request fails (`Command.error_reply`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rebalance.commands import (
-    Command,
-    DescribeGroups,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    ListGroups,
-    OffsetCommit,
-    OffsetDelete,
-    OffsetFetch,
-    SyncGroup,
-)
 from rebalance.errors import ErrorCode
 
 
@@ -160,30 +150,3 @@ AnyReply = (
     | ListGroupsReply
     | DeleteGroupsReply
 )
-
-
-def error_reply(command: Command, code: ErrorCode) -> AnyReply:
-    """The reply to `command` when the whole request fails with `code` (e.g. NOT_COORDINATOR)."""
-    if isinstance(command, JoinGroup):
-        return JoinGroupReply(code, member_id=command.member_id)
-    if isinstance(command, SyncGroup):
-        return SyncGroupReply(code)
-    if isinstance(command, Heartbeat):
-        return HeartbeatReply(code)
-    if isinstance(command, LeaveGroup):
-        return LeaveGroupReply(code)
-    if isinstance(command, OffsetCommit):
-        return OffsetCommitReply(
-            tuple(
-                (t.name, tuple((p.partition, code) for p in t.partitions)) for t in command.topics
-            )
-        )
-    if isinstance(command, OffsetFetch):
-        return OffsetFetchReply(code)
-    if isinstance(command, OffsetDelete):
-        return OffsetDeleteReply(code)
-    if isinstance(command, DescribeGroups):
-        return DescribeGroupsReply(tuple(DescribedGroup(g, code) for g in command.group_ids))
-    if isinstance(command, ListGroups):
-        return ListGroupsReply(code)
-    return DeleteGroupsReply(tuple((g, code) for g in command.group_ids))

@@ -1,36 +1,34 @@
 """The coordinator's shared state and the one `replay` that changes its durable part.
 
-`CoordinatorState` holds every loaded group, the status of each owned `__consumer_offsets`
-partition, the deadlines of armed timers, the configuration and the random source. Handlers in
-`membership.py` and `offsets.py` receive it; they change the *soft* state of a rebalance in
-flight (parked requests, pending ids, the formed-but-unsynced generation) directly, as Kafka
-does, and the *durable* state (groups' persisted metadata and committed offsets, the existence of
-a group) only by building records and passing them to `replay`. Loading a partition replays the
-same records, so a reloaded coordinator rebuilds exactly the durable state; what was in flight
-is lost, as in Kafka (groups come back Stable or Empty, spec §4).
+`CoordinatorState` holds every loaded group (of any group type), the status of each owned
+`__consumer_offsets` partition, the deadlines of armed timers, the configuration and the random
+source. Handlers (`rebalance.classic`, `offsets.py`) receive it; they change the *soft* state
+of a rebalance in flight (parked requests, pending ids, the formed-but-unsynced generation)
+directly, as Kafka does, and the *durable* state (groups' persisted metadata and committed
+offsets, the existence of a group) only by building records and passing them to `replay`.
+Loading a partition replays the same records, so a reloaded coordinator rebuilds exactly the
+durable state; what was in flight is lost, as in Kafka (groups come back Stable or Empty,
+spec §4).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
+from rebalance.classic.group import Group
 from rebalance.config import CoordinatorConfig
-from rebalance.group import Group, Member
-from rebalance.lifecycle import GroupState, fire
+from rebalance.effects import Cancel, Result, Schedule
+from rebalance.lifecycle import GroupState
 from rebalance.placement import partition_for
-from rebalance.records import (
-    Cancel,
-    GroupMetadataRecord,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    OffsetCommitRecord,
-    Record,
-    Result,
-    Schedule,
-    TimerKey,
-)
+from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from rebalance.rng import RandomSource
+from rebalance.timers import TimerKey
+
+#: Applies a group record's value (never a tombstone) to its group.
+GroupReplay = Callable[[Any, Any], None]
 
 
 class PartitionStatus(Enum):
@@ -45,15 +43,19 @@ class OwnedPartition:
 
 
 class CoordinatorState:
-    __slots__ = ("config", "groups", "partitions", "rng", "timers")
+    __slots__ = ("config", "group_records", "groups", "partitions", "rng", "timers")
 
     def __init__(self, config: CoordinatorConfig, rng: RandomSource) -> None:
         self.config = config
         self.rng = rng
+        #: Every loaded group by id; DOWN groups are never here (they leave in the same step).
         self.groups: dict[str, Group] = {}
         self.partitions: dict[int, OwnedPartition] = {}
         #: Armed timers and their deadlines: the core's own view, used to drop stale firings.
         self.timers: dict[TimerKey, int] = {}
+        #: Group record class -> (the group class it creates, how its value is applied); each
+        #: group type registers its own (`GroupCoordinatorCore.__init__`).
+        self.group_records: dict[type[Any], tuple[type[Any], GroupReplay]] = {}
 
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_num_partitions)
@@ -92,99 +94,35 @@ class CoordinatorState:
         group.offsets[tp] = record.value
 
     def _replay_group(self, record: GroupMetadataRecord) -> None:
+        group_class, apply_value = self.group_records[type(record)]
         group = self.groups.get(record.group_id)
-        value = record.value
-        if value is None:
+        if record.value is None:
             if group is not None:
                 self._drop(group)
             return
         if group is None:
-            group = self._materialise(record.group_id)
-        if group.state is GroupState.INITIALIZE:
-            # Loading: the newest snapshot replaces whatever an older one said.
-            self._restore_members(group, value)
-        else:
-            # Live: the handler built this snapshot from the group itself; what only the
-            # record carries is each member's new assignment.
-            for m in value.members:
-                member = group.members.get(m.member_id)
-                if member is not None:
-                    member.assignment = m.assignment
-        group.protocol_type = value.protocol_type
-        group.generation = value.generation
-        group.protocol_name = value.protocol_name
-        group.leader_id = value.leader_id
-        group.current_state_timestamp_ms = value.current_state_timestamp_ms
+            group = self._materialise(record.group_id, group_class)
+        apply_value(group, record.value)
 
-    @staticmethod
-    def _restore_members(group: Group, value: GroupMetadataValue) -> None:
-        group.members = {}
-        group.static_members = {}
-        group.supported_protocols = {}
-        group.num_awaiting_join = 0
-        group.leader_id = None
-        group.generation_members = len(value.members)
-        for m in value.members:
-            group.add_member(
-                Member(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    rebalance_timeout_ms=m.rebalance_timeout_ms,
-                    session_timeout_ms=m.session_timeout_ms,
-                    protocol_type=value.protocol_type or "",
-                    protocols=((value.protocol_name or "", m.subscription),),
-                    assignment=m.assignment,
-                )
-            )
-
-    def _materialise(self, group_id: str) -> Group:
+    def _materialise(self, group_id: str, group_class: type[Any] = Group) -> Group:
         """Create a group named by a record: DOWN -> INITIALIZE, and on to STABLE when its
-        partition is live (a loading partition finishes all its groups at once)."""
+        partition is live (a loading partition finishes all its groups at once). A group
+        created by an offset record alone (Kafka's "simple" group) is a classic group."""
         partition = self.partition_of(group_id)
         owned = self.partitions.get(partition)
         if owned is None:
             raise ValueError(f"record for group {group_id!r}: partition {partition} is not owned")
-        group = Group(group_id, partition)
-        fire(group, "load")
+        group: Group = group_class(group_id, partition)
+        group.transition("load", None)
         owned.groups.add(group_id)
         if owned.status is PartitionStatus.ACTIVE:
-            fire(group, "loaded")
+            group.transition("loaded", None)
         self.groups[group_id] = group
         return group
 
     def _drop(self, group: Group) -> None:
-        fire(group, "unload" if group.state is GroupState.INITIALIZE else "delete")
+        group.transition("unload" if group.state is GroupState.INITIALIZE else "delete", None)
         del self.groups[group.group_id]
         owned = self.partitions.get(group.partition)
         if owned is not None:
             owned.groups.discard(group.group_id)
-
-
-def metadata_value(group: Group, assignments: dict[str, bytes] | None = None) -> GroupMetadataValue:
-    """The group as it is persisted: members with the selected protocol's metadata.
-
-    `assignments`, when given, replaces every member's assignment (missing members: empty).
-    """
-    protocol = group.protocol_name
-    return GroupMetadataValue(
-        protocol_type=group.protocol_type,
-        generation=group.generation,
-        protocol_name=protocol,
-        leader_id=group.leader_id,
-        current_state_timestamp_ms=group.current_state_timestamp_ms,
-        members=tuple(
-            MemberMetadataValue(
-                m.member_id,
-                m.group_instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.metadata_for(protocol) if protocol is not None else b"",
-                m.assignment if assignments is None else assignments.get(m.member_id, b""),
-            )
-            for m in group.members.values()
-        ),
-    )

@@ -12,7 +12,7 @@ from assignors.consumer_protocol import (
     decode_assignment,
     decode_subscription,
 )
-from rebalance.group import Group
+from rebalance.classic.group import Group
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

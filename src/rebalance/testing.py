@@ -14,6 +14,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from assignors.consumer_protocol import Subscription, encode_subscription
 from rebalance.commands import (
@@ -30,9 +31,10 @@ from rebalance.commands import (
 )
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
+from rebalance.effects import Cancel, Result, TimerEffect
 from rebalance.errors import ErrorCode
 from rebalance.events import Event
-from rebalance.records import Cancel, Record, Result, TimerEffect, TimerKey
+from rebalance.records import Record
 from rebalance.replies import (
     AnyReply,
     HeartbeatReply,
@@ -43,6 +45,7 @@ from rebalance.replies import (
     SyncGroupReply,
 )
 from rebalance.rng import SplitMix64
+from rebalance.timers import TimerKey
 
 
 class ManualClock:
@@ -145,7 +148,7 @@ class GroupHarness:
         self.timer.apply(result.timers)
         return result
 
-    def send(self, command: Command) -> int:
+    def send(self, command: Command[Any]) -> int:
         """Submit a command; returns its reply token (see `reply`)."""
         self._next_token += 1
         token = self._next_token

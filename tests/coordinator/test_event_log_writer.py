@@ -110,7 +110,7 @@ def test_a_writer_that_dies_is_one_error_with_the_count_and_nothing_else_stops(
 
 async def test_a_server_whose_writer_dies_keeps_serving(caplog: pytest.LogCaptureFixture) -> None:
     groups = GroupCoordinatorExtension()
-    async with running_server(groups=groups) as node:
+    async with running_server(groups=groups, topics=[("t", 1)]) as node:
         assert groups.runtime is not None and groups.runtime.events is not None
         pid = groups.runtime.events.writer_pid
         assert pid is not None
@@ -152,7 +152,7 @@ import asyncio
 from coordinator.testing import WireClient, running_server
 
 async def main():
-    async with running_server(data_dir=DATA) as node:
+    async with running_server(data_dir=DATA, topics=[("t", 1)]) as node:
         client = await WireClient.connect(node.host, node.port)
         await client.request(8, 2, {"group_id": "embedded", "generation_id_or_member_epoch": -1,
             "member_id": "", "retention_time_ms": -1, "topics": [{"name": "t", "partitions": [
@@ -182,7 +182,7 @@ def test_a_server_embedded_in_any_script_logs_its_events(tmp_path: Path, how: st
 
 
 async def test_sigterm_to_the_process_group_is_a_clean_stop(tmp_path: Path) -> None:
-    server, port = await start_serve(tmp_path, new_session=True)
+    server, port = await start_serve(tmp_path, "--topic", "t:1", new_session=True)
     (writer,) = children(server.pid)
     client = await WireClient.connect("127.0.0.1", port)
     await client.request(8, 2, {"group_id": "g", "generation_id_or_member_epoch": -1,

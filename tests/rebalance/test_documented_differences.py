@@ -1,4 +1,4 @@
-"""Our documented deviations from Kafka (`DIFFERS` in membership.py): test our behaviour."""
+"""Our documented deviations from Kafka (`DIFFERS` in rebalance/classic/): test our behaviour."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rebalance.commands import Heartbeat
 from rebalance.errors import ErrorCode
-from rebalance.records import session_key
 from rebalance.replies import HeartbeatReply
 from rebalance.testing import GroupHarness
+from rebalance.timers import session_key
 
 G = "g"
 

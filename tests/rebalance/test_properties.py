@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from rebalance.classic.group import Group
 from rebalance.commands import LeavingMember, SyncGroup
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.errors import ErrorCode
-from rebalance.group import Group
 from rebalance.lifecycle import GroupState
 from rebalance.replies import JoinGroupReply
 from rebalance.rng import SplitMix64

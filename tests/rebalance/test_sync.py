@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rebalance.commands import SyncGroup
 from rebalance.errors import ErrorCode
-from rebalance.records import GroupMetadataRecord, session_key
+from rebalance.records import GroupMetadataRecord
 from rebalance.testing import GroupHarness
+from rebalance.timers import session_key
 
 G = "g"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rebalance.config import CoordinatorConfig
 from rebalance.errors import ErrorCode
-from rebalance.records import session_key
 from rebalance.testing import GroupHarness
+from rebalance.timers import session_key
 
 G = "g"
 

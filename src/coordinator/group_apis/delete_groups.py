@@ -7,7 +7,6 @@ from typing import Any
 from coordinator.group_apis.common import runtime
 from coordinator.wire.handlers import RequestContext, ResponseValue
 from rebalance.commands import DeleteGroups
-from rebalance.replies import DeleteGroupsReply
 
 API_KEY = 42
 VERSIONS = range(0, 3)
@@ -15,7 +14,6 @@ VERSIONS = range(0, 3)
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(DeleteGroups(tuple(request.groups_names)))
-    assert isinstance(reply, DeleteGroupsReply)
     return {
         "throttle_time": 0,
         "results": [{"group_id": g, "error_code": int(code)} for g, code in reply.results],

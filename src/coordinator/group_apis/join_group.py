@@ -60,5 +60,4 @@ def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(to_command(request, api_version, ctx))
-    assert isinstance(reply, JoinGroupReply)
     return to_response(reply, api_version)

@@ -7,7 +7,6 @@ from typing import Any
 from coordinator.group_apis.common import runtime
 from coordinator.wire.handlers import RequestContext, ResponseValue
 from rebalance.commands import OffsetDelete
-from rebalance.replies import OffsetDeleteReply
 
 API_KEY = 47
 VERSIONS = range(0, 1)
@@ -19,7 +18,6 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in request.topics),
     )
     reply = await runtime(ctx).submit(command)
-    assert isinstance(reply, OffsetDeleteReply)
     return {
         "error_code": int(reply.error),
         "throttle_time": 0,

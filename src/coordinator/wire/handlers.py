@@ -146,6 +146,12 @@ class Broker:
     def node_id(self) -> int:
         return self.config.node_id
 
+    def partition_count(self, topic: str) -> int | None:
+        """How many partitions `topic` has on this node; None if there is no such topic (what
+        Kafka's brokers ask their metadata cache before accepting offsets for a partition)."""
+        found = self.topics.get(topic)
+        return None if found is None else len(found.partitions)
+
     def replace_address(self, host: str, port: int) -> None:
         """Set the advertised address once the listening port is known: the configured one,
         else the bound one (a wildcard bind advertises the host name)."""

@@ -5,9 +5,17 @@ infrastructure answers itself; the group coordinator registers the group APIs ne
 """
 
 from coordinator.wire.apis import (
+    alter_configs,
     api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     fetch,
     find_coordinator,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
@@ -22,6 +30,14 @@ BUILTIN_APIS = (
     fetch,
     list_offsets,
     init_producer_id,
+    create_topics,
+    delete_topics,
+    create_partitions,
+    delete_records,
+    describe_cluster,
+    describe_configs,
+    alter_configs,
+    incremental_alter_configs,
 )
 
 __all__ = ["BUILTIN_APIS"]

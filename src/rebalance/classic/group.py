@@ -1,9 +1,11 @@
-"""Group and member data with their invariants (Kafka's `ClassicGroup` / `ClassicGroupMember`).
+"""Classic group and member data with their invariants (Kafka's `ClassicGroup` /
+`ClassicGroupMember`).
 
 These are plain slotted classes, not pydantic models: they are mutated on every request and a
 coordinator holds many of them, so per-object size matters (see benchmarks/bench_core.py).
-The request *flow* lives in `membership.py`; this module only keeps the bookkeeping consistent:
-protocol support counts, the static-instance map, pending sets and the leader.
+The request *flow* lives in the phase modules of `rebalance.classic`; this module only keeps the
+bookkeeping consistent: protocol support counts, the static-instance map, pending sets, the
+leader, and the one way a group changes state (`Group.transition`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
+from rebalance.commands import JoinGroup
 from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.lifecycle import GroupState, kafka_state_name
+from rebalance.lifecycle import GroupState, fire, kafka_state_name
+from rebalance.records import GroupMetadataValue, MemberMetadataValue, OffsetAndMetadata
 
 #: A parked request's reply token: whatever the shell uses to route a reply back.
 Token = Hashable
@@ -55,6 +59,51 @@ class Member:
     #: The request version of the parked join: the reply's shape (SkipAssignment) depends on it.
     join_version: int = 0
 
+    @classmethod
+    def from_join(cls, member_id: str, cmd: JoinGroup, token: Token) -> Member:
+        """A member admitted by `cmd`, its JoinGroup parked under `token`."""
+        return cls(
+            member_id=member_id,
+            group_instance_id=cmd.group_instance_id,
+            client_id=cmd.client_id,
+            client_host=cmd.client_host,
+            rebalance_timeout_ms=cmd.rebalance_timeout_ms,
+            session_timeout_ms=cmd.session_timeout_ms,
+            protocol_type=cmd.protocol_type,
+            protocols=cmd.protocols,
+            join_token=token,
+            is_new=True,
+            join_version=cmd.version,
+        )
+
+    @classmethod
+    def from_value(cls, value: MemberMetadataValue, group: GroupMetadataValue) -> Member:
+        """A member read back from its group's record (only the selected protocol survives)."""
+        return cls(
+            member_id=value.member_id,
+            group_instance_id=value.group_instance_id,
+            client_id=value.client_id,
+            client_host=value.client_host,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            session_timeout_ms=value.session_timeout_ms,
+            protocol_type=group.protocol_type or "",
+            protocols=((group.protocol_name or "", value.subscription),),
+            assignment=value.assignment,
+        )
+
+    def to_value(self, protocol: str | None, assignment: bytes) -> MemberMetadataValue:
+        """This member as its group's record keeps it."""
+        return MemberMetadataValue(
+            member_id=self.member_id,
+            group_instance_id=self.group_instance_id,
+            client_id=self.client_id,
+            client_host=self.client_host,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            session_timeout_ms=self.session_timeout_ms,
+            subscription=self.metadata_for(protocol) if protocol is not None else b"",
+            assignment=assignment,
+        )
+
     def metadata_for(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:
             if name == protocol:
@@ -79,6 +128,9 @@ class Member:
 
 class Group:
     """A classic consumer group's state. Mutated only by the coordinator's verbs and `replay`."""
+
+    #: Kafka's group type name (ListGroups' GroupType, the event log's `group_type`).
+    group_type = "classic"
 
     __slots__ = (
         "current_state_timestamp_ms",
@@ -139,7 +191,21 @@ class Group:
     def is_empty(self) -> bool:
         return not self.members
 
+    # -- the one way to change state -----------------------------------------------------
+    def transition(self, trigger: str, now_ms: int | None) -> None:
+        """Move along `trigger` (checked against `lifecycle.TRANSITIONS`) and stamp the time, as
+        Kafka's `transitionTo` does. `now_ms` is None where no clock is involved: loading and
+        unloading a partition, whose records carry their own timestamps."""
+        fire(self, trigger)
+        if now_ms is not None:
+            self.current_state_timestamp_ms = now_ms
+
     # -- views -----------------------------------------------------------------------------
+    @property
+    def empty(self) -> bool:
+        """Kafka's Empty state: STABLE with no members."""
+        return self.state is GroupState.STABLE and not self.members
+
     @property
     def kafka_state(self) -> str:
         return kafka_state_name(self.state, bool(self.members))
@@ -273,12 +339,23 @@ class Group:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """A committed offset as stored (Kafka `OffsetAndMetadata`)."""
+def metadata_value(group: Group, assignments: dict[str, bytes] | None = None) -> GroupMetadataValue:
+    """The group as it is persisted: members with the selected protocol's metadata.
 
-    offset: int
-    leader_epoch: int  # -1 when absent
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int | None = None
+    `assignments`, when given, replaces every member's assignment (missing members: empty).
+    """
+    protocol = group.protocol_name
+    return GroupMetadataValue(
+        protocol_type=group.protocol_type,
+        generation=group.generation,
+        protocol_name=protocol,
+        leader_id=group.leader_id,
+        current_state_timestamp_ms=group.current_state_timestamp_ms,
+        members=tuple(
+            m.to_value(
+                protocol,
+                m.assignment if assignments is None else assignments.get(m.member_id, b""),
+            )
+            for m in group.members.values()
+        ),
+    )

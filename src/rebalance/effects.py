@@ -1,0 +1,82 @@
+"""What handlers return: records to persist, replies to send, timers to (re)arm or cancel.
+
+A handler never performs I/O. Its `Result` says what must happen:
+
+* `records` must be made durable (in order) *before* any of `replies` is sent: a reply may
+  acknowledge state that only the records make durable (Kafka's append-future rule).
+* `replies` pair a reply token (supplied by the shell with each request) with a response. A
+  result may answer requests parked earlier, e.g. the last JoinGroup of a round answers every
+  member's parked JoinGroup.
+* `events` describe what happened (member joined, rebalance started, ...) for the event log.
+* `timers` are `Schedule(key, deadline_ms)` (replaces any timer with that key) and `Cancel(key)`.
+  When a timer fires, the shell calls `on_timer(key, now_ms)` on the same serial lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rebalance.events import Event
+from rebalance.records import Record
+from rebalance.replies import AnyReply
+from rebalance.timers import TimerKey
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    key: TimerKey
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    key: TimerKey
+
+
+TimerEffect = Schedule | Cancel
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    token: Hashable
+    response: AnyReply
+
+
+@dataclass(slots=True)
+class Result:
+    """Effects of one handler call, in the order the shell must carry them out."""
+
+    records: list[Record] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+    timers: list[TimerEffect] = field(default_factory=list)
+    #: What happened, for the event log (see `rebalance.events`); never affects behaviour.
+    events: list[Event] = field(default_factory=list)
+
+    def reply(self, token: Hashable, response: AnyReply) -> None:
+        self.replies.append(Reply(token, response))
+
+    def event(
+        self,
+        type: str,
+        ts: int,
+        group: str | None,
+        generation: int | None = None,
+        member: str | None = None,
+        **fields: Any,
+    ) -> None:
+        self.events.append(Event(type, ts, group, generation, member, fields))
+
+    def extend(self, other: Result) -> None:
+        self.records.extend(other.records)
+        self.replies.extend(other.replies)
+        self.timers.extend(other.timers)
+        self.events.extend(other.events)
+
+
+def single_reply(token: Hashable, response: AnyReply) -> Result:
+    """A result that only answers one request."""
+    result = Result()
+    result.reply(token, response)
+    return result

@@ -1,0 +1,156 @@
+"""Kafka's RangeAssignor ("range"), including the rack-aware path of KIP-881.
+
+Per topic, the subscribers in member order each take a contiguous range of partitions; the first
+``P mod C`` of them take one extra. Example: topic t with 7 partitions, members a, b, c →
+a [t-0, t-1, t-2], b [t-3, t-4], c [t-5, t-6]. Topics with the same partition count and the same
+subscribers are therefore co-partitioned (member k gets the same partition numbers of each).
+
+Rack-aware path (used when some topic passes the rack gate of `assignors.racks`): quotas stay
+those of plain range, but capacity for the extra partitions is first-come in member order.
+Topics with identical subscriber lists and partition counts are handled together so that
+co-partitioning is preferred over rack alignment: partition p of every topic in the set goes to
+the first member whose rack matches p of all of them. A lone topic is walked member by member,
+each taking rack-matching partitions. Whatever is left is then handed out by the plain walk.
+
+Range is not sticky: a new member id that sorts early shifts every range behind it. Static
+members (instance ids) keep their position across restarts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import repeat
+
+from assignors.spec import GroupAssignment, GroupSpec, TopicDescriber, subscribed_topics
+
+from .racks import member_rack, racks_match, topic_racks, use_rack_aware
+
+
+class RangeAssignor:
+    """Per-topic contiguous ranges; rack-aware when racks are known and matter."""
+
+    name = "range"
+
+    def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
+        order = spec.ordered_member_ids()
+        result: GroupAssignment = {m: [] for m in spec.members}
+        racks = {m: member_rack(spec.members[m].rack) for m in order}
+        plan: list[tuple[str, list[str], int, list[frozenset[str]], bool]] = []
+        for topic in subscribed_topics(spec, topics):
+            subscribers = [m for m in order if topic in spec.members[m].topics]
+            count = topics.partition_count(topic) or 0
+            partition_racks: list[frozenset[str]] = []
+            rack_aware = False
+            if any(racks[m] for m in subscribers):
+                partition_racks = topic_racks(topics, topic, count)
+                rack_aware = use_rack_aware((racks[m] for m in subscribers), partition_racks)
+            plan.append((topic, subscribers, count, partition_racks, rack_aware))
+
+        if not any(rack_aware for *_, rack_aware in plan):
+            for topic, subscribers, count, _, _ in plan:
+                _assign_plain_ranges(topic, subscribers, count, result)
+            return result
+        states = [
+            _TopicState(topic, subscribers, count, partition_racks, rack_aware)
+            for topic, subscribers, count, partition_racks, rack_aware in plan
+        ]
+        _assign_rack_aware(states, racks)
+        for state in states:
+            state.assign_remaining_in_ranges()
+            for member, numbers in state.assigned.items():
+                result[member].extend((state.topic, p) for p in numbers)
+        for tps in result.values():
+            tps.sort()
+        return result
+
+
+def _assign_plain_ranges(
+    topic: str, subscribers: list[str], count: int, result: GroupAssignment
+) -> None:
+    """Subscriber ``i`` of ``C`` takes ``q`` partitions from ``q*i + min(i, r)``, one more if
+    ``i < r`` (``q, r = divmod(P, C)``). Topics arrive in name order, so lists stay sorted."""
+    quota, extras = divmod(count, len(subscribers))
+    start = 0
+    for position, member in enumerate(subscribers):
+        length = quota + 1 if position < extras else quota
+        if length == 0:
+            break
+        result[member] += zip(repeat(topic, length), range(start, start + length), strict=True)
+        start += length
+
+
+@dataclass
+class _TopicState:
+    """Quota bookkeeping for one topic: ``q`` each, ``extras`` members may take ``q + 1``."""
+
+    topic: str
+    subscribers: list[str]
+    count: int
+    racks: list[frozenset[str]] = field(default_factory=list)
+    rack_aware: bool = False
+    assigned: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    unassigned: dict[int, None] = field(init=False)
+    quota: int = field(init=False)
+    extras: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.unassigned = dict.fromkeys(range(self.count))
+        self.quota, self.extras = divmod(self.count, len(self.subscribers))
+
+    def has_capacity(self, member: str) -> bool:
+        held = len(self.assigned[member])
+        return held < self.quota or (held == self.quota and self.extras > 0)
+
+    def give(self, member: str, partition: int) -> None:
+        if len(self.assigned[member]) == self.quota:
+            self.extras -= 1
+        self.assigned[member].append(partition)
+        del self.unassigned[partition]
+
+    def assign_remaining_in_ranges(self) -> None:
+        """The plain range walk over what is still unassigned (all of it without racks)."""
+        for member in self.subscribers:
+            while self.unassigned and self.has_capacity(member):
+                self.give(member, next(iter(self.unassigned)))
+
+
+def _assign_rack_aware(states: list[_TopicState], racks: dict[str, str | None]) -> None:
+    groups: dict[tuple[tuple[str, ...], int], list[_TopicState]] = defaultdict(list)
+    for state in states:
+        groups[(tuple(state.subscribers), state.count)].append(state)
+    for (subscribers, count), group in groups.items():
+        if not any(s.rack_aware for s in group):
+            continue
+        if len(group) >= 2:
+            _co_partitioned_by_rack(list(subscribers), count, group, racks)
+        else:
+            _single_topic_by_rack(group[0], racks)
+
+
+def _co_partitioned_by_rack(
+    subscribers: list[str], count: int, group: list[_TopicState], racks: dict[str, str | None]
+) -> None:
+    candidates = list(subscribers)
+    for p in range(count):
+        for member in candidates:
+            if all(
+                racks_match(racks[member], s.racks[p] if s.racks else frozenset())
+                and s.has_capacity(member)
+                for s in group
+            ):
+                for s in group:
+                    s.give(member, p)
+                break
+        candidates = [m for m in candidates if any(s.has_capacity(m) for s in group)]
+
+
+def _single_topic_by_rack(state: _TopicState, racks: dict[str, str | None]) -> None:
+    for member in state.subscribers:
+        rack = racks[member]
+        if rack is None:
+            continue
+        for p in [p for p in state.unassigned if rack in state.racks[p]]:
+            if not state.has_capacity(member):
+                break
+            state.give(member, p)

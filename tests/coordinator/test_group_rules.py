@@ -1,0 +1,161 @@
+"""Kafka's rules around the group APIs that need the broker's topics, over a real connection at
+every advertised version: offsets are accepted only for partitions that exist."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from coordinator.testing import RunningServer, WireClient, running_server
+
+OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
+
+Offsets = Mapping[str, Sequence[tuple[int, int]]]
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningServer]:
+    async with running_server(topics=[("t1", 2)]) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(node: RunningServer) -> AsyncIterator[WireClient]:
+    connection = await WireClient.connect(node.host, node.port)
+    yield connection
+    await connection.close()
+
+
+async def commit(
+    client: WireClient,
+    version: int,
+    group: str,
+    offsets: Offsets,
+    *,
+    generation: int = -1,
+    member_id: str = "",
+) -> dict[tuple[str, int], ErrorCode]:
+    """OffsetCommit at `version`; the error of every (topic, partition) answered."""
+    response = await client.request(
+        OFFSET_COMMIT,
+        version,
+        {
+            "group_id": group,
+            "generation_id_or_member_epoch": generation,
+            "member_id": member_id,
+            "retention_time_ms": -1,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": p, "committed_offset": o, "committed_metadata": ""}
+                        for p, o in partitions
+                    ],
+                }
+                for topic, partitions in offsets.items()
+            ],
+        },
+    )
+    return {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+
+
+async def fetch(
+    client: WireClient, version: int, group: str, partitions: Mapping[str, Sequence[int]] | None
+) -> dict[tuple[str, int], tuple[int, ErrorCode]]:
+    """OffsetFetch at `version` (None: every committed offset, v2+); (offset, error) of each."""
+    topics = (
+        None
+        if partitions is None
+        else [{"name": t, "partition_indexes": list(ps)} for t, ps in partitions.items()]
+    )
+    if version >= 8:
+        response = await client.request(
+            OFFSET_FETCH,
+            version,
+            {"groups": [{"group_id": group, "topics": topics}], "require_stable": False},
+        )
+        (answer,) = response.groups
+        assert answer.error_code is ErrorCode.none
+        found = answer.topics
+    else:
+        response = await client.request(
+            OFFSET_FETCH, version, {"group_id": group, "topics": topics}
+        )
+        if version >= 2:
+            assert response.error_code is ErrorCode.none
+        found = response.topics
+    return {
+        (t.name, p.partition_index): (p.committed_offset, p.error_code)
+        for t in found
+        for p in t.partitions
+    }
+
+
+async def group_ids(client: WireClient) -> list[str]:
+    response = await client.request(LIST_GROUPS, 4, {"states_filter": []})
+    return [g.group_id for g in response.groups]
+
+
+UNKNOWN = ErrorCode.unknown_topic_or_partition
+
+
+@pytest.mark.parametrize("version", range(2, 10))
+async def test_commit_for_a_missing_topic_or_partition_is_refused_and_not_stored(
+    client: WireClient, version: int
+) -> None:
+    """Kafka answers UNKNOWN_TOPIC_OR_PARTITION for partitions the broker does not have (an
+    unknown topic, an index past the partition count) and stores only the others."""
+    group = f"g{version}"
+    errors = await commit(
+        client, version, group, {"t1": [(0, 5), (2, 6), (-1, 7)], "nope": [(0, 8)]}
+    )
+    assert errors == {("t1", 0): ErrorCode.none, ("t1", 2): UNKNOWN, ("t1", -1): UNKNOWN,
+                      ("nope", 0): UNKNOWN}  # fmt: skip
+    fetch_version = min(version, 8)
+    asked = await fetch(client, fetch_version, group, {"t1": [0, 1, 2], "nope": [0]})
+    # OffsetFetch v1+ does not look at topics: a partition without an offset is -1, NONE.
+    none = ErrorCode.none
+    assert asked == {("t1", 0): (5, none), ("t1", 1): (-1, none), ("t1", 2): (-1, none),
+                     ("nope", 0): (-1, none)}  # fmt: skip
+    assert await fetch(client, fetch_version, group, None) == {("t1", 0): (5, ErrorCode.none)}
+
+
+@pytest.mark.parametrize("version", [2, 3, 8, 9])
+async def test_commit_of_only_missing_partitions_skips_the_group_checks(
+    client: WireClient, version: int
+) -> None:
+    """Kafka never hands such a request to the coordinator: no ILLEGAL_GENERATION for a made-up
+    generation, no group created."""
+    errors = await commit(
+        client, version, "ghosts", {"nope": [(0, 1)]}, generation=7, member_id="m"
+    )
+    assert errors == {("nope", 0): UNKNOWN}
+    errors = await commit(client, version, "simple", {"nope": [(0, 1)], "t1": [(9, 1)]})
+    assert errors == {("nope", 0): UNKNOWN, ("t1", 9): UNKNOWN}
+    assert await group_ids(client) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "group_error"),
+    [(8, ErrorCode.illegal_generation), (9, ErrorCode.group_id_not_found)],
+)
+async def test_group_errors_apply_to_the_existing_partitions_only(
+    client: WireClient, version: int, group_error: ErrorCode
+) -> None:
+    errors = await commit(
+        client, version, "unknown", {"t1": [(1, 3)], "nope": [(0, 3)]}, generation=4, member_id="m"
+    )
+    assert errors == {("t1", 1): group_error, ("nope", 0): UNKNOWN}
+
+
+async def test_offsets_for_a_topic_created_later_are_accepted(
+    node: RunningServer, client: WireClient
+) -> None:
+    assert await commit(client, 9, "later", {"t2": [(0, 4)]}) == {("t2", 0): UNKNOWN}
+    node.broker.topics.create("t2", 1)
+    assert await commit(client, 9, "later", {"t2": [(0, 4)]}) == {("t2", 0): ErrorCode.none}
+    assert await fetch(client, 8, "later", None) == {("t2", 0): (4, ErrorCode.none)}
