@@ -16,13 +16,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from coordinator.apis import GROUP_APIS
+from coordinator.apis.contract import Broker
 from coordinator.data_dir import DirectoryLock
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
-from coordinator.group_apis import MODULES
 from coordinator.runtime import GroupRuntime
 from coordinator.store.sqlite import SqliteStore
-from coordinator.wire.handlers import Broker
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.rng import SplitMix64
@@ -78,9 +78,9 @@ class GroupCoordinatorExtension:
             runtime = GroupRuntime(core, store, events)
             stack.push_async_callback(runtime.close)
             await runtime.start()
-            for module in MODULES:
+            for module in GROUP_APIS:
                 broker.registry.register(module)
-            broker.services.add(runtime)
+            broker.groups = runtime
             self.runtime = runtime
             if lock is not None:
                 lock.keep()  # started: from now on the directory holds the log, a failure or not

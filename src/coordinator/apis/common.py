@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from coordinator.apis.contract import RequestContext
 from coordinator.runtime import GroupRuntime
-from coordinator.wire.handlers import RequestContext
 
 
 def runtime(ctx: RequestContext) -> GroupRuntime:
-    return ctx.broker.services.get(GroupRuntime)
+    return ctx.broker.group_runtime()
 
 
 def millis(value: timedelta | int) -> int:

@@ -1,26 +1,33 @@
-"""The API registry: which API keys and versions this server answers, and with which handler.
+"""The contract between the wire server and the APIs: registry, broker, request context.
 
-Each API lives in its own module (see `coordinator.wire.apis`) that declares::
+Each API lives in its own module in `coordinator.apis` and declares::
 
     API_KEY: int                      # Kafka api key
     VERSIONS: range                   # advertised versions, inside kio's supported range
     async def handle(request, api_version, ctx) -> ResponseValue
+
+and optionally `answer_now(request, api_version, ctx)` (see `ApiSpec`) and
+`answer_unsupported_version(registry)` (the answer to a version outside `VERSIONS`, where Kafka
+gives one instead of closing the connection: ApiVersions, KIP-511).
 
 A handler gets the decoded kio request, the request's version and a `RequestContext`, and
 returns either a version-agnostic dict (turned into that version's kio response by
 `codec.build_response`), a ready kio response, a pre-encoded `codec.EncodedBody`, or `None`
 for "send no response" (Produce with acks=0).
 
-The registry is an object, not module state: a server is built from `builtin_registry()` and
-other packages (the group coordinator) add their modules with `registry.register(module)`
-before the server starts. ApiVersions answers from the registry, so every registered API is
-advertised.
+The registry is an object, not module state: a server is built from
+`coordinator.apis.builtin_registry()` and extensions (the group coordinator) add their modules
+with `registry.register(module)` before the server starts. ApiVersions answers from the
+registry, so every registered API is advertised.
+
+Handlers reach what outlives a request through `ctx.broker`, whose fields are typed: the topics,
+the producer id allocator and, when the group coordinator extension runs, its `GroupRuntime`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -32,11 +39,14 @@ from coordinator.wire.codec import EncodedBody, kio_versions
 from coordinator.wire.listener import advertisable_host
 
 if TYPE_CHECKING:
+    from coordinator.log.producer_ids import ProducerIdAllocator
     from coordinator.log.topics import TopicStore
+    from coordinator.runtime import GroupRuntime
 
 ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
 Handler = Callable[[Any, int, "RequestContext"], Awaitable[ResponseValue]]
 ImmediateHandler = Callable[[Any, int, "RequestContext"], ResponseValue]
+UnsupportedVersionAnswer = Callable[["ApiRegistry"], ResponsePayload]
 
 T = TypeVar("T")
 
@@ -59,6 +69,7 @@ class ApiSpec:
     handle: Handler
     name: str = ""
     answer_now: ImmediateHandler | None = None
+    answer_unsupported_version: UnsupportedVersionAnswer | None = None
 
     @classmethod
     def from_module(cls, module: ModuleType) -> ApiSpec:
@@ -70,7 +81,14 @@ class ApiSpec:
                 f"{module.__name__} must define API_KEY, VERSIONS and handle"
             ) from exc
         name = module.__name__.rsplit(".", 1)[-1]
-        return cls(int(api_key), versions, handle, name, getattr(module, "answer_now", None))
+        return cls(
+            int(api_key),
+            versions,
+            handle,
+            name,
+            getattr(module, "answer_now", None),
+            getattr(module, "answer_unsupported_version", None),
+        )
 
 
 class ApiRegistry:
@@ -113,22 +131,6 @@ class ApiRegistry:
         return len(self._apis)
 
 
-class Services:
-    """Typed lookup of long-lived objects that handlers need (e.g. the group runtime)."""
-
-    def __init__(self) -> None:
-        self._items: dict[type[Any], object] = {}
-
-    def add(self, service: object, *, as_type: type[Any] | None = None) -> None:
-        self._items[as_type or type(service)] = service
-
-    def get(self, kind: type[T]) -> T:
-        try:
-            return cast(T, self._items[kind])
-        except KeyError:
-            raise LookupError(f"no service of type {kind.__name__} is registered") from None
-
-
 @dataclass(eq=False)
 class Broker:
     """Everything a handler may consult that outlives a single request."""
@@ -139,7 +141,9 @@ class Broker:
     host: str
     port: int
     data_dir: Path
-    services: Services = field(default_factory=Services)
+    producer_ids: ProducerIdAllocator
+    #: The group coordinator's runtime, when its extension runs (`coordinator.groups`).
+    groups: GroupRuntime | None = None
     closing: bool = False
 
     @property
@@ -151,6 +155,17 @@ class Broker:
         Kafka's brokers ask their metadata cache before accepting offsets for a partition)."""
         found = self.topics.get(topic)
         return None if found is None else len(found.partitions)
+
+    def group_runtime(self) -> GroupRuntime:
+        """The group runtime; only the group APIs ask, and only its extension registers them."""
+        if self.groups is None:
+            raise LookupError("the group coordinator is not running on this broker")
+        return self.groups
+
+    def begin_closing(self) -> None:
+        """From now on handlers finish quickly: long-polling fetches wake up and return."""
+        self.closing = True
+        self.topics.notify_appended()
 
     def replace_address(self, host: str, port: int) -> None:
         """Set the advertised address once the listening port is known: the configured one,
@@ -167,13 +182,3 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str
-
-
-def builtin_registry() -> ApiRegistry:
-    """The registry with this package's APIs (group APIs are added by the group coordinator)."""
-    from coordinator.wire.apis import BUILTIN_APIS
-
-    registry = ApiRegistry()
-    for module in BUILTIN_APIS:
-        registry.register(module)
-    return registry

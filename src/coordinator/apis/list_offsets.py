@@ -17,8 +17,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.log.partition import PartitionLog
-from coordinator.wire.handlers import RequestContext, ResponseValue
 
 API_KEY = 2
 VERSIONS = range(1, 12)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.group_apis.common import millis, name_for_version, runtime
-from coordinator.wire.handlers import RequestContext, ResponseValue
+from coordinator.apis.common import millis, name_for_version, runtime
+from coordinator.apis.contract import RequestContext, ResponseValue
 from rebalance.commands import JoinGroup
 from rebalance.replies import JoinGroupReply
 

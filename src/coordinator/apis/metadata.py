@@ -19,8 +19,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
+from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.log.topics import InvalidTopicError, Topic, check_topic_name
-from coordinator.wire.handlers import RequestContext, ResponseValue
 
 API_KEY = 3
 VERSIONS = range(0, 14)

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from coordinator.group_apis.common import millis, runtime
-from coordinator.wire.handlers import Broker, RequestContext, ResponseValue
+from coordinator.apis.common import millis, runtime
+from coordinator.apis.contract import Broker, RequestContext, ResponseValue
 from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetCommitReply

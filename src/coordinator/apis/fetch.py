@@ -25,9 +25,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.log.partition import OffsetOutOfRangeError
 from coordinator.log.topics import Topic
-from coordinator.wire.handlers import RequestContext, ResponseValue
 
 API_KEY = 1
 VERSIONS = range(4, 19)

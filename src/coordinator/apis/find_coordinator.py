@@ -16,7 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.wire.handlers import RequestContext, ResponseValue
+from coordinator.apis.contract import RequestContext, ResponseValue
 
 API_KEY = 10
 VERSIONS = range(0, 7)

@@ -19,10 +19,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.log.batch import InvalidBatchError, iter_batches
 from coordinator.log.partition import PartitionLog
 from coordinator.log.topics import Topic
-from coordinator.wire.handlers import RequestContext, ResponseValue
 
 API_KEY = 0
 VERSIONS = range(3, 14)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from coordinator.group_apis.common import runtime
+from coordinator.apis.common import runtime
+from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
-from coordinator.wire.handlers import RequestContext, ResponseValue
 from rebalance.commands import Heartbeat
 from rebalance.errors import ErrorCode
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.group_apis.common import runtime
+from coordinator.apis.common import runtime
+from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.runtime import GroupRuntime
-from coordinator.wire.handlers import RequestContext, ResponseValue
 from rebalance.commands import OffsetFetch
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetFetchReply

@@ -5,7 +5,7 @@ and tagged feature fields in the response; v4 only changed client retry rules. E
 version uses response header v0 (kio's `__header_schema__` handles it).
 
 aiokafka always sends v0, kafka-python v4, librdkafka v3 (and falls back to v0). A request above
-our maximum is answered by `unsupported_version_response`: a v0-format body with
+our maximum is answered by `answer_unsupported_version`: a v0-format body with
 UNSUPPORTED_VERSION and the full list (KIP-511), from which clients pick a version they share.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from coordinator.apis.contract import ApiRegistry, RequestContext, ResponseValue
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
-from coordinator.wire.handlers import ApiRegistry, RequestContext, ResponseValue
 
 API_KEY = 18
 VERSIONS = range(0, 5)
@@ -46,7 +46,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     return registry.derived(("api_versions", api_version), build)
 
 
-def unsupported_version_response(registry: ApiRegistry) -> ResponsePayload:
+def answer_unsupported_version(registry: ApiRegistry) -> ResponsePayload:
     """The KIP-511 answer to an ApiVersions request of a version we do not speak."""
     return build_response(
         API_KEY,

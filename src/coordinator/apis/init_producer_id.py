@@ -17,8 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.log.producer_ids import ProducerIdAllocator
-from coordinator.wire.handlers import RequestContext, ResponseValue
+from coordinator.apis.contract import RequestContext, ResponseValue
 
 API_KEY = 22
 VERSIONS = range(0, 7)
@@ -39,7 +38,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     if current_id >= 0 and 0 <= current_epoch < MAX_EPOCH:
         producer_id, epoch = current_id, current_epoch + 1
     else:
-        producer_id, epoch = ctx.broker.services.get(ProducerIdAllocator).allocate(), 0
+        producer_id, epoch = ctx.broker.producer_ids.allocate(), 0
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

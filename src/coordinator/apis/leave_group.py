@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.group_apis.common import runtime
-from coordinator.wire.handlers import RequestContext, ResponseValue
+from coordinator.apis.common import runtime
+from coordinator.apis.contract import RequestContext, ResponseValue
 from rebalance.commands import LeaveGroup, LeavingMember
 from rebalance.replies import LeaveGroupReply
 
