@@ -76,6 +76,16 @@ def walkthrough_runs() -> None:
     assert done.returncode == 0 and done.stdout, done.stderr
 
 
+def assignors_run_at_scale() -> None:
+    """The array path of the assignors (numpy, a plain dependency) works in a plain install."""
+    import assignors
+
+    topics = [f"t{k}" for k in range(10)]
+    members = {f"m{k:03d}": topics for k in range(100)}
+    fresh = assignors.assign("uniform", members, dict.fromkeys(topics, 1000))
+    assert sorted(len(tps) for tps in fresh.values()) == [100] * 100
+
+
 def analytics_say_which_extra() -> None:
     for command in (["report", "events", "--out", "out"], ["sweep", "--out", "out"]):
         done = subprocess.run([REBALANCE, *command], capture_output=True, text=True)
@@ -91,6 +101,7 @@ CHECKS: list[Callable[[], None]] = [
     serve_help,
     serve_answers_api_versions,
     walkthrough_runs,
+    assignors_run_at_scale,
     analytics_say_which_extra,
 ]
 

@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
 from operator import add, itemgetter, lt
 
+from .pairs import PairTable
+from .quota import ClaimHint, QuotaResult, assign_by_quota
 from .racks import member_rack, racks_match, use_rack_aware
 from .spec import (
     GroupAssignment,
@@ -73,6 +75,8 @@ class BalanceOutcome:
     next_round_stable: bool = False
     """True when feeding back ``assignment`` minus ``transferring`` as the owned partitions (same
     members, subscriptions and topics) is known to keep every claim; False means unknown."""
+    hint: ClaimHint | None = None
+    """With ``keep_hint``: what the next run may reuse (see `balance`)."""
 
 
 class _Layout:
@@ -146,10 +150,15 @@ def balance(
     *,
     rack_aware: bool = True,
     use_generations: bool = True,
+    previous: ClaimHint | None = None,
+    keep_hint: bool = False,
 ) -> BalanceOutcome:
     """Compute the balanced sticky assignment of ``spec`` (see the module docstring).
 
-    With ``use_generations=False`` every claim counts as the same generation.
+    With ``use_generations=False`` every claim counts as the same generation. With
+    ``keep_hint`` the outcome carries a `ClaimHint` (equal subscriptions without racks only);
+    passing it back as ``previous`` in the next run spares decoding every member whose owned
+    partitions are its result of that run. The hint changes how fast, never what is computed.
     """
     order = spec.ordered_member_ids()
     layout = _Layout(subscribed_topics(spec, topics), topics)
@@ -157,7 +166,7 @@ def balance(
         return BalanceOutcome({m: [] for m in spec.members}, next_round_stable=True)
     members = [spec.members[m] for m in order]
     subscribed = [layout.topic_indices(m.topics) for m in members]
-    claims, multiple = _validated_claims(layout, members, use_generations)
+    equal = all(s is subscribed[0] or s == subscribed[0] for s in subscribed)
 
     racks: list[str | None] = [member_rack(m.rack) for m in members]
     partition_racks: list[frozenset[str]] | None = None
@@ -170,9 +179,19 @@ def balance(
         if not use_rack_aware(racks, partition_racks):
             partition_racks = None
 
+    if equal and partition_racks is None:
+        fast = assign_by_quota(
+            PairTable(layout.topics, layout.counts),
+            [m.owned for m in members],
+            order if keep_hint else None,
+            previous,
+        )
+        if fast is not None:  # None: a partition is claimed twice, settled by generation below
+            return _quota_outcome(fast, order, spec)
+
+    claims, multiple = _validated_claims(layout, members, use_generations)
     state = _State(layout, claims, multiple, subscribed, racks, partition_racks)
     state.release_unsubscribed_and_mismatched()
-    equal = all(s is subscribed[0] or s == subscribed[0] for s in subscribed)
     if equal:
         state.assign_equal_subscriptions()
     else:
@@ -183,6 +202,17 @@ def balance(
     # quota, so no claim is over quota and only unclaimed partitions are dealt.
     outcome.next_round_stable = equal and partition_racks is None
     return outcome
+
+
+def _quota_outcome(fast: QuotaResult, order: list[str], spec: GroupSpec) -> BalanceOutcome:
+    """The quota path's result keyed by member id (every member present, in spec order)."""
+    by_id = dict(zip(order, fast.assigned, strict=True))
+    assignment: GroupAssignment = {m: by_id[m] for m in spec.members}
+    transferring = {order[j]: pairs for j, pairs in fast.transferring.items()}
+    # Equal subscriptions without racks: in the next round each member claims at most what it
+    # holds now, at most `P mod N` members claim `floor(P/N) + 1`, and those all get the larger
+    # quota, so no claim is over quota and only unclaimed partitions are dealt.
+    return BalanceOutcome(assignment, transferring, next_round_stable=True, hint=fast.hint)
 
 
 def _validated_claims(

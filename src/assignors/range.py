@@ -29,6 +29,9 @@ from .spec import GroupAssignment, GroupSpec, TopicDescriber, subscribed_topics
 class RangeAssignor:
     """Per-topic contiguous ranges; rack-aware when racks are known and matter."""
 
+    sorted_output = True
+    """Returns fresh lists sorted by (topic, partition); `assignors.assign` relies on it."""
+
     name = "range"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:

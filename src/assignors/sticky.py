@@ -52,6 +52,9 @@ follows."""
 class StickyAssignor:
     """Eager sticky: balance first, then keep as many current owners as possible."""
 
+    sorted_output = True
+    """Returns fresh lists sorted by (topic, partition); `assignors.assign` relies on it."""
+
     def __init__(self, *, rack_aware: bool = True) -> None:
         self._rack_aware = rack_aware
 
@@ -65,6 +68,9 @@ class StickyAssignor:
 
 class CooperativeStickyAssignor:
     """Cooperative sticky: as sticky, but partitions still owned elsewhere are withheld."""
+
+    sorted_output = True
+    """Returns fresh lists sorted by (topic, partition); `assignors.assign` relies on it."""
 
     def __init__(self, *, rack_aware: bool = True) -> None:
         self._rack_aware = rack_aware

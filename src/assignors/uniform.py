@@ -13,12 +13,15 @@ KAFKA-16694.
 
 from __future__ import annotations
 
-from .balance import balance
+from .balance import BalanceOutcome, balance
 from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
 
 class UniformAssignor:
     """Balanced and sticky target assignment for the consumer (KIP-848) protocol."""
+
+    sorted_output = True
+    """Returns fresh lists sorted by (topic, partition); `assignors.assign` relies on it."""
 
     @property
     def name(self) -> str:
@@ -26,3 +29,23 @@ class UniformAssignor:
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
         return balance(spec, topics, rack_aware=False, use_generations=False).assignment
+
+    def assign_incremental(
+        self, spec: GroupSpec, topics: TopicDescriber, previous: BalanceOutcome | None = None
+    ) -> BalanceOutcome:
+        """`assign` for a caller that keeps the outcome from one group epoch to the next.
+
+        ``outcome.assignment`` is exactly what `assign` returns. Passing the previous epoch's
+        outcome lets members whose owned partitions are that epoch's result (as tuples: the
+        same pair objects make the check a pointer comparison) skip decoding, so an epoch that
+        changes one member costs in proportion to that member's partitions plus a few array
+        passes, not to decoding every partition of the group.
+        """
+        return balance(
+            spec,
+            topics,
+            rack_aware=False,
+            use_generations=False,
+            previous=previous.hint if previous is not None else None,
+            keep_hint=True,
+        )

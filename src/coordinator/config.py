@@ -33,6 +33,8 @@ class ServerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     auto_create_topics_enable: bool = Field(default=True, alias="auto.create.topics.enable")
+    delete_topic_enable: bool = Field(default=True, alias="delete.topic.enable")
+    """False: DeleteTopics answers TOPIC_DELETION_DISABLED."""
     num_partitions: int = Field(default=1, ge=1, le=100_000, alias="num.partitions")
     socket_request_max_bytes: int = Field(
         default=DEFAULT_SOCKET_REQUEST_MAX_BYTES, ge=64, alias="socket.request.max.bytes"
@@ -44,11 +46,24 @@ class ServerConfig(BaseModel):
     """Port given to clients; default: the bound port (useful with port 0)."""
     cluster_id: str = Field(default="rebalance-cluster", min_length=1, alias="cluster.id")
 
+    def explicit_settings(self) -> dict[str, str]:
+        """The settings given at start (not defaulted), by Kafka name, as strings."""
+        values = {}
+        for name in sorted(self.model_fields_set):
+            alias = type(self).model_fields[name].alias or name
+            values[alias] = _kafka_text(getattr(self, name))
+        return values
+
     @classmethod
     def kafka_keys(cls) -> frozenset[str]:
         """Every accepted setting name, including aliases such as `broker.id`."""
         names = {f.alias for f in cls.model_fields.values() if f.alias is not None}
         return frozenset(names | set(_KEY_ALIASES))
+
+
+def _kafka_text(value: object) -> str:
+    """A setting's value as Kafka writes it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 # Kafka accepts both names for the node id (ZooKeeper-era and KRaft).

@@ -81,6 +81,7 @@ class GroupCoordinatorExtension:
             for module in GROUP_APIS:
                 broker.registry.register(module)
             broker.groups = runtime
+            stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
             self.runtime = runtime
             if lock is not None:
                 lock.keep()  # started: from now on the directory holds the log, a failure or not

@@ -153,6 +153,15 @@ class GroupRuntime:
         finally:
             self._waiting.pop(token, None)
 
+    async def topics_deleted(self, topics: list[str]) -> None:
+        """Remove the committed offsets of deleted topics; returns once that is durable (a
+        failed write is logged and its partitions reloaded, as for any write)."""
+        self._running_loop()
+        self._carry_out(self.core.topics_deleted(topics, self._clock.now_ms()))
+        barrier = self._pending_write()
+        if barrier is not None:
+            await asyncio.wait([barrier])
+
     # -- effects --------------------------------------------------------------------------
     def _carry_out(self, result: Result) -> None:
         self._log_events(result)

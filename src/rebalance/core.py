@@ -323,6 +323,16 @@ class GroupCoordinatorCore:
             return Result()
         return group_type.on_timer(key, group, now_ms)
 
+    # =================================================================== deleted topics
+    def topics_deleted(self, topics: Iterable[str], now_ms: int) -> Result:
+        """Remove every group's committed offsets of `topics`, which were deleted: records
+        only, no replies (Kafka's `GroupCoordinator.onPartitionsDeleted`)."""
+        deleted = frozenset(topics)
+        result = Result()
+        for group_id in sorted(self.state.groups):
+            result.extend(self._offsets.forget_topics(self.state.groups[group_id], deleted))
+        return result
+
     def _expire_offsets(self, partition: int, now_ms: int) -> Result:
         result = Result()
         owned = self.state.partitions.get(partition)

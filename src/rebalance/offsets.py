@@ -159,6 +159,16 @@ class Offsets:
         result.reply(token, OffsetDeleteReply(ErrorCode.NONE, tuple(topics)))
         return result
 
+    # ===================================================================== deleted topics
+    def forget_topics(self, group: Group, topics: frozenset[str]) -> Result:
+        """Drop the group's offsets of deleted topics (Kafka's `onPartitionsDeleted`); an empty
+        group left with no offsets is removed by the next retention check, as in Kafka."""
+        result = Result()
+        for topic, partition in sorted(group.offsets):
+            if topic in topics:
+                self.state.apply(result, OffsetCommitRecord(group.group_id, topic, partition, None))
+        return result
+
     # ============================================================================= expiry
     def expire(self, group: Group, now_ms: int) -> Result:
         """Drop expired offsets of one group; delete the group if it is empty and bare."""

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import assignors
 from assignors import PartitionAssignor, StaticTopics, TopicPartition
+from assignors.uniform import UniformAssignor
 
 NAMES = ["range", "sticky", "cooperative-sticky", "uniform"]
 RACKS = ["r0", "r1", "r2"]
@@ -167,3 +168,24 @@ def test_same_result_on_medium_groups(name: str, members: int, topics: int, per_
     joined = {**stay, "member-9999": names}
     again = assignors.assign(name, joined, partitions, owned=after, generations=generations)
     assert again == legacy.assign(name, joined, partitions, owned=after, generations=generations)
+
+
+@EQUALITY
+@given(seed=st.integers(0, 2**32 - 1))
+def test_uniform_epoch_after_epoch_with_the_previous_outcome(seed: int) -> None:
+    """Passing each epoch's outcome to the next changes nothing in the result."""
+    rng = random.Random(seed)
+    group = RandomGroup(rng)
+    uniform = UniformAssignor()
+    previous = None
+    for epoch in range(5):
+        spec = assignors.group_spec(group.members, owned=group.owned)
+        topics = StaticTopics(group.partitions)
+        outcome = uniform.assign_incremental(spec, topics, previous)
+        expected = legacy.ASSIGNORS["uniform"].assign(spec, topics)
+        assert outcome.assignment == expected, f"seed {seed}, epoch {epoch}"
+        previous = outcome
+        group.next_round(outcome.assignment, epoch + 1)
+        if rng.random() < 0.3:  # a member reports something else than its last result
+            member = rng.choice(sorted(group.members))
+            group.owned[member] = group.owned.get(member, [])[1:]

@@ -16,7 +16,12 @@ from types import ModuleType
 
 from coordinator.apis import (
     api_versions,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_records,
+    delete_topics,
+    describe_cluster,
     describe_groups,
     fetch,
     find_coordinator,
@@ -43,6 +48,11 @@ BUILTIN_APIS: tuple[ModuleType, ...] = (
     fetch,
     list_offsets,
     init_producer_id,
+    create_topics,
+    delete_topics,
+    create_partitions,
+    delete_records,
+    describe_cluster,
 )
 
 GROUP_APIS: tuple[ModuleType, ...] = (

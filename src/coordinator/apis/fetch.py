@@ -48,16 +48,19 @@ def _partition_data(topic: Topic | None, request: Any, budget: int) -> tuple[dic
         code = ErrorCode.none
     except OffsetOutOfRangeError:
         records, code = b"", ErrorCode.offset_out_of_range
-    return _answer(index, code, log.high_watermark, records), len(records)
+    answer = _answer(index, code, log.high_watermark, records, log.log_start_offset)
+    return answer, len(records)
 
 
-def _answer(index: int, code: ErrorCode, high_watermark: int, records: bytes) -> dict[str, Any]:
+def _answer(
+    index: int, code: ErrorCode, high_watermark: int, records: bytes, log_start: int = -1
+) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code,
         "high_watermark": high_watermark,
         "last_stable_offset": high_watermark,
-        "log_start_offset": 0 if high_watermark >= 0 else -1,
+        "log_start_offset": log_start,
         "aborted_transactions": None,
         "preferred_read_replica": -1,
         "records": records,

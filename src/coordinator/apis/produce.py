@@ -33,13 +33,15 @@ VALID_ACKS = frozenset({-1, 0, 1})
 def _partition_result(
     topic: Topic | None, index: int, records: bytes | None, acks: int, by_id: bool
 ) -> tuple[dict[str, Any], PartitionLog | None]:
-    def answer(code: ErrorCode, base_offset: int = -1, message: str | None = None) -> Any:
+    def answer(
+        code: ErrorCode, base_offset: int = -1, message: str | None = None, log_start: int = -1
+    ) -> Any:
         return {
             "index": index,
             "error_code": code,
             "base_offset": base_offset,
             "log_append_time": None,
-            "log_start_offset": 0 if code is ErrorCode.none else -1,
+            "log_start_offset": log_start,
             "record_errors": [],
             "error_message": message,
         }
@@ -57,7 +59,8 @@ def _partition_result(
         return answer(ErrorCode.corrupt_message, message=str(exc)), None
     if not batches:
         return answer(ErrorCode.corrupt_message, message="no record batch in request"), None
-    return answer(ErrorCode.none, log.append(batches)), log
+    base_offset = log.append(batches)
+    return answer(ErrorCode.none, base_offset, log_start=log.log_start_offset), log
 
 
 async def _make_durable(logs: set[PartitionLog], ctx: RequestContext) -> None:

@@ -6,8 +6,11 @@ and self-checking; Fetch serves whole batches with one `pread` of a contiguous b
 no per-record row or blob copy is needed. The index (base offset, file position, size, max
 timestamp per batch) is rebuilt by scanning the file when the log opens. That scan is also the
 crash-recovery pass, so a persisted index would only add a second file needing its own repair.
-There is one segment per partition and no retention: the log starts at offset 0 and grows until
-the topic's directory is deleted, which suits a coordinator test/dev broker, not bulk data.
+There is one segment per partition and no retention: the log grows until the topic is deleted,
+which suits a coordinator test/dev broker, not bulk data. DeleteRecords moves the log start
+offset (kept in `<partition>.start`, written atomically): offsets below it are out of range for
+Fetch and ListOffsets, as in Kafka, but the bytes stay in the file (Kafka, too, frees space only
+when a whole segment falls below the log start; we have one segment).
 
 Durability: `append` writes the batches (with server-assigned base offsets) and `flush` fsyncs
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
@@ -110,6 +113,21 @@ def _read_batch(fd: int, position: int, file_size: int) -> BatchInfo:
     return parse_batch(os.pread(fd, min(size, file_size - position), position))
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old or the new content, fsynced."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _claimed_end(fd: int, position: int, file_size: int) -> int:
     head = os.pread(fd, LENGTH_PREFIX_SIZE, position)
     if len(head) == LENGTH_PREFIX_SIZE:
@@ -171,6 +189,8 @@ class PartitionLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._start_path = path.with_suffix(".start")
+        self._log_start_offset = 0
         self._index: list[IndexEntry] = []
         self._last_offsets: list[int] = []
         self._fd = -1
@@ -188,7 +208,22 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return 0
+        """The first offset a consumer may read: 0, or where DeleteRecords last moved it."""
+        return self._log_start_offset
+
+    def advance_log_start(self, offset: int) -> int:
+        """Move the log start offset up to `offset` (never back, never past the high watermark)
+        durably; returns the log start offset now in force."""
+        if not self._log_start_offset <= offset <= self._high_watermark:
+            if offset < self._log_start_offset:
+                return self._log_start_offset
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is above the high watermark {self._high_watermark}"
+            )
+        if offset > self._log_start_offset:
+            write_atomically(self._start_path, str(offset).encode())
+            self._log_start_offset = offset
+        return self._log_start_offset
 
     @property
     def high_watermark(self) -> int:
@@ -200,6 +235,22 @@ class PartitionLog:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self._recover()
         self._high_watermark = self._log_end_offset
+        self._log_start_offset = self._read_log_start()
+
+    def _read_log_start(self) -> int:
+        try:
+            text = self._start_path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return 0
+        try:
+            offset = int(text)
+        except ValueError:
+            raise LogCorruptError(
+                f"{self._start_path}: unreadable log start offset {text!r}; restore it from a "
+                f"backup, or delete it to read the partition from offset 0 again"
+            ) from None
+        # A log cut back by recovery cannot start past its end.
+        return max(0, min(offset, self._log_end_offset))
 
     def _recover(self) -> None:
         scan = scan_log(self._fd)
@@ -316,11 +367,12 @@ class PartitionLog:
 
         Batch granularity: the offset may point a few records early inside that batch.
         """
-        for entry in self._index:
+        first = bisect.bisect_left(self._last_offsets, self._log_start_offset)
+        for entry in self._index[first:]:
             if entry.last_offset >= self._high_watermark:
                 break
             if entry.max_timestamp >= timestamp_ms:
-                return entry.base_offset, entry.max_timestamp
+                return max(entry.base_offset, self._log_start_offset), entry.max_timestamp
         return None
 
     def close(self) -> None:

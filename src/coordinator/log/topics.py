@@ -1,9 +1,14 @@
 """The topics this node hosts: names, stable topic ids, partition logs, and "data arrived" waits.
 
 Each topic lives in `<data_dir>/topics/<name>/`: `topic.json` (name, topic id, partition count,
-written atomically so an id never changes once handed to a client) and one `<partition>.log` per
-partition (see `coordinator.log.partition`). Topic ids are random UUIDs created with the topic
-and kept across restarts: librdkafka's Fetch v13+ and KIP-848 assignments address topics by id.
+config overrides; written atomically so an id never changes once handed to a client) and one
+`<partition>.log` per partition (see `coordinator.log.partition`). Topic ids are random UUIDs
+created with the topic and kept across restarts: librdkafka's Fetch v13+ and KIP-848 assignments
+address topics by id; a topic deleted and created again gets a new id, as in Kafka.
+
+Deleting a topic first renames its directory into `<data_dir>/topics-deleted/` (one atomic
+step: after a crash the topic is either still there or gone) and then removes it; leftovers of
+an interrupted removal are removed at the next start.
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ import json
 import logging
 import os
 import re
+import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coordinator.errors import OperationalError
-from coordinator.log.partition import PartitionLog
+from coordinator.log.partition import PartitionLog, write_atomically
 
 logger = logging.getLogger("coordinator.log")
 
@@ -41,6 +47,8 @@ class Topic:
     name: str
     topic_id: uuid.UUID
     partitions: list[PartitionLog] = field(repr=False)
+    configs: dict[str, str] = field(default_factory=dict)
+    """Config overrides (validated by `coordinator.log.topic_configs`); the rest are defaults."""
 
     def partition(self, index: int) -> PartitionLog | None:
         return self.partitions[index] if 0 <= index < len(self.partitions) else None
@@ -52,10 +60,14 @@ class TopicStore:
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / "topics"
         self.root.mkdir(parents=True, exist_ok=True)
+        self._trash = data_dir / "topics-deleted"
+        if self._trash.exists():
+            shutil.rmtree(self._trash)
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._appended = asyncio.Event()
         self._listeners: list[Callable[[Topic], None]] = []
+        self._deletion_hooks: list[Callable[[list[str]], Awaitable[None]]] = []
         for meta in sorted(self.root.glob("*/topic.json")):
             self._load(meta)
 
@@ -63,12 +75,13 @@ class TopicStore:
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             name, topic_id, count = meta["name"], uuid.UUID(meta["topic_id"]), meta["partitions"]
-        except (ValueError, KeyError, TypeError) as exc:
+            configs = {str(k): str(v) for k, v in meta.get("configs", {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise OperationalError(
                 f"{meta_path}: unreadable topic metadata ({exc}); restore it from a backup"
             ) from exc
         logs = [PartitionLog(meta_path.parent / f"{i}.log") for i in range(int(count))]
-        self._add(Topic(name, topic_id, logs))
+        self._add(Topic(name, topic_id, logs, configs))
 
     def _add(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic
@@ -83,8 +96,10 @@ class TopicStore:
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return self._by_id.get(topic_id)
 
-    def create(self, name: str, partitions: int) -> Topic:
-        """Create a topic durably (idempotent: an existing topic is returned unchanged)."""
+    def create(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> Topic:
+        """Create a topic durably (idempotent: an existing topic is returned unchanged).
+
+        `configs` must already be valid (`coordinator.log.topic_configs`)."""
         existing = self._by_name.get(name)
         if existing is not None:
             return existing
@@ -93,15 +108,70 @@ class TopicStore:
             raise ValueError(f"topic {name!r} needs at least one partition, got {partitions}")
         directory = self.root / name
         directory.mkdir(parents=True, exist_ok=True)
-        topic_id = uuid.uuid4()
-        meta = {"name": name, "topic_id": str(topic_id), "partitions": partitions}
-        _write_atomically(directory / "topic.json", json.dumps(meta).encode())
-        logs = [PartitionLog(directory / f"{i}.log") for i in range(partitions)]
-        topic = Topic(name, topic_id, logs)
+        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        self._write_meta(topic, partitions)
+        topic.partitions = [PartitionLog(directory / f"{i}.log") for i in range(partitions)]
         self._add(topic)
-        logger.info("created topic %s with %d partitions (id %s)", name, partitions, topic_id)
+        logger.info("created topic %s with %d partitions (id %s)", name, partitions, topic.topic_id)
         self.changed(topic)
         return topic
+
+    def add_partitions(self, topic: Topic, total: int) -> None:
+        """Grow `topic` to `total` partitions (more than it has), durably."""
+        if total <= len(topic.partitions):
+            raise ValueError(f"topic {topic.name} has {len(topic.partitions)} partitions already")
+        self._write_meta(topic, total)
+        directory = self.root / topic.name
+        topic.partitions.extend(
+            PartitionLog(directory / f"{i}.log") for i in range(len(topic.partitions), total)
+        )
+        logger.info("topic %s grew to %d partitions", topic.name, total)
+        self.changed(topic)
+
+    def set_configs(self, topic: Topic, configs: Mapping[str, str]) -> None:
+        """Replace the config overrides of `topic` (already validated), durably."""
+        previous = topic.configs
+        topic.configs = dict(configs)
+        try:
+            self._write_meta(topic, len(topic.partitions))
+        except BaseException:
+            topic.configs = previous
+            raise
+
+    def delete(self, topic: Topic) -> None:
+        """Remove `topic`, its logs and its metadata (see the module docstring); the caller
+        then awaits `announce_deleted` so that what refers to the topic forgets it."""
+        if self._by_name.get(topic.name) is not topic:
+            raise KeyError(topic.name)
+        del self._by_name[topic.name]
+        del self._by_id[topic.topic_id]
+        for log in topic.partitions:
+            log.close()
+        self._trash.mkdir(exist_ok=True)
+        doomed = self._trash / str(topic.topic_id)
+        os.replace(self.root / topic.name, doomed)
+        _fsync_directory(self.root)
+        shutil.rmtree(doomed)
+        logger.info("deleted topic %s (id %s)", topic.name, topic.topic_id)
+
+    def on_deleted(self, hook: Callable[[list[str]], Awaitable[None]]) -> Callable[[], None]:
+        """Await `hook(names)` after topics are deleted (the group coordinator removes their
+        committed offsets there); returns the function that removes the hook."""
+        self._deletion_hooks.append(hook)
+        return lambda: self._deletion_hooks.remove(hook)
+
+    async def announce_deleted(self, names: list[str]) -> None:
+        for hook in list(self._deletion_hooks):
+            await hook(names)
+
+    def _write_meta(self, topic: Topic, partitions: int) -> None:
+        meta = {
+            "name": topic.name,
+            "topic_id": str(topic.topic_id),
+            "partitions": partitions,
+            "configs": topic.configs,
+        }
+        write_atomically(self.root / topic.name / "topic.json", json.dumps(meta).encode())
 
     def subscribe(self, listener: Callable[[Topic], None]) -> Callable[[], None]:
         """Call `listener(topic)` after a topic is created or gets more partitions (the hook
@@ -137,14 +207,8 @@ class TopicStore:
                 log.close()
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+def _fsync_directory(path: Path) -> None:
+    dir_fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
