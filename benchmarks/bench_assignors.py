@@ -24,20 +24,34 @@ Python allocations during one ``assign`` call (tracemalloc, in a separate untime
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import gc
+import importlib
+import os
 import platform
+import resource
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import assignors
 from assignors.aiokafka import assignor as aiokafka_plugin
+from assignors.balance import BalanceOutcome
+from assignors.pairs import clear_pair_tables
 from assignors.spec import GroupSpec, MemberSubscription, StaticTopics
+from assignors.uniform import UniformAssignor
+
+# the frozen pre-rewrite assignors (the equality test's oracle) give the "before" column
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "assignors"))
+legacy: Any = importlib.import_module("assignors_legacy")
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -194,7 +208,8 @@ class Group:
 def row(
     scenario: str, what: str, ours: float, peers: dict[str, float | None], extra: str = ""
 ) -> None:
-    cells = [f"{ours:9.1f}"]
+    java = JAVA_SMALL.get((scenario, what))
+    cells = [f"{ours:9.1f}", "" if java is None else f"{java:.1f} ({ours / java:.1f}x Java)"]
     for name in ("kafka-python", "aiokafka"):
         value = peers.get(name)
         if value is None:
@@ -206,8 +221,11 @@ def row(
 
 def header(title: str) -> None:
     print(f"\n{title}\n")
-    print("| | assignor | ours ms | kafka-python ms (ratio) | aiokafka ms (ratio) | moves |")
-    print("|---|---|---:|---:|---:|---|")
+    print(
+        "| | assignor | ours ms | Java ms (recorded) | kafka-python ms (ratio) "
+        "| aiokafka ms (ratio) | moves |"
+    )
+    print("|---|---|---:|---:|---:|---:|---|")
 
 
 def scenario_small(label: str, group: Group, repeat: int, peer_repeat: int) -> None:
@@ -220,11 +238,13 @@ def scenario_small(label: str, group: Group, repeat: int, peer_repeat: int) -> N
         ("range", KpRange, AioRange),
         ("roundrobin", KpRoundRobin, AioRoundRobin),
     ):
-        ours, _ = median_ms(lambda n=name: assignors.get(n).assign(spec, group.describer), repeat)
+        ours, _ = median_ms(
+            functools.partial(assignors.get(name).assign, spec, group.describer), repeat
+        )
         kp_members = group.kp_members(ids)
         aio_members = group.aio_members(ids)
-        t_kp, _ = median_ms(lambda k=kp, ms=kp_members: k.assign(group.cluster, ms), repeat)
-        t_aio, _ = median_ms(lambda a=aio, ms=aio_members: a.assign(group.cluster, ms), repeat)
+        t_kp, _ = median_ms(functools.partial(kp.assign, group.cluster, kp_members), repeat)
+        t_aio, _ = median_ms(functools.partial(aio.assign, group.cluster, aio_members), repeat)
         row(label, name, ours, {"kafka-python": t_kp, "aiokafka": t_aio})
 
     # sticky fresh / join
@@ -287,40 +307,306 @@ def scenario_small(label: str, group: Group, repeat: int, peer_repeat: int) -> N
     )
 
 
-def scenario_large(label: str, name: str, group: Group, repeat: int) -> None:
-    header(f"Scenario {label}: {name}, {len(group.ids)} members x {group.total} partitions")
-    assignor = assignors.get(name)
-    spec = group.spec(group.ids)
-    t_fresh, fresh = median_ms(lambda: assignor.assign(spec, group.describer), repeat)
-    mem_fresh = peak_mib(lambda: assignor.assign(spec, group.describer))
-    row(label, f"{name} fresh", t_fresh, {}, f"peak {mem_fresh:.0f} MiB")
+JAVA_SOURCE = (
+    "Java figures are the ones recorded in the spec (section 5.2): Apache Kafka's assignors built "
+    "from commit 1eb7644 on a 2-vCPU Intel Xeon VM with 23 GiB, OpenJDK 17.0.15 (best of 5; "
+    "cooperative-sticky at 1M a single run). They were not re-run here: Kafka's jars are on none "
+    "of the registries this machine reaches (PyPI, Debian, npm)."
+)
+JAVA_SMALL = {
+    ("A", "range"): 1.3,
+    ("A", "roundrobin"): 0.5,
+    ("A", "sticky fresh"): 0.6,
+    ("A", "sticky join"): 0.7,
+    ("A", "cooperative-sticky fresh"): 0.6,
+    ("A", "cooperative-sticky join"): 1.0,
+    ("B", "range"): 6.1,
+    ("B", "roundrobin"): 3.1,
+    ("B", "sticky fresh"): 5.9,
+    ("B", "sticky join"): 4.3,
+    ("B", "cooperative-sticky fresh"): 6.2,
+    ("B", "cooperative-sticky join"): 7.6,
+}
 
-    leaver = group.ids[-1]
+
+def timed(
+    fn: Callable[[], Any], repeat: int, setup: Callable[[], None] | None = None
+) -> tuple[float, float, Any]:
+    """Median wall and CPU milliseconds of ``repeat`` calls, and the last result."""
+    walls, cpus = [], []
+    result = None
+    for _ in range(repeat):
+        result = None
+        if setup is not None:
+            setup()
+        gc.collect()
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = fn()
+        walls.append((time.perf_counter() - wall) * 1000)
+        cpus.append((time.process_time() - cpu) * 1000)
+    return statistics.median(walls), statistics.median(cpus), result
+
+
+class Large:
+    """A large group with equal subscriptions, as `GroupSpec`s and as `assign` arguments."""
+
+    def __init__(self, members: int, topics: int, per_topic: int) -> None:
+        self.topics = [f"topic-{t:04d}" for t in range(topics)]
+        self.topic_set = frozenset(self.topics)
+        self.partitions = dict.fromkeys(self.topics, per_topic)
+        self.total = topics * per_topic
+        self.ids = [f"member-{i:05d}" for i in range(members)]
+        self.describer = StaticTopics(self.partitions)
+
+    def spec(self, ids: list[str], owned: Assignment | None = None) -> GroupSpec:
+        """Members ``ids``; those in ``owned`` own their partitions there (generation 1)."""
+        owned = owned or {}
+        return GroupSpec(
+            {
+                m: MemberSubscription(
+                    self.topic_set, tuple(owned.get(m, ())), 1 if m in owned else None
+                )
+                for m in ids
+            }
+        )
+
+    def label(self) -> str:
+        per_topic = self.total // len(self.topics)
+        return f"{len(self.ids):,} members x {len(self.topics)} topics x {per_topic:,}"
+
+
+def large_header(title: str) -> None:
+    print(f"\n{title}\n")
+    print("| case | ours ms (CPU ms) | before ms (ratio) | Java ms (recorded) | notes |")
+    print("|---|---:|---:|---:|---|")
+
+
+def large_row(
+    what: str,
+    ours: tuple[float, float],
+    before: float | None = None,
+    java: float | None = None,
+    notes: str = "",
+) -> None:
+    wall, cpu = ours
+    before_cell = "" if before is None else f"{before:,.0f} ({before / wall:.1f}x)"
+    java_cell = "none recorded" if java is None else f"{java:,.0f} ({wall / java:.1f}x Java)"
+    print(
+        f"| {what} | {wall:,.0f} ({cpu:,.0f}) | {before_cell} | {java_cell} | {notes} |",
+        flush=True,
+    )
+
+
+def scenario_large(
+    name: str, group: Large, repeat: int, java: Mapping[str, float], emptied: bool = False
+) -> None:
+    """Fresh, one member leaves, one joins (and one emptied): ours against the frozen copy."""
+    large_header(f"{name}, {group.label()} ({group.total:,} partitions)")
+    ours, before = assignors.get(name), legacy.ASSIGNORS[name]
+    spec = group.spec(group.ids)
+    wall, cpu, fresh = timed(lambda: ours.assign(spec, group.describer), repeat)
+    old, _, _ = timed(lambda: before.assign(spec, group.describer), repeat)
+    large_row("fresh", (wall, cpu), old, java.get("fresh"))
     stay = group.ids[:-1]
     leave_spec = group.spec(stay, {m: fresh[m] for m in stay})
-    t_leave, after_leave = median_ms(lambda: assignor.assign(leave_spec, group.describer), repeat)
-    mem_leave = peak_mib(lambda: assignor.assign(leave_spec, group.describer))
-    lost = group.total - sum(len(v) for v in after_leave.values())
-    row(
-        label,
-        f"{name} one leaves",
-        t_leave,
-        {},
-        f"moved {moved(fresh, after_leave)} (min {len(fresh[leaver])}), withheld {lost}, "
-        f"peak {mem_leave:.0f} MiB",
+    wall, cpu, after = timed(lambda: ours.assign(leave_spec, group.describer), repeat)
+    old, _, _ = timed(lambda: before.assign(leave_spec, group.describer), repeat)
+    lost = group.total - sum(map(len, after.values()))
+    large_row(
+        "one member leaves",
+        (wall, cpu),
+        old,
+        java.get("leave"),
+        f"moved {moved(fresh, after)} (min {len(fresh[group.ids[-1]])}), withheld {lost}",
     )
-    joiner = "member-99999"
-    join_spec = group.spec([*group.ids, joiner], fresh)
-    t_join, after_join = median_ms(lambda: assignor.assign(join_spec, group.describer), repeat)
-    lost = group.total - sum(len(v) for v in after_join.values())
-    row(
-        label,
-        f"{name} one joins",
-        t_join,
-        {},
-        f"moved {moved(fresh, after_join)} (min {group.total // (len(group.ids) + 1)}), "
-        f"withheld {lost}",
+    join_spec = group.spec([*group.ids, "member-99999"], fresh)
+    wall, cpu, after = timed(lambda: ours.assign(join_spec, group.describer), repeat)
+    old, _, _ = timed(lambda: before.assign(join_spec, group.describer), repeat)
+    lost = group.total - sum(map(len, after.values()))
+    large_row(
+        "one member joins",
+        (wall, cpu),
+        old,
+        java.get("join"),
+        f"moved {moved(fresh, after)} (min {group.total // (len(group.ids) + 1)}), withheld {lost}",
     )
+    if emptied:
+        owned = {m: fresh[m] for m in group.ids[1:]}
+        empty_spec = group.spec(group.ids, owned)
+        wall, cpu, after = timed(lambda: ours.assign(empty_spec, group.describer), repeat)
+        old, _, _ = timed(lambda: before.assign(empty_spec, group.describer), repeat)
+        large_row(
+            "one member emptied (owns nothing)",
+            (wall, cpu),
+            old,
+            java.get("emptied"),
+            f"moved {moved(fresh, after)}",
+        )
+
+
+def scenario_uniform_public(group: Large, repeat: int) -> None:
+    """Through `assignors.assign` (what the issue measured): plain mappings in, sorted lists out;
+    cold = the shared per-topic pair tuples dropped before each call."""
+    large_header(f"uniform through assignors.assign, {group.label()}")
+    subs = {m: group.topics for m in group.ids}
+    wall, cpu, fresh = timed(lambda: assignors.assign("uniform", subs, group.partitions), repeat)
+    old, _, _ = timed(lambda: legacy.assign("uniform", subs, group.partitions), repeat)
+    large_row("fresh", (wall, cpu), old, 44, "shared pair tuples warm")
+    cold = timed(
+        lambda: assignors.assign("uniform", subs, group.partitions), repeat, clear_pair_tables
+    )
+    large_row("fresh, cold", cold[:2], old, 44, "pair tuples built in the call")
+    stay = {m: group.topics for m in group.ids[:-1]}
+    owned = {m: fresh[m] for m in stay}
+    generations = dict.fromkeys(stay, 1)
+
+    def leave() -> Any:
+        return assignors.assign(
+            "uniform", stay, group.partitions, owned=owned, generations=generations
+        )
+
+    def leave_before() -> Any:
+        return legacy.assign(
+            "uniform", stay, group.partitions, owned=owned, generations=generations
+        )
+
+    wall, cpu, _ = timed(leave, repeat)
+    old, _, _ = timed(leave_before, repeat)
+    large_row("one member leaves", (wall, cpu), old, 35, "Java's figure is its join")
+
+
+def scenario_uniform_epochs(group: Large, repeat: int) -> None:
+    """Epoch after epoch with the previous outcome (`UniformAssignor.assign_incremental`), as a
+    KIP-848 coordinator keeping each member's target as a tuple would call it."""
+    large_header(f"uniform, epoch by epoch with the previous outcome, {group.label()}")
+    uniform = UniformAssignor()
+    before = legacy.ASSIGNORS["uniform"]
+    spec0 = group.spec(group.ids)
+    wall, cpu, epoch0 = timed(lambda: uniform.assign_incremental(spec0, group.describer), repeat)
+    old, _, _ = timed(lambda: before.assign(spec0, group.describer), repeat)
+    large_row("epoch 0: fresh (keeps the hint)", (wall, cpu), old, 44)
+
+    def targets(outcome: BalanceOutcome) -> dict[str, tuple[tuple[str, int], ...]]:
+        assert outcome.hint is not None
+        return {m: pairs for m, (pairs, _) in outcome.hint.members.items()}
+
+    steps: list[tuple[str, Callable[[dict[str, Any]], GroupSpec], StaticTopics, float | None]] = []
+    grown = StaticTopics(
+        {**group.partitions, group.topics[0]: group.total // len(group.topics) + 100}
+    )
+    steps.append(
+        (
+            "epoch 1: one member leaves",
+            lambda held: GroupSpec(
+                {m: MemberSubscription(group.topic_set, held[m]) for m in group.ids[:-1]}
+            ),
+            group.describer,
+            None,
+        )
+    )
+    steps.append(
+        (
+            "epoch 2: one member joins",
+            lambda held: GroupSpec(
+                {
+                    m: MemberSubscription(group.topic_set, held.get(m, ()))
+                    for m in [*group.ids[:-1], "member-99999"]
+                }
+            ),
+            group.describer,
+            35,
+        )
+    )
+    steps.append(
+        (
+            "epoch 3: one topic gains 100 partitions",
+            lambda held: GroupSpec({m: MemberSubscription(group.topic_set, held[m]) for m in held}),
+            grown,
+            None,
+        )
+    )
+    previous = epoch0
+    for what, make, describer, java in steps:
+        spec = make(targets(previous))
+        wall, cpu, outcome = timed(
+            functools.partial(uniform.assign_incremental, spec, describer, previous), repeat
+        )
+        old, _, _ = timed(functools.partial(before.assign, spec, describer), repeat)
+        changed = moved(previous.assignment, outcome.assignment)
+        large_row(what, (wall, cpu), old, java, f"moved {changed}")
+        previous = outcome
+
+
+def scenario_range(repeat: int) -> None:
+    for group in (Large(10_000, 100, 10_000), Large(10_000, 1_000, 1_000)):
+        large_header(f"range, {group.label()} ({group.total:,} partitions)")
+        spec = group.spec(group.ids)
+        ours = timed(
+            functools.partial(assignors.get("range").assign, spec, group.describer), repeat
+        )
+        old, _, _ = timed(
+            functools.partial(legacy.ASSIGNORS["range"].assign, spec, group.describer), repeat
+        )
+        java = 63 if len(group.topics) == 1_000 else None
+        note = "Java: server range, same shape" if java else "Java: 1M only at 1,000 x 1,000"
+        large_row("fresh", ours[:2], old, java, note)
+
+
+def memory_child(name: str, members: int, topics: int, per_topic: int, case: str) -> None:
+    """Print the peak RSS (MiB) of one assignment in this process, and the RSS before it.
+
+    The inputs (and, for a leave, the previous assignment) are built first; the kernel's peak
+    RSS mark is then reset (``/proc/self/clear_refs``) so the peak is that of the call.
+    """
+    group = Large(members, topics, per_topic)
+    frozen = name.startswith("before:")
+    assignor = legacy.ASSIGNORS[name.removeprefix("before:")] if frozen else assignors.get(name)
+    spec = group.spec(group.ids)
+    if case == "leave":
+        fresh = assignor.assign(spec, group.describer)
+        spec = group.spec(group.ids[:-1], {m: fresh[m] for m in group.ids[:-1]})
+        del fresh
+    gc.collect()
+    before = _rss_mib("VmRSS")
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+    result = assignor.assign(spec, group.describer)
+    peak = _rss_mib("VmHWM")
+    print(f"{peak:.0f} {before:.0f} {len(result)}")
+
+
+def _rss_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def scenario_memory() -> None:
+    print("\nPeak memory of one assignment (a child process per row; RSS, MiB)\n")
+    print("| assignor | group | case | peak RSS in the call | RSS before it | before the rewrite |")
+    print("|---|---|---|---:|---:|---:|")
+    for name, members, topics, per_topic, case in (
+        ("uniform", 10_000, 100, 10_000, "fresh"),
+        ("uniform", 10_000, 100, 10_000, "leave"),
+        ("sticky", 10_000, 100, 10_000, "leave"),
+        ("cooperative-sticky", 2_000, 500, 2_000, "fresh"),
+        ("range", 10_000, 100, 10_000, "fresh"),
+    ):
+        figures = []
+        for which in (name, f"before:{name}"):
+            done = subprocess.run(
+                [sys.executable, __file__, "--memory-child", which, str(members), str(topics),
+                 str(per_topic), case],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            figures.append(done.stdout.split())
+        (peak, before, _), (old_peak, old_before, _) = figures
+        print(
+            f"| {name} | {members:,} x {topics * per_topic:,} | {case} | {peak} | {before} "
+            f"| {old_peak} (RSS before it {old_before}) |",
+            flush=True,
+        )
 
 
 def machine() -> str:
@@ -332,8 +618,6 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    import os
-
     return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
 
 
@@ -341,19 +625,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="scenario A only")
-    parser.add_argument("--only", default="ABCD", help="scenarios to run, e.g. CD")
+    parser.add_argument("--only", default="ABCDEFGM", help="scenarios to run, e.g. CD")
+    parser.add_argument("--memory-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory_child:
+        name, members, topics, per_topic, case = args.memory_child
+        memory_child(name, int(members), int(topics), int(per_topic), case)
+        return
     only = "A" if args.quick else args.only.upper()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start")
+    print(JAVA_SOURCE)
     if "A" in only:
         scenario_small("A", Group(100, 10, 100), args.repeat, args.repeat)
     if "B" in only:
         scenario_small("B", Group(1000, 1, 10_000), args.repeat, 1)
     if "C" in only:
-        for name in ("sticky", "cooperative-sticky"):
-            scenario_large("C", name, Group(2000, 100, 10_000), args.repeat)
+        coop = {"fresh": 320, "emptied": 1_700}
+        scenario_large("cooperative-sticky", Large(2_000, 500, 2_000), args.repeat, coop, True)
+        scenario_large("cooperative-sticky", Large(2_000, 100, 10_000), args.repeat, coop)
     if "D" in only:
-        scenario_large("D", "uniform", Group(10_000, 100, 10_000), args.repeat)
+        uniform = {"fresh": 44, "join": 35}
+        scenario_large("uniform", Large(10_000, 100, 10_000), args.repeat, uniform)
+    if "E" in only:
+        scenario_uniform_public(Large(10_000, 100, 10_000), args.repeat)
+        scenario_uniform_epochs(Large(10_000, 100, 10_000), args.repeat)
+    if "F" in only:
+        scenario_large("sticky", Large(10_000, 100, 10_000), args.repeat, {})
+    if "G" in only:
+        scenario_range(args.repeat)
+    if "M" in only:
+        scenario_memory()
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

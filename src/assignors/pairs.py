@@ -85,3 +85,10 @@ class PairTable:
             return list(zip(map(names.__getitem__, topic.tolist()), numbers, strict=True))
         tables = self.tables()
         return list(map(tuple.__getitem__, map(tables.__getitem__, topic.tolist()), numbers))
+
+
+def clear_pair_tables() -> None:
+    """Forget every shared table (benchmarks use it to time a cold first assignment)."""
+    global _held
+    _tables.clear()
+    _held = 0

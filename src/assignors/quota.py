@@ -140,7 +140,8 @@ def _known_claims(
     owned: Sequence[tuple[TopicPartition, ...]],
     hint: ClaimHint | None,
 ) -> list[Indices | None] | None:
-    if hint is None or hint.layout != (tuple(table.topics), tuple(table.counts)):
+    """Per member, its claims from ``hint`` if it owns exactly its result of that run."""
+    if hint is None:
         return None
     known: list[Indices | None] = []
     for member_id, pairs in zip(member_ids, owned, strict=True):
@@ -150,7 +151,45 @@ def _known_claims(
             known.append(previous[1])
         else:
             known.append(None)
+    if hint.layout != (tuple(table.topics), tuple(table.counts)):
+        known = _renumbered(known, hint.layout, table)
     return known
+
+
+def _renumbered(
+    known: list[Indices | None],
+    layout: tuple[tuple[str, ...], tuple[int, ...]],
+    table: PairTable,
+) -> list[Indices | None]:
+    """Claims indexed in an older layout (a topic added, removed or resized) in this one;
+    partitions that no longer exist are dropped, as decoding the pairs would drop them."""
+    old_topics, old_counts = layout
+    old_bases = np.zeros(len(old_topics), dtype=np.int64)
+    if old_counts:
+        old_bases[1:] = np.cumsum(old_counts[:-1])
+    position = {t: k for k, t in enumerate(table.topics)}
+    moved_to = np.array([position.get(t, -1) for t in old_topics], dtype=np.int64)
+    counts = np.asarray(table.counts, dtype=np.int64)
+    hits = [k for k in known if k is not None]
+    if not hits:
+        return known
+    every = np.concatenate(hits)
+    old_topic = np.searchsorted(old_bases, every, side="right") - 1
+    number = every - old_bases[old_topic]
+    topic = moved_to[old_topic]
+    exists = topic >= 0
+    exists &= number < counts[np.where(exists, topic, 0)]
+    renumbered = np.where(exists, table.bases[np.where(exists, topic, 0)] + number, -1)
+    sizes = np.cumsum([len(k) for k in hits])[:-1]
+    parts = iter(np.split(renumbered, sizes))
+    result: list[Indices | None] = []
+    for k in known:
+        if k is None:
+            result.append(None)
+        else:
+            part = next(parts)
+            result.append(part[part >= 0])
+    return result
 
 
 def assign_by_quota(

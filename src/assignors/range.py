@@ -20,8 +20,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
+from operator import getitem, itemgetter
 
+from .pairs import topic_pairs
 from .racks import member_rack, racks_match, topic_racks, use_rack_aware
 from .spec import GroupAssignment, GroupSpec, TopicDescriber, subscribed_topics
 
@@ -38,13 +40,18 @@ class RangeAssignor:
         order = spec.ordered_member_ids()
         result: GroupAssignment = {m: [] for m in spec.members}
         racks = {m: member_rack(spec.members[m].rack) for m in order}
+        any_rack = any(racks.values())
+        subscribers_of = _subscribers_by_topic(spec, order)
+        names = subscribed_topics(spec, topics)
+        counts = [topics.partition_count(topic) or 0 for topic in names]
+        if not any_rack and _one_group(names, counts, subscribers_of):
+            return _co_partitioned_ranges(names, counts[0], subscribers_of[names[0]], result)
         plan: list[tuple[str, list[str], int, list[frozenset[str]], bool]] = []
-        for topic in subscribed_topics(spec, topics):
-            subscribers = [m for m in order if topic in spec.members[m].topics]
-            count = topics.partition_count(topic) or 0
+        for topic, count in zip(names, counts, strict=True):
+            subscribers = subscribers_of[topic]
             partition_racks: list[frozenset[str]] = []
             rack_aware = False
-            if any(racks[m] for m in subscribers):
+            if any_rack and any(racks[m] for m in subscribers):
                 partition_racks = topic_racks(topics, topic, count)
                 rack_aware = use_rack_aware((racks[m] for m in subscribers), partition_racks)
             plan.append((topic, subscribers, count, partition_racks, rack_aware))
@@ -65,6 +72,52 @@ class RangeAssignor:
         for tps in result.values():
             tps.sort()
         return result
+
+
+def _subscribers_by_topic(spec: GroupSpec, order: list[str]) -> dict[str, list[str]]:
+    """Topic -> its subscribers in member order; members sharing a subscription share the work
+    (and topics with the same subscribers share one list)."""
+    by_subscription: dict[frozenset[str], list[str]] = {}
+    for member_id in order:
+        by_subscription.setdefault(spec.members[member_id].topics, []).append(member_id)
+    if len(by_subscription) == 1:
+        ((subscription, members),) = by_subscription.items()
+        return dict.fromkeys(subscription, members)
+    subscribers: dict[str, list[str]] = {}
+    for member_id in order:
+        for topic in spec.members[member_id].topics:
+            subscribers.setdefault(topic, []).append(member_id)
+    return subscribers
+
+
+def _one_group(names: list[str], counts: list[int], subscribers: dict[str, list[str]]) -> bool:
+    """True if every topic has the same subscribers (the same list) and partition count."""
+    if not names:
+        return False
+    first = subscribers[names[0]]
+    return all(subscribers[t] is first for t in names) and counts.count(counts[0]) == len(counts)
+
+
+def _co_partitioned_ranges(
+    names: list[str], count: int, subscribers: list[str], result: GroupAssignment
+) -> GroupAssignment:
+    """The plain walk when all topics share subscribers and partition count: member ``k`` takes
+    the same range of every topic, so its list is that slice of each topic's pairs, in topic
+    order (one C-level pass per member instead of one Python step per topic and member)."""
+    tables = [topic_pairs(t, count) for t in names]
+    quota, extras = divmod(count, len(subscribers))
+    start = 0
+    for position, member in enumerate(subscribers):
+        length = quota + 1 if position < extras else quota
+        if length == 0:
+            break
+        if length == 1:
+            result[member] = list(map(itemgetter(start), tables))
+        else:
+            span = slice(start, start + length)
+            result[member] = list(chain.from_iterable(map(getitem, tables, repeat(span))))
+        start += length
+    return result
 
 
 def _assign_plain_ranges(

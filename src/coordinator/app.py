@@ -21,8 +21,10 @@ from pathlib import Path
 
 from coordinator.apis import builtin_registry
 from coordinator.apis.contract import Broker
+from coordinator.cluster_settings import CLUSTER_ONLY
 from coordinator.config import ServerConfig
 from coordinator.data_dir import DirectoryLock
+from coordinator.described_configs import BrokerSettings, model_entries, table_entries
 from coordinator.errors import OperationalError
 from coordinator.log.partition import LogCorruptError
 from coordinator.log.producer_ids import ProducerIdAllocator
@@ -95,6 +97,9 @@ class ServerApp:
             ) from exc
         self._stack.callback(topics.close)
         host, port = listener.getsockname()[:2]
+        settings = BrokerSettings()
+        settings.add(lambda: model_entries(self.config))
+        settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
         broker = Broker(
             self.config,
             topics,
@@ -103,10 +108,15 @@ class ServerApp:
             port,
             self.data_dir,
             ProducerIdAllocator(self.data_dir),
+            settings,
         )
         self.broker = broker
         for extension in self._extensions:
             await self._stack.enter_async_context(extension(broker))
+        if self.config.cluster_only:
+            given = ", ".join(f"{k}={v}" for k, v in sorted(self.config.cluster_only.items()))
+            logger.warning("these settings only matter on a cluster; on this one node they have "
+                           "no effect: %s", given)  # fmt: skip
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
             topic = topics.create(name, partitions)

@@ -5,6 +5,8 @@ are parsed by `parse_settings`, which offers every key this model does not know 
 `claim` callables it is given (the group coordinator's own settings, e.g.
 `group.initial.rebalance.delay.ms`, live in `rebalance.config` and are claimed there). A key
 nobody claims, or a value that does not validate, is rejected with a message naming the key.
+Settings that only matter on a cluster (`coordinator.cluster_settings`) are accepted and kept in
+`ServerConfig.cluster_only`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
 
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
 
@@ -45,25 +49,14 @@ class ServerConfig(BaseModel):
     advertised_port: int | None = Field(default=None, ge=1, le=65535, alias="advertised.port")
     """Port given to clients; default: the bound port (useful with port 0)."""
     cluster_id: str = Field(default="rebalance-cluster", min_length=1, alias="cluster.id")
-
-    def explicit_settings(self) -> dict[str, str]:
-        """The settings given at start (not defaulted), by Kafka name, as strings."""
-        values = {}
-        for name in sorted(self.model_fields_set):
-            alias = type(self).model_fields[name].alias or name
-            values[alias] = _kafka_text(getattr(self, name))
-        return values
+    cluster_only: dict[str, str] = Field(default_factory=dict)
+    """Settings that only matter on a cluster, as given (see `coordinator.cluster_settings`)."""
 
     @classmethod
     def kafka_keys(cls) -> frozenset[str]:
         """Every accepted setting name, including aliases such as `broker.id`."""
         names = {f.alias for f in cls.model_fields.values() if f.alias is not None}
         return frozenset(names | set(_KEY_ALIASES))
-
-
-def _kafka_text(value: object) -> str:
-    """A setting's value as Kafka writes it (booleans in lower case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 # Kafka accepts both names for the node id (ZooKeeper-era and KRaft).
@@ -93,10 +86,17 @@ def parse_settings(
     """
     own_keys = ServerConfig.kafka_keys()
     values: dict[str, Any] = dict(base or {})
+    cluster_only: dict[str, str] = dict(values.pop("cluster_only", {}))
     for text in assignments:
         key, raw = split_assignment(text)
         if key in own_keys:
             values[_KEY_ALIASES.get(key, key)] = raw
+            continue
+        if key in CLUSTER_ONLY:
+            try:
+                cluster_only[key] = check_cluster_setting(key, raw)
+            except ValueError as exc:
+                raise ConfigError(f"bad value for {key}: {exc}") from None
             continue
         try:
             claimed = any(claim(key, raw) for claim in claims)
@@ -104,6 +104,8 @@ def parse_settings(
             raise ConfigError(f"bad value for {key}: {exc}") from exc
         if not claimed:
             raise ConfigError(f"unknown setting {key!r}")
+    if cluster_only:
+        values["cluster_only"] = cluster_only
     try:
         return ServerConfig.model_validate(values)
     except ValidationError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 from coordinator.apis import GROUP_APIS
 from coordinator.apis.contract import Broker
 from coordinator.data_dir import DirectoryLock
+from coordinator.described_configs import model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
 from coordinator.runtime import GroupRuntime
@@ -81,6 +82,7 @@ class GroupCoordinatorExtension:
             for module in GROUP_APIS:
                 broker.registry.register(module)
             broker.groups = runtime
+            broker.settings.add(lambda: model_entries(self.config))
             stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
             self.runtime = runtime
             if lock is not None:

@@ -189,3 +189,11 @@ def test_uniform_epoch_after_epoch_with_the_previous_outcome(seed: int) -> None:
         if rng.random() < 0.3:  # a member reports something else than its last result
             member = rng.choice(sorted(group.members))
             group.owned[member] = group.owned.get(member, [])[1:]
+        if rng.random() < 0.3:  # a topic is created, grows, shrinks or goes
+            topic = rng.choice([*group.topics, "t9"])
+            group.partitions[topic] = rng.choice([0, 1, 4, 9, 31])
+            if group.partitions[topic] == 0 and rng.random() < 0.5:
+                del group.partitions[topic]
+            for topics in group.members.values():
+                if topic not in topics and (group.equal or rng.random() < 0.5):
+                    topics.append(topic)

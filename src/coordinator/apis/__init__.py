@@ -15,6 +15,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from coordinator.apis import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -22,10 +23,12 @@ from coordinator.apis import (
     delete_records,
     delete_topics,
     describe_cluster,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -53,6 +56,9 @@ BUILTIN_APIS: tuple[ModuleType, ...] = (
     create_partitions,
     delete_records,
     describe_cluster,
+    describe_configs,
+    alter_configs,
+    incremental_alter_configs,
 )
 
 GROUP_APIS: tuple[ModuleType, ...] = (

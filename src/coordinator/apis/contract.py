@@ -21,7 +21,8 @@ with `registry.register(module)` before the server starts. ApiVersions answers f
 registry, so every registered API is advertised.
 
 Handlers reach what outlives a request through `ctx.broker`, whose fields are typed: the topics,
-the producer id allocator and, when the group coordinator extension runs, its `GroupRuntime`.
+the producer id allocator, the settings DescribeConfigs shows and, when the group coordinator
+extension runs, its `GroupRuntime`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from coordinator.wire.codec import EncodedBody, kio_versions
 from coordinator.wire.listener import advertisable_host
 
 if TYPE_CHECKING:
+    from coordinator.described_configs import BrokerSettings
     from coordinator.log.producer_ids import ProducerIdAllocator
     from coordinator.log.topics import TopicStore
     from coordinator.runtime import GroupRuntime
@@ -142,6 +144,8 @@ class Broker:
     port: int
     data_dir: Path
     producer_ids: ProducerIdAllocator
+    #: What DescribeConfigs shows for the broker; extensions add their own settings.
+    settings: BrokerSettings
     #: The group coordinator's runtime, when its extension runs (`coordinator.groups`).
     groups: GroupRuntime | None = None
     closing: bool = False

@@ -159,7 +159,7 @@ def _create(topic: Any, validate_only: bool, ctx: RequestContext) -> dict[str, A
     topic_id = uuid_zero
     if not validate_only:
         topic_id = broker.topics.create(name, partitions, configs).topic_id
-    described = describe_topic_configs(configs, broker.config.explicit_settings())
+    described = describe_topic_configs(configs, broker.settings.explicit())
     return {
         "name": name,
         "topic_id": topic_id,

@@ -13,23 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
+
+from coordinator.described_configs import ConfigEntry, ConfigSource, ConfigType
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs' config_type values (Kafka's `ConfigDef.Type` as sent on the wire)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
 
 
 class InvalidConfigError(ValueError):
@@ -175,30 +163,6 @@ def validate_topic_config(name: str, value: str | None) -> str:
 def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     """Every override validated (see `validate_topic_config`)."""
     return {name: validate_topic_config(name, value) for name, value in configs.items()}
-
-
-class ConfigSource(IntEnum):
-    """Where a described config's value comes from (DescribeConfigs' config_source)."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    """One config as DescribeConfigs and CreateTopics (v5+) show it."""
-
-    name: str
-    value: str | None
-    source: ConfigSource
-    kind: ConfigType
-    read_only: bool = False
-    synonyms: tuple[tuple[str, str | None, ConfigSource], ...] = ()
-    """(name, value, source), most specific first, as Kafka lists them."""
 
 
 def describe_topic_configs(
