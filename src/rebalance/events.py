@@ -16,7 +16,8 @@ Types and their extra fields:
 * `member_joined`     client_id, instance_id, protocols (names, in preference order)
 * `member_left`       reason: "leave" | "admin_removal"
 * `member_expired`    reason: "session_timeout" | "new_member_timeout" | "rebalance_timeout" |
-                      "sync_timeout" | "max_size" | "replaced" (a static member's old id)
+                      "sync_timeout" | "max_size" | "replaced" (a static member's old id);
+                      session_timeout_ms for "session_timeout" (the last heartbeat was then)
 * `rebalance_started` trigger: "member_joined" | "member_rejoined" | "leader_rejoined" |
                       "metadata_changed" | "member_left" | "member_expired" | "static_replaced" |
                       "sync_timeout" | "over_max_size"; members: how many members the

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 GROUPS = 400
+SESSION_TIMEOUT_MS = 300
 TYPES = [
     ("rebalance_started", 6), ("join_completed", 5), ("sync_completed", 5), ("group_stable", 5),
     ("group_empty", 1), ("offset_commit", 3), ("commit_fenced", 1), ("member_expired", 1),
@@ -64,6 +65,11 @@ def _group_events(rng: random.Random, group: str) -> list[dict[str, Any]]:
             event |= {"member": members[0], "error": "ILLEGAL_GENERATION", "code": 22}
         else:
             event |= {"member": members[0], "reason": "session_timeout"}
+            # Deterministic (no draw): the rest of the log stays what the seed always gave.
+            if kind == "member_joined":
+                event["client_id"] = f"client-{members[0]}"
+            else:
+                event["session_timeout_ms"] = SESSION_TIMEOUT_MS
         events.append(event)
     return events
 

@@ -76,7 +76,7 @@ def _episode(
             cooperative = protocol is not None and "cooperative" in protocol
             waits[member] = 0 if cooperative and keeps else wait
     return {
-        "group": group, "episode": number, "node": start["node"],
+        "group": group, "group_type": "classic", "episode": number, "node": start["node"],
         "generation": join["generation"] if join else None, "outcome": outcome,
         "start_ts": start["ts"], "end_ts": end_ts,
         "duration_ms": None if end_ts is None else end_ts - start["ts"],
@@ -90,6 +90,7 @@ def _episode(
         "stop_the_world_ms": waits,
         "stop_the_world_max_ms": max(waits.values()) if waits else None,
         "stop_the_world_total_ms": sum(waits.values()),
+        "assignment": after,
     }  # fmt: skip
 
 

@@ -37,6 +37,8 @@ def test_a_group_life_in_events() -> None:
     h.advance(10_001)  # no heartbeats: both sessions expire
     expired = [e for e in h.events if e.type == "member_expired"]
     assert [e.fields["reason"] for e in expired] == ["session_timeout", "session_timeout"]
+    # the session timeout the members joined with: they were last heard from that long ago
+    assert [e.fields["session_timeout_ms"] for e in expired] == [10_000, 10_000]
     assert [e.type for e in h.events][-1] == "group_empty"
     assert h.events[-1].generation == generation + 1
 

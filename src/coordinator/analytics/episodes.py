@@ -15,6 +15,8 @@ from pyspark.sql import functions as F
 
 from coordinator.analytics.schema import ASSIGNMENTS, ORDER_COLUMNS
 
+CLASSIC_GROUP_TYPE = "classic"
+"""The `group_type` of the episodes cut here: events without a `group_type` field."""
 REBALANCE_EVENT_TYPES = (
     "rebalance_started",
     "join_completed",
@@ -278,6 +280,7 @@ def build_episodes(events: DataFrame) -> DataFrame:
     ).otherwise(no_wait)
     return episodes.withColumn("stop_the_world_ms", stop_the_world).select(
         "group",
+        F.lit(CLASSIC_GROUP_TYPE).alias("group_type"),
         "episode",
         "node",
         "generation",
@@ -304,4 +307,5 @@ def build_episodes(events: DataFrame) -> DataFrame:
         F.aggregate(
             F.map_values("stop_the_world_ms"), F.lit(0).cast("long"), lambda a, b: a + b
         ).alias("stop_the_world_total_ms"),
+        F.col("after").alias("assignment"),
     )

@@ -25,11 +25,11 @@ from coordinator.analytics.schema import (
     EVENT_TYPES,
     FIELD_CHECK_ORDER,
     OPTIONAL_COLUMNS,
+    OPTIONAL_RAW_FIELDS,
     RAW_JSON_SCHEMA,
     REQUIRED_MASK,
     SUPPORTED_VERSION,
     TOPIC_PARTITIONS,
-    ZOOKEEPER_RAW_FIELDS,
 )
 
 GLOB_CHARS = frozenset("*?[")
@@ -179,7 +179,7 @@ def _read_jsonl(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
         assignments.alias("assignments"),
         *(j[name].alias(name) for name in ("sizes", "error", "code", "partitions")),
         *(j[name].alias(name) for name in ("partition", "groups")),
-        *(j[name].alias(name) for name, _ in ZOOKEEPER_RAW_FIELDS),
+        *(j[name].alias(name) for name, _ in OPTIONAL_RAW_FIELDS),
         F.when(j["conflicts"].isNotNull(), F.size(j["conflicts"])).alias("conflict_count"),
         *(F.col(name) for name in ("source_file", "source_offset", "source_row")),
     ]

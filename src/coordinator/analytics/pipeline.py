@@ -1,10 +1,11 @@
-"""The report job: load → episodes → group metrics → Parquet tables → HTML report.
+"""The report job: load → episodes → group metrics, ownership → Parquet tables → HTML report.
 
 The work is two scans of the log: one for the rebalance episodes, one for every group's activity
-(which also counts the rejected lines). The rejected lines themselves are collected by a third
-scan only when there are some. The event table is never cached: its nested columns make Spark's
-in-memory cache slower to build and to read than Parquet itself, and each scan reads only the
-columns it needs.
+(which also counts the rejected lines and notes each member's client id and last heartbeat); the
+ownership table is computed from the episodes and those notes, without a scan of its own. The
+rejected lines themselves are collected by a third scan only when there are some. The event
+table is never cached: its nested columns make Spark's in-memory cache slower to build and to
+read than Parquet itself, and each scan reads only the columns it needs.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pyspark.sql import functions as F
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
+from coordinator.analytics.ownership import build_ownership, member_notes
 from coordinator.analytics.progress import spark_progress
 from coordinator.analytics.report import LogCounts, write_report
 from coordinator.analytics.zookeeper import RUN_EVENT_TYPES, zookeeper_episodes, zookeeper_runs
 from coordinator.analytics.zookeeper_report import zookeeper_section
 
-TABLES = ("episodes", "groups", "quarantine", "quarantine_summary")
+TABLES = ("episodes", "groups", "ownership", "quarantine", "quarantine_summary")
 ZOOKEEPER_TABLES = ("zookeeper", "zookeeper_runs")
 """Written only when the log has events of ZooKeeper-coordinated groups."""
 
@@ -69,6 +71,9 @@ def run_pipeline(
                 )
         with spark_progress(context, "computing group metrics", enabled=show_progress):
             group_metrics(activity, episodes).write.mode("overwrite").parquet(f"{base}/groups")
+        with spark_progress(context, "computing partition ownership", enabled=show_progress):
+            ownership = build_ownership(episodes, member_notes(activity))
+            ownership.write.mode("overwrite").parquet(f"{base}/ownership")
         valid = _total(activity.where(F.col("valid")), "events")
         bad = _total(activity.where(~F.col("valid")), "events")
     finally:

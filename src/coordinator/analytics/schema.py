@@ -83,7 +83,7 @@ REQUIRED_MASK: dict[str, int] = {
 
 CORRUPT_COLUMN = "_corrupt_record"
 
-ZOOKEEPER_RAW_FIELDS: tuple[tuple[str, T.DataType], ...] = (
+OPTIONAL_RAW_FIELDS: tuple[tuple[str, T.DataType], ...] = (
     ("group_type", T.StringType()),
     ("attempt", T.IntegerType()),
     ("zk_ops", T.LongType()),
@@ -92,10 +92,12 @@ ZOOKEEPER_RAW_FIELDS: tuple[tuple[str, T.DataType], ...] = (
     ("watch_events", T.IntegerType()),
     ("backoff_ms", T.LongType()),
     ("strategy", T.StringType()),
+    ("session_timeout_ms", T.LongType()),
 )
-"""Optional fields: `group_type` ("zookeeper"; absent for classic groups) and the ZooKeeper
-consumers' own (see `coordinator.zookeeper.events`); read as they are."""
-OPTIONAL_COLUMNS = (*(name for name, _ in ZOOKEEPER_RAW_FIELDS), "conflict_count")
+"""Optional fields: `group_type` ("zookeeper"; absent for classic groups), the ZooKeeper
+consumers' own (see `coordinator.zookeeper.events`) and the session timeout of a member that
+expired; read as they are."""
+OPTIONAL_COLUMNS = (*(name for name, _ in OPTIONAL_RAW_FIELDS), "conflict_count")
 """Columns a Parquet input written before they existed may lack (read as null)."""
 
 RAW_JSON_SCHEMA = T.StructType(
@@ -126,7 +128,7 @@ RAW_JSON_SCHEMA = T.StructType(
         T.StructField("partitions", T.IntegerType()),
         T.StructField("partition", T.IntegerType()),
         T.StructField("groups", T.IntegerType()),
-        *(T.StructField(name, kind) for name, kind in ZOOKEEPER_RAW_FIELDS),
+        *(T.StructField(name, kind) for name, kind in OPTIONAL_RAW_FIELDS),
         T.StructField("conflicts", T.ArrayType(T.ArrayType(T.StringType()))),
         T.StructField(CORRUPT_COLUMN, T.StringType()),
     ]
@@ -169,7 +171,7 @@ EVENT_SCHEMA = T.StructType(
         T.StructField("partitions", T.IntegerType()),
         T.StructField("partition", T.IntegerType()),
         T.StructField("groups", T.IntegerType()),
-        *(T.StructField(name, kind) for name, kind in ZOOKEEPER_RAW_FIELDS),
+        *(T.StructField(name, kind) for name, kind in OPTIONAL_RAW_FIELDS),
         T.StructField("conflict_count", T.IntegerType()),
         T.StructField("source_file", T.StringType()),
         T.StructField("source_offset", T.LongType()),

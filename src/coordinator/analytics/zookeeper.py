@@ -186,6 +186,7 @@ def zookeeper_episodes(runs: DataFrame) -> tuple[DataFrame, DataFrame]:
     members_after = F.coalesce("members_after", F.array().cast("array<string>"))
     episodes = joined.select(
         "group",
+        F.lit(GROUP_TYPE).alias("group_type"),
         F.col("episode").cast("int").alias("episode"),
         F.lit(-1).alias("node"),
         F.lit(None).cast("int").alias("generation"),
@@ -204,6 +205,7 @@ def zookeeper_episodes(runs: DataFrame) -> tuple[DataFrame, DataFrame]:
         F.col("waits").alias("stop_the_world_ms"),
         F.array_max(waits).alias("stop_the_world_max_ms"),
         total_wait.alias("stop_the_world_total_ms"),
+        F.col("after").alias("assignment"),
     )
     table = joined.select(
         "group",

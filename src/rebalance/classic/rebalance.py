@@ -192,8 +192,13 @@ def remove_member(
     `reason` is "leave" or "admin_removal" (a member_left event) or an expiry reason.
     """
     kind = "member_left" if reason in ("leave", "admin_removal") else "member_expired"
-    result.event(kind, now_ms, group.group_id, group.generation, member_id, reason=reason)
     member = group.members[member_id]
+    # A session expiry fires one session timeout after the last heartbeat: the timeout lets the
+    # event log tell when the member was last heard from (analytics' ownership table).
+    silent = (
+        {"session_timeout_ms": member.session_timeout_ms} if reason == "session_timeout" else {}
+    )
+    result.event(kind, now_ms, group.group_id, group.generation, member_id, reason=reason, **silent)
     join_token = group.unpark_join(member)
     if join_token is not None:
         result.reply(join_token, _REMOVED_JOIN)

@@ -1,0 +1,153 @@
+"""Who owned which partitions when: the `ownership` table, from the episodes (docs/analytics.md).
+
+A member owns what an assignment gives it from the moment the assignment is handed out (the end
+of a completed episode) until the assignment is revoked. An eager protocol revokes everything at
+the start of the next episode, whatever its outcome; a cooperative one keeps its partitions
+through episodes that decide nothing (superseded, unfinished) and, at the start of the next
+episode that does (completed or empty), revokes what the new assignment takes away, while what
+it keeps stays owned through that episode (a `kept` row). A member that stopped heartbeating (a
+session expiry) is taken to own nothing from its last heartbeat, one session timeout before its
+expiry: that is when the coordinator last knew it alive, and a crashed consumer consumes
+nothing. Only classic groups (`group_type` "classic") are read here.
+
+One row per member and stretch of constant ownership; the partitions of the row are owned for
+its whole stretch. Computed from the `episodes` table (one window over each group's episodes and
+row-local array functions) and the member notes of the activity scan: no scan of the log.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE, is_cooperative
+
+PARTITION = "struct<topic:string,partition:int>"
+LAST_HEARTBEAT = "last_heartbeat"
+"""`ended_by` of a row cut at its member's last heartbeat."""
+HANDED_OUT = "assignment"
+"""`ended_by` of a kept row: the episode's new assignment takes over at its end."""
+
+
+def _partitions(entries: Column) -> Column:
+    """One member's assignment entries as a sorted, distinct array of (topic, partition)."""
+    flat = F.flatten(
+        F.transform(
+            F.coalesce(
+                entries, F.array().cast("array<struct<topic:string,partitions:array<int>>>")
+            ),
+            lambda e: F.transform(
+                F.coalesce(e["partitions"], F.array().cast("array<int>")),
+                lambda p: F.struct(e["topic"].alias("topic"), p.alias("partition")),
+            ),
+        )
+    )
+    return F.array_sort(F.array_distinct(flat)).cast(f"array<{PARTITION}>")
+
+
+def _measurable(assignment: Column) -> Column:
+    return assignment.isNotNull() & F.forall(F.map_values(assignment), lambda v: v.isNotNull())
+
+
+def member_notes(activity: DataFrame) -> DataFrame:
+    """Per (group, member): `client_id` (of its first `member_joined`) and `last_heard_ts` (of
+    its first session expiry), from `metrics.group_activity`'s `member_notes`."""
+    notes = activity.where(F.col("valid") & F.col("group").isNotNull()).select(
+        "group", F.explode("member_notes").alias("n")
+    )
+    joined_at = F.when(F.col("n.client_id").isNotNull(), F.col("n.at"))
+    expired_at = F.when(F.col("n.last_heard_ts").isNotNull(), F.col("n.at"))
+    return notes.groupBy("group", F.col("n.member").alias("member")).agg(
+        F.min_by("n.client_id", joined_at).alias("client_id"),
+        F.min_by("n.last_heard_ts", expired_at).alias("last_heard_ts"),
+    )
+
+
+def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
+    """The `ownership` table (columns in docs/analytics.md) of the classic groups."""
+    outcome = F.col("outcome")
+    revokes = ~is_cooperative(F.col("protocol")) | outcome.isin("completed", "empty")
+    later = Window.partitionBy("group").orderBy("episode").rowsBetween(1, Window.unboundedFollowing)
+    revoking = F.struct(
+        "episode", "start_ts", "end_ts", "trigger", "outcome", "protocol", "assignment"
+    )
+    holders = (
+        episodes.where(F.col("group_type") == CLASSIC_GROUP_TYPE)
+        .select(
+            "group",
+            "episode",
+            "outcome",
+            "end_ts",
+            "assignment",
+            F.first(F.when(revokes, revoking), ignorenulls=True).over(later).alias("next"),
+        )
+        .where((outcome == "completed") & _measurable(F.col("assignment")))
+        .select(
+            "group",
+            "episode",
+            "end_ts",
+            "next",
+            F.explode("assignment").alias("member", "entries"),
+        )
+        .select(
+            "group",
+            "member",
+            "episode",
+            "end_ts",
+            "next",
+            _partitions(F.col("entries")).alias("partitions"),
+        )
+        .where(F.size("partitions") > 0)
+    )
+    nxt = F.col("next")
+    held = holders.select(
+        "group",
+        "member",
+        "partitions",
+        F.col("end_ts").alias("start_ts"),
+        nxt["start_ts"].alias("end_ts"),
+        F.col("episode").alias("start_episode"),
+        nxt["episode"].alias("end_episode"),
+        nxt["trigger"].alias("ended_by"),
+        F.lit(False).alias("kept"),
+    )
+    keeps = (nxt["outcome"] == "completed") & is_cooperative(nxt["protocol"])
+    kept = (
+        holders.where(keeps & _measurable(nxt["assignment"]))
+        .select(
+            "group",
+            "member",
+            F.array_intersect("partitions", _partitions(nxt["assignment"][F.col("member")])).alias(
+                "partitions"
+            ),
+            nxt["start_ts"].alias("start_ts"),
+            nxt["end_ts"].alias("end_ts"),
+            nxt["episode"].alias("start_episode"),
+            nxt["episode"].alias("end_episode"),
+            F.lit(HANDED_OUT).alias("ended_by"),
+            F.lit(True).alias("kept"),
+        )
+        .where(F.size("partitions") > 0)
+    )
+    rows = held.unionByName(kept).join(notes, ["group", "member"], "left")
+    last_heard = F.col("last_heard_ts")
+    cut = (
+        last_heard.isNotNull()
+        & (F.col("start_ts") < last_heard)
+        & (F.col("end_ts").isNull() | (F.col("end_ts") > last_heard))
+    )
+    end_ts = F.when(cut, last_heard).otherwise(F.col("end_ts"))
+    return rows.select(
+        "group",
+        "member",
+        "client_id",
+        "start_ts",
+        end_ts.alias("end_ts"),
+        (end_ts - F.col("start_ts")).alias("duration_ms"),
+        "partitions",
+        F.size("partitions").alias("partition_count"),
+        "start_episode",
+        F.when(cut, F.lit(None).cast("int")).otherwise(F.col("end_episode")).alias("end_episode"),
+        F.when(cut, F.lit(LAST_HEARTBEAT)).otherwise(F.col("ended_by")).alias("ended_by"),
+        "kept",
+    )
