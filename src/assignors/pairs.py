@@ -6,7 +6,8 @@ machine), so each topic's tuples are built once, kept in a bounded table and sha
 result that names them. Tuples of strings and ints are immutable all the way down, so sharing
 them cannot change a result; the table is a memo of a pure function of ``(topic, count)``, not
 group state. It holds at most `PAIR_BUDGET` tuples; when a new topic would exceed it, the oldest
-topics are dropped first (they are rebuilt on demand).
+topics are dropped first (they are rebuilt on demand). Threads may share it: a table is built
+completely before it is published, and two threads building the same one publish equal tables.
 """
 
 from __future__ import annotations
@@ -28,19 +29,20 @@ _numbers: list[int] = []
 
 def topic_pairs(topic: str, count: int) -> tuple[TopicPartition, ...]:
     """``((topic, 0), ..., (topic, count - 1))``, shared between calls while within budget."""
-    global _held
+    global _held, _numbers
     key = (topic, count)
     table = _tables.get(key)
     if table is not None:
         return table
-    if len(_numbers) < count:
-        # one int object per partition number, shared by every topic's tuples
-        _numbers.extend(range(len(_numbers), count))
-    table = tuple(zip(repeat(topic, count), _numbers[:count], strict=True))
+    numbers = _numbers
+    if len(numbers) < count:
+        # one int object per partition number, shared by every topic's tuples; replaced, never
+        # extended in place, so a thread reading the old list is not disturbed
+        numbers = _numbers = list(range(max(count, 2 * len(numbers))))
+    table = tuple(zip(repeat(topic, count), numbers[:count], strict=True))
     if count <= PAIR_BUDGET:
         while _held + count > PAIR_BUDGET and _tables:
-            oldest = next(iter(_tables))
-            _held -= len(_tables.pop(oldest))
+            _held -= len(_tables.pop(next(iter(_tables)), ()))
         _tables[key] = table
         _held += count
     return table
@@ -72,12 +74,15 @@ class PairTable:
         """Every pair in index order."""
         return list(chain.from_iterable(self.tables()))
 
-    def pairs(self, indices: npt.NDArray[np.int64]) -> list[TopicPartition]:
-        """The pairs of ``indices``, in the order given."""
+    def pairs(
+        self, indices: npt.NDArray[np.int64], *, distinct_ascending: bool = False
+    ) -> list[TopicPartition]:
+        """The pairs of ``indices``, in the order given (``distinct_ascending``: the caller
+        promises strictly ascending indices, so that all of them means every pair in order)."""
         if indices.size == 0:
             return []
-        if indices.size == self.total and indices[0] == 0 and indices[-1] == self.total - 1:
-            return self.all_pairs()  # every index once, ascending
+        if distinct_ascending and indices.size == self.total:
+            return self.all_pairs()
         topic = self.topic_of(indices)
         numbers = (indices - self.bases[topic]).tolist()
         if indices.size * 4 < self.total:

@@ -16,14 +16,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from coordinator.apis import GROUP_APIS
+from coordinator.apis.contract import Broker
 from coordinator.data_dir import DirectoryLock
-from coordinator.described_configs import BrokerSettings, model_entries
+from coordinator.described_configs import model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
-from coordinator.group_apis import MODULES
 from coordinator.runtime import GroupRuntime
 from coordinator.store.sqlite import SqliteStore
-from coordinator.wire.handlers import Broker
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.rng import SplitMix64
@@ -79,10 +79,10 @@ class GroupCoordinatorExtension:
             runtime = GroupRuntime(core, store, events)
             stack.push_async_callback(runtime.close)
             await runtime.start()
-            for module in MODULES:
+            for module in GROUP_APIS:
                 broker.registry.register(module)
-            broker.services.add(runtime)
-            broker.services.get(BrokerSettings).add(lambda: model_entries(self.config))
+            broker.groups = runtime
+            broker.settings.add(lambda: model_entries(self.config))
             stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
             self.runtime = runtime
             if lock is not None:

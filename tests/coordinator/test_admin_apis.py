@@ -302,29 +302,38 @@ async def test_delete_topics_can_be_disabled() -> None:
         await client.close()
 
 
-async def test_delete_topics_removes_groups_committed_offsets(
-    node: RunningServer, client: WireClient
-) -> None:
-    await create(client, 7, new_topic("kept", 1, 1))
-    commit = {
-        "group_id": "g",
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "topics": [
-            {"name": name, "partitions": [
-                {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
-                 "committed_metadata": ""}]}
-            for name in ("t1", "kept")
-        ],
-    }  # fmt: skip
-    committed = await client.request(OFFSET_COMMIT, 8, commit)
-    assert all(p.error_code is ErrorCode.none for t in committed.topics for p in t.partitions)
-    await delete(client, 4, "t1")
-    fetched = await client.request(
-        OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False}
-    )
-    assert [t.name for t in fetched.topics] == ["kept"]
+async def test_delete_topics_removes_groups_committed_offsets_durably(tmp_path: Any) -> None:
+    async def committed_topics(client: WireClient) -> list[str]:
+        fetched = await client.request(
+            OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False}
+        )
+        return [t.name for t in fetched.topics]
+
+    async with running_server(topics=[("t1", 1)], data_dir=tmp_path) as node:
+        client = await WireClient.connect(node.host, node.port)
+        await create(client, 7, new_topic("kept", 1, 1))
+        commit = {
+            "group_id": "g",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {"name": name, "partitions": [
+                    {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                     "committed_metadata": ""}]}
+                for name in ("t1", "kept")
+            ],
+        }  # fmt: skip
+        committed = await client.request(OFFSET_COMMIT, 8, commit)
+        assert all(p.error_code is ErrorCode.none for t in committed.topics for p in t.partitions)
+        assert await committed_topics(client) == ["kept", "t1"]
+        await delete(client, 4, "t1")
+        assert await committed_topics(client) == ["kept"]
+        await client.close()
+    async with running_server(data_dir=tmp_path) as node:
+        client = await WireClient.connect(node.host, node.port)
+        assert await committed_topics(client) == ["kept"]
+        await client.close()
 
 
 @pytest.mark.parametrize("version", range(0, 4))

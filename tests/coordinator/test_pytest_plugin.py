@@ -12,7 +12,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kio.schema.errors import ErrorCode
 
 from coordinator.pytest_plugin import ServerFactory
-from coordinator.runtime import GroupRuntime
 from coordinator.testing import RunningServer, WireClient
 from rebalance.config import CoordinatorConfig
 
@@ -26,7 +25,7 @@ async def topics_of(server: RunningServer) -> list[tuple[str, int]]:
 
 
 def group_config(server: RunningServer) -> CoordinatorConfig:
-    return server.broker.services.get(GroupRuntime).core.config
+    return server.broker.group_runtime().core.config
 
 
 async def test_the_default_server(kafka_server: RunningServer) -> None:

@@ -44,6 +44,8 @@ def run_kafka_python(args: argparse.Namespace) -> None:
     options: dict[str, Any] = {}
     if args.instance_id:
         options["group_instance_id"] = args.instance_id
+    if args.metadata_max_age_ms:
+        options["metadata_max_age_ms"] = args.metadata_max_age_ms
     consumer = KafkaConsumer(
         bootstrap_servers=args.bootstrap,
         group_id=args.group,
@@ -96,6 +98,8 @@ async def run_aiokafka(args: argparse.Namespace) -> None:
     options: dict[str, Any] = {}
     if args.instance_id:
         options["group_instance_id"] = args.instance_id
+    if args.metadata_max_age_ms:
+        options["metadata_max_age_ms"] = args.metadata_max_age_ms
     consumer = AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap,
         group_id=args.group,
@@ -154,7 +158,7 @@ def run_confluent(args: argparse.Namespace) -> None:
         "session.timeout.ms": args.session_ms,
         "heartbeat.interval.ms": args.heartbeat_ms,
         "partition.assignment.strategy": ",".join(args.strategy),
-        "topic.metadata.refresh.interval.ms": 1000,
+        "topic.metadata.refresh.interval.ms": args.metadata_max_age_ms or 1000,
     }
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
@@ -196,6 +200,10 @@ def main() -> None:
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--heartbeat-ms", type=int, default=500)
     parser.add_argument("--strategy", action="append", default=None)
+    parser.add_argument(
+        "--metadata-max-age-ms", type=int, default=None,
+        help="how often the consumer refreshes metadata (and so sees new partitions)",
+    )  # fmt: skip
     args = parser.parse_args()
     args.strategy = args.strategy or ["range", "roundrobin"]
     signal.signal(signal.SIGTERM, on_sigterm)

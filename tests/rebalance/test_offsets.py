@@ -362,3 +362,22 @@ def test_v1_explicit_commit_timestamp_is_the_retention_base() -> None:
     h.send(OffsetCommit(G, (CommitTopic("u", (explicit,)),), version=2))
     h.advance(30_000)  # t=60 s: the v1 offset is 60 s old, the v2 one 30 s
     assert h.committed(G, ("t", 0), ("u", 0)) == {("t", 0): -1, ("u", 0): 1}
+
+
+# ===================================================================== deleted topics
+def test_deleted_topics_lose_their_offsets_in_every_group() -> None:
+    """Kafka's `onPartitionsDeleted`: every group's offsets of a deleted topic are removed
+    (tombstone records, no replies); other topics' offsets and the groups stay."""
+    h = GroupHarness()
+    h.commit("a", {("gone", 0): 5, ("gone", 1): 6, ("kept", 0): 7})
+    h.commit("b", {("gone", 0): 8})
+    result = h.core.topics_deleted(["gone"], 0)
+    assert not result.replies
+    assert sorted((r.group_id, r.topic, r.partition) for r in result.records) == [  # type: ignore[attr-defined]
+        ("a", "gone", 0),
+        ("a", "gone", 1),
+        ("b", "gone", 0),
+    ]
+    assert h.committed("a", ("gone", 0), ("kept", 0)) == {("gone", 0): -1, ("kept", 0): 7}
+    assert h.committed("b", ("gone", 0)) == {("gone", 0): -1}
+    assert h.core.group("b") is not None  # removed later by the retention check, as in Kafka

@@ -326,9 +326,14 @@ class PartitionLog:
         Returns True if the high watermark moved.
         """
         target = self._log_end_offset
-        if target <= self._high_watermark:
+        if target <= self._high_watermark or self._fd < 0:
             return False
-        await asyncio.to_thread(os.fsync, self._fd)
+        try:
+            await asyncio.to_thread(os.fsync, self._fd)
+        except OSError:
+            if self._fd < 0:
+                return False  # the topic was deleted meanwhile: nothing left to make durable
+            raise
         if target > self._high_watermark:
             self._high_watermark = target
             return True
