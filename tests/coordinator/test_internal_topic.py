@@ -245,3 +245,41 @@ async def test_create_partitions_cannot_grow_it(client: WireClient) -> None:
     assert response.results[0].error_code is ErrorCode.invalid_topic_exception
     listed = await client.request(METADATA, 13, {"topics": [{"name": OFFSETS}]})
     assert len(listed.topics[0].partitions) == 7
+
+
+FETCH, LIST_OFFSETS = 1, 2
+
+
+@pytest.mark.parametrize("version", [11, 12, 16])
+async def test_fetch_reads_it_as_empty(client: WireClient, version: int) -> None:
+    """DIFFERS: Kafka returns the coordinator's records; here they are in groups.sqlite."""
+    topic_id = await offsets_topic_id(client)
+    answers = {}
+    for partition, offset in ((0, 0), (1, 5), (7, 0)):
+        response = await client.request(
+            FETCH,
+            version,
+            {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 1,
+             "session_id": 0, "session_epoch": -1,
+             "topics": [{"topic": OFFSETS, "topic_id": topic_id, "partitions": [
+                 {"partition": partition, "fetch_offset": offset,
+                  "partition_max_bytes": 1 << 20}]}]},
+        )  # fmt: skip
+        (answer,) = response.responses[0].partitions
+        answers[partition] = (answer.error_code, answer.high_watermark, answer.records)
+    assert answers[0][:2] == (ErrorCode.none, 0) and not answers[0][2]  # no records
+    assert answers[1][0] is ErrorCode.offset_out_of_range
+    assert answers[7][0] is UNKNOWN
+
+
+@pytest.mark.parametrize("version", [3, 7, 11])
+async def test_list_offsets_reads_it_as_empty(client: WireClient, version: int) -> None:
+    response = await client.request(
+        LIST_OFFSETS,
+        version,
+        {"replica_id": -1, "isolation_level": 1, "topics": [{"name": OFFSETS, "partitions": [
+            {"partition_index": p, "timestamp": t, "current_leader_epoch": -1}
+            for p, t in ((0, -2), (1, -1), (2, 1_700_000_000_000), (7, -1))]}]},
+    )  # fmt: skip
+    found = [(p.error_code, p.offset) for p in response.topics[0].partitions]
+    assert found == [(ErrorCode.none, 0), (ErrorCode.none, 0), (ErrorCode.none, -1), (UNKNOWN, -1)]
