@@ -283,3 +283,40 @@ async def test_list_offsets_reads_it_as_empty(client: WireClient, version: int) 
     )  # fmt: skip
     found = [(p.error_code, p.offset) for p in response.topics[0].partitions]
     assert found == [(ErrorCode.none, 0), (ErrorCode.none, 0), (ErrorCode.none, -1), (UNKNOWN, -1)]
+
+
+DESCRIBE_CONFIGS, ALTER_CONFIGS, TOPIC_RESOURCE = 32, 33, 2
+
+
+@pytest.mark.parametrize("version", [1, 4])
+async def test_describe_configs_shows_the_configs_kafka_gives_it(
+    client: WireClient, version: int
+) -> None:
+    response = await client.request(
+        DESCRIBE_CONFIGS,
+        version,
+        {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS,
+                        "configuration_keys": None}],
+         "include_synonyms": False, "include_documentation": False},
+    )  # fmt: skip
+    (result,) = response.results
+    assert result.error_code is ErrorCode.none
+    configs = {c.name: c.value for c in result.configs}
+    assert configs["cleanup.policy"] == "compact"
+    assert configs["compression.type"] == "producer"
+    assert configs["segment.bytes"] == "104857600"
+    assert configs["retention.ms"] == "604800000"  # the topic default
+
+
+async def test_alter_configs_of_it_is_refused(client: WireClient) -> None:
+    """DIFFERS: Kafka would alter them; nothing here would read them."""
+    response = await client.request(
+        ALTER_CONFIGS,
+        2,
+        {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS,
+                        "configs": [{"name": "retention.ms", "value": "1000"}]}],
+         "validate_only": False},
+    )  # fmt: skip
+    (answer,) = response.responses
+    assert answer.error_code is ErrorCode.invalid_request
+    assert "internal" in answer.error_message

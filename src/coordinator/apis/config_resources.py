@@ -37,6 +37,13 @@ def find_topic(broker: Broker, name: str) -> Topic:
         check_topic_name(name)
     except InvalidTopicError as exc:
         raise ResourceError(ErrorCode.invalid_topic_exception, str(exc)) from None
+    if name in broker.internal_topics:
+        # DIFFERS: Kafka lets an admin alter the internal topic's configs; here nothing reads
+        # them (its records are in groups.sqlite). DescribeConfigs shows them without this.
+        raise ResourceError(
+            ErrorCode.invalid_request,
+            f"Topic {name} is internal: its configs are fixed on this node.",
+        )
     topic = broker.topics.get(name)
     if topic is None:
         raise ResourceError(

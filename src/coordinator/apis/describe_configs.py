@@ -28,6 +28,7 @@ from coordinator.apis.config_resources import (
 )
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
 from coordinator.described_configs import ConfigEntry
+from coordinator.log.internal import GROUP_METADATA_TOPIC_CONFIGS
 from coordinator.log.topic_configs import describe_topic_configs
 
 API_KEY = 32
@@ -38,6 +39,8 @@ def _entries(broker: Broker, resource: Any) -> list[ConfigEntry]:
     settings = broker.settings
     resource_type, name = int(resource.resource_type), str(resource.resource_name)
     if resource_type == TOPIC:
+        if name in broker.internal_topics:
+            return describe_topic_configs(GROUP_METADATA_TOPIC_CONFIGS, settings.explicit())
         topic = find_topic(broker, name)
         return describe_topic_configs(topic.configs, settings.explicit())
     if resource_type == BROKER:

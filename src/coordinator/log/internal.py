@@ -8,8 +8,8 @@ while `exclude.internal.topics` is true), a Metadata request naming it finds it 
 auto-creation off, and it is never auto-created as an ordinary topic. Producing to it is refused
 with INVALID_TOPIC_EXCEPTION ("Cannot append to internal topic", `ReplicaManager`), as is
 DeleteRecords ("Cannot delete records of internal topic"); CreateTopics answers
-TOPIC_ALREADY_EXISTS for it. Admin APIs find it in `Broker.internal_topics`, not in the
-`TopicStore`.
+TOPIC_ALREADY_EXISTS for it; DescribeConfigs shows the configs Kafka creates it with. Admin APIs
+find it in `Broker.internal_topics`, not in the `TopicStore`.
 
 Here the group coordinator registers the topic when it starts, with the partition count its
 placement uses, so Metadata and coordinator placement can never disagree. DIFFERS from Kafka: the
@@ -17,7 +17,8 @@ coordinator's records live in SQLite (`groups.sqlite`), not in partition logs, s
 partition of the topic reads as empty (Fetch and ListOffsets answer as for a log with no
 records, where Kafka would return the coordinator's binary records; a consumer whose pattern
 takes the topic, as librdkafka's regexes do, then waits instead of failing), and it cannot be
-deleted or grown (Kafka lets an admin client delete it and so lose every group's offsets). Its
+deleted, grown or reconfigured (Kafka lets an admin client delete it and so lose every group's
+offsets). Its
 topic id is derived from the cluster id and the name, so it is the same after every restart,
 as a real topic's id is.
 """
@@ -31,6 +32,15 @@ from dataclasses import dataclass
 from coordinator.log.partition import OffsetOutOfRangeError
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+GROUP_METADATA_TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "compression.type": "producer",
+    "segment.bytes": "104857600",
+}
+"""The configs Kafka creates `__consumer_offsets` with (`groupMetadataTopicConfigs`; the
+segment size is `offsets.topic.segment.bytes`' default). DescribeConfigs shows them; they cannot
+be altered here (nothing would use them)."""
 
 _TOPIC_ID_NAMESPACE = uuid.UUID("5d3b2f0e-6a0b-4f4e-9a55-7c8e2b1f0c11")
 
