@@ -22,7 +22,14 @@ from pathlib import Path
 from coordinator.cluster_settings import CLUSTER_ONLY
 from coordinator.config import ServerConfig
 from coordinator.data_dir import DirectoryLock
-from coordinator.described_configs import BrokerSettings, model_entries, table_entries
+from coordinator.described_configs import (
+    BrokerSettings,
+    ConfigEntry,
+    ConfigType,
+    given_entry,
+    model_entries,
+    table_entries,
+)
 from coordinator.errors import OperationalError
 from coordinator.log.partition import LogCorruptError
 from coordinator.log.producer_ids import ProducerIdAllocator
@@ -101,6 +108,7 @@ class ServerApp:
         settings = BrokerSettings()
         settings.add(lambda: model_entries(self.config))
         settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
+        settings.add(lambda: self._address_entries(broker, _endpoint(host, port)))
         broker.services.add(settings)
         self.broker = broker
         for extension in self._extensions:
@@ -122,6 +130,15 @@ class ServerApp:
         self.server = WireServer(broker)
         return await self.server.start(listener)
 
+    def _address_entries(self, broker: Broker, bound: str) -> list[ConfigEntry]:
+        """`--bind`, `--advertise` and `--data-dir` under their Kafka names."""
+        advertised = _endpoint(broker.host, broker.port)
+        return [
+            given_entry("listeners", f"PLAINTEXT://{bound}", ConfigType.STRING),
+            given_entry("advertised.listeners", f"PLAINTEXT://{advertised}", ConfigType.STRING),
+            given_entry("log.dirs", str(self.data_dir), ConfigType.STRING),
+        ]
+
     async def stop(self, grace: float = 10.0) -> None:
         if self.server is not None:
             await self.server.close(grace)
@@ -130,3 +147,7 @@ class ServerApp:
         if self._lock is not None:
             self._lock.release()  # last: every file of the data dir is closed
             self._lock = None
+
+
+def _endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -97,6 +97,10 @@ async def test_describe_broker_configs_at_every_version(
     }
     for name, value in defaults.items():
         assert (configs[name].value, configs[name].config_source) == (value, DEFAULT_CONFIG)
+    # The command line's address and data dir, under Kafka's names.
+    assert configs["listeners"].value == f"PLAINTEXT://{node.host}:{node.port}"
+    assert configs["advertised.listeners"].value == f"PLAINTEXT://{node.host}:{node.port}"
+    assert configs["log.dirs"].value == str(node.data_dir)
     assert all(c.read_only and not c.is_sensitive for c in result.configs)
     assert [s.name for s in configs["num.partitions"].synonyms] == ["num.partitions"]
     if version >= 3:
