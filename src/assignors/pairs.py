@@ -74,12 +74,15 @@ class PairTable:
         """Every pair in index order."""
         return list(chain.from_iterable(self.tables()))
 
-    def pairs(self, indices: npt.NDArray[np.int64]) -> list[TopicPartition]:
-        """The pairs of ``indices``, in the order given."""
+    def pairs(
+        self, indices: npt.NDArray[np.int64], *, distinct_ascending: bool = False
+    ) -> list[TopicPartition]:
+        """The pairs of ``indices``, in the order given (``distinct_ascending``: the caller
+        promises strictly ascending indices, so that all of them means every pair in order)."""
         if indices.size == 0:
             return []
-        if indices.size == self.total and indices[0] == 0 and indices[-1] == self.total - 1:
-            return self.all_pairs()  # every index once, ascending
+        if distinct_ascending and indices.size == self.total:
+            return self.all_pairs()
         topic = self.topic_of(indices)
         numbers = (indices - self.bases[topic]).tolist()
         if indices.size * 4 < self.total:

@@ -235,7 +235,7 @@ def assign_by_quota(
     taken = np.zeros(total, dtype=bool)
     taken[index[keep]] = True
     pool = np.flatnonzero(~taken)
-    pool_pairs = table.pairs(pool)
+    pool_pairs = table.pairs(pool, distinct_ascending=True)
 
     gained: list[list[TopicPartition]] = [[] for _ in range(n)]
     pool_owner = np.empty(pool.size, dtype=np.int64)

@@ -2,9 +2,9 @@
 
 `ServerApp` is what both `rebalance serve` and the in-process test server run. Other packages
 plug in through *extensions*: an extension is a callable taking the `Broker` (config, topics,
-registry, services, data dir) and returning an async context manager. It is entered before the
-server answers requests (register API modules with `broker.registry.register(module)`, add
-services with `broker.services.add(obj)`, open stores under `broker.data_dir`) and exited after
+registry, data dir) and returning an async context manager. It is entered before the server
+answers requests (register API modules with `broker.registry.register(module)`, whose handlers
+reach the extension's own objects; open stores under `broker.data_dir`) and exited after
 the server has stopped, so it can flush and close what it opened. The data dir is locked and the
 port bound before any extension is entered (see `ServerApp.start`); the topics given at start
 are created after every extension is in.
@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+from coordinator.apis import builtin_registry
+from coordinator.apis.contract import Broker
 from coordinator.cluster_settings import CLUSTER_ONLY
 from coordinator.config import ServerConfig
 from coordinator.data_dir import DirectoryLock
@@ -34,7 +36,6 @@ from coordinator.errors import OperationalError
 from coordinator.log.partition import LogCorruptError
 from coordinator.log.producer_ids import ProducerIdAllocator
 from coordinator.log.topics import TopicStore
-from coordinator.wire.handlers import Broker, builtin_registry
 from coordinator.wire.listener import bind_listener
 from coordinator.wire.server import WireServer
 
@@ -103,13 +104,20 @@ class ServerApp:
             ) from exc
         self._stack.callback(topics.close)
         host, port = listener.getsockname()[:2]
-        broker = Broker(self.config, topics, builtin_registry(), host, port, self.data_dir)
-        broker.services.add(ProducerIdAllocator(self.data_dir))
         settings = BrokerSettings()
         settings.add(lambda: model_entries(self.config))
         settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
+        broker = Broker(
+            self.config,
+            topics,
+            builtin_registry(),
+            host,
+            port,
+            self.data_dir,
+            ProducerIdAllocator(self.data_dir),
+            settings,
+        )
         settings.add(lambda: self._address_entries(broker, _endpoint(host, port)))
-        broker.services.add(settings)
         self.broker = broker
         for extension in self._extensions:
             await self._stack.enter_async_context(extension(broker))
@@ -119,6 +127,8 @@ class ServerApp:
                            "no effect: %s", given)  # fmt: skip
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
+            if name in broker.internal_topics:
+                raise OperationalError(f"topic {name} is internal: it cannot be created")
             topic = topics.create(name, partitions)
             if len(topic.partitions) != partitions:
                 logger.warning(

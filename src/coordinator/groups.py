@@ -4,7 +4,9 @@
 `ServerApp`. It claims the group settings of `--set KEY=VALUE` (Kafka's names, validated by
 `rebalance.config.CoordinatorConfig`), opens `groups.sqlite` in the data dir, replays it into a
 fresh core (every `__consumer_offsets` partition is owned: a single node coordinates every
-group), registers the group API modules and publishes the `GroupRuntime` as a service.
+group), registers the group API modules and publishes the `GroupRuntime` as a service. It also
+makes `__consumer_offsets` an internal topic of the node (`coordinator.log.internal`), with the
+partition count the core places groups by.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from coordinator.apis import GROUP_APIS
+from coordinator.apis.contract import Broker
 from coordinator.data_dir import DirectoryLock
-from coordinator.described_configs import BrokerSettings, model_entries
+from coordinator.described_configs import model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
-from coordinator.group_apis import MODULES
+from coordinator.log.internal import GROUP_METADATA_TOPIC
 from coordinator.runtime import GroupRuntime
 from coordinator.store.sqlite import SqliteStore
-from coordinator.wire.handlers import Broker
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.rng import SplitMix64
@@ -71,6 +74,12 @@ class GroupCoordinatorExtension:
     @asynccontextmanager
     async def __call__(self, broker: Broker) -> AsyncIterator[GroupRuntime]:
         seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "big")
+        if broker.topics.get(GROUP_METADATA_TOPIC) is not None:
+            raise OperationalError(
+                f"{broker.data_dir}: holds an ordinary topic named {GROUP_METADATA_TOPIC}, which "
+                f"is the coordinator's internal topic; move "
+                f"{broker.topics.root / GROUP_METADATA_TOPIC} out of the data dir"
+            )
         async with contextlib.AsyncExitStack() as stack:
             store = SqliteStore(broker.data_dir / STORE_FILE)
             stack.callback(store.close)
@@ -79,10 +88,15 @@ class GroupCoordinatorExtension:
             runtime = GroupRuntime(core, store, events)
             stack.push_async_callback(runtime.close)
             await runtime.start()
-            for module in MODULES:
+            for module in GROUP_APIS:
                 broker.registry.register(module)
-            broker.services.add(runtime)
-            broker.services.get(BrokerSettings).add(lambda: model_entries(self.config))
+            broker.internal_topics.add(
+                GROUP_METADATA_TOPIC,
+                self.config.offsets_topic_num_partitions,
+                broker.config.cluster_id,
+            )
+            broker.groups = runtime
+            broker.settings.add(lambda: model_entries(self.config))
             stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
             self.runtime = runtime
             if lock is not None:

@@ -32,11 +32,11 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
+from coordinator.apis.contract import Broker
 from coordinator.app import Extension, ServerApp
 from coordinator.config import ServerConfig, SettingClaim, parse_settings
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.wire.client import WireClient, read_records
-from coordinator.wire.handlers import Broker
 
 __all__ = [
     "RunningServer",

@@ -11,38 +11,35 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from coordinator.apis.contract import ApiSpec, Broker, RequestContext, ResponseValue
 from coordinator.app import ServerApp
 from coordinator.config import parse_settings
 from coordinator.testing import WireClient, running_server
-from coordinator.wire.handlers import ApiSpec, Broker, RequestContext, ResponseValue
 
 HEARTBEAT = 12
 
 
-class GroupRuntime:
-    """Stands in for the lead's runtime: a service the handlers look up by type."""
+class CountingRuntime:
+    """An extension's own state, reached by the handlers it registers."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.heartbeats = 0
         self.closed = False
 
-
-async def heartbeat(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    runtime = ctx.broker.services.get(GroupRuntime)
-    runtime.heartbeats += 1
-    return {"error_code": ErrorCode.none}
+    async def heartbeat(self, request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+        self.heartbeats += 1
+        return {"error_code": ErrorCode.none}
 
 
-async def test_extension_registers_apis_and_services_and_is_closed(tmp_path: Path) -> None:
-    runtimes: list[GroupRuntime] = []
+async def test_extension_registers_apis_and_is_closed(tmp_path: Path) -> None:
+    runtimes: list[CountingRuntime] = []
 
     @asynccontextmanager
     async def group_coordinator(broker: Broker) -> AsyncIterator[None]:
-        runtime = GroupRuntime(broker.data_dir)
+        runtime = CountingRuntime(broker.data_dir)
         runtimes.append(runtime)
-        broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), heartbeat))
-        broker.services.add(runtime)
+        broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), runtime.heartbeat))
         yield
         runtime.closed = True
 
@@ -60,10 +57,10 @@ async def test_extension_registers_apis_and_services_and_is_closed(tmp_path: Pat
     assert (runtime.heartbeats, runtime.closed, runtime.data_dir) == (1, True, tmp_path)
 
 
-async def test_missing_service_is_a_clear_error() -> None:
-    async with running_server() as node:
-        with pytest.raises(LookupError, match="no service of type GroupRuntime"):
-            node.broker.services.get(GroupRuntime)
+async def test_missing_group_runtime_is_a_clear_error() -> None:
+    async with running_server(groups=False) as node:
+        with pytest.raises(LookupError, match="group coordinator is not running"):
+            node.broker.group_runtime()
 
 
 async def test_start_up_topics_keep_existing_partition_counts(

@@ -12,7 +12,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kio.schema.errors import ErrorCode
 
 from coordinator.pytest_plugin import ServerFactory
-from coordinator.runtime import GroupRuntime
 from coordinator.testing import RunningServer, WireClient
 from rebalance.config import CoordinatorConfig
 
@@ -22,11 +21,11 @@ async def topics_of(server: RunningServer) -> list[tuple[str, int]]:
     response = await client.request(3, 13, {"topics": None})
     await client.close()
     assert response.error_code is ErrorCode.none
-    return [(t.name, len(t.partitions)) for t in response.topics]
+    return [(t.name, len(t.partitions)) for t in response.topics if not t.is_internal]
 
 
 def group_config(server: RunningServer) -> CoordinatorConfig:
-    return server.broker.services.get(GroupRuntime).core.config
+    return server.broker.group_runtime().core.config
 
 
 async def test_the_default_server(kafka_server: RunningServer) -> None:

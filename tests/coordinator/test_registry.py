@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from coordinator.wire.handlers import (
+from coordinator.apis import builtin_registry
+from coordinator.apis.contract import (
     ApiRegistry,
     ApiSpec,
     RegistryError,
     RequestContext,
     ResponseValue,
-    builtin_registry,
 )
 
 
@@ -22,7 +22,7 @@ async def answer(request: Any, api_version: int, ctx: RequestContext) -> Respons
 
 
 def heartbeat_module(versions: range) -> types.ModuleType:
-    module = types.ModuleType("group_apis.heartbeat")
+    module = types.ModuleType("apis.heartbeat")
     module.API_KEY = 12  # type: ignore[attr-defined]
     module.VERSIONS = versions  # type: ignore[attr-defined]
     module.handle = answer  # type: ignore[attr-defined]

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from coordinator.apis.contract import ApiSpec, RequestContext, ResponseValue
 from coordinator.testing import RunningServer, WireClient, running_server
-from coordinator.wire.handlers import ApiSpec, RequestContext, ResponseValue
 
 HEARTBEAT = 12
 API_VERSIONS = 18

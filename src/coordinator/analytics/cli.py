@@ -40,7 +40,8 @@ def _add_spark_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of `rebalance report EVENTS --out DIR [--master URL]`."""
+    """Options of `rebalance report EVENTS --out DIR [--master URL] [--partitions]
+    [--self-contained]`."""
     parser.add_argument("events", help="event log: a .jsonl file, a directory, a glob or Parquet")
     parser.add_argument("--out", required=True, help="output directory (local or a Spark URI)")
     _add_spark_arguments(parser)
@@ -49,6 +50,16 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="where index.html and the plots go (default: --out, which must then be local)",
+    )
+    parser.add_argument(
+        "--partitions",
+        action="store_true",
+        help="on each group page, which member held each partition when",
+    )
+    parser.add_argument(
+        "--self-contained",
+        action="store_true",
+        help="one index.html with the group pages and every image inside it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -94,7 +105,10 @@ def run_report(args: argparse.Namespace) -> int:
 
     spark = build_session(args.master, conf=conf)
     try:
-        counts = run_pipeline(spark, args.events, out, report_dir, show_progress=not args.quiet)
+        counts = run_pipeline(
+            spark, args.events, out, report_dir, show_progress=not args.quiet,
+            partitions=args.partitions, self_contained=args.self_contained,
+        )  # fmt: skip
     except InputError as error:  # a Parquet input without the event columns
         print(f"rebalance report: {error}", file=sys.stderr)
         return USAGE_ERROR

@@ -21,7 +21,7 @@ from coordinator.analytics.load import load_events, quarantine_summary, resolve_
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.ownership import build_ownership, member_notes
 from coordinator.analytics.progress import spark_progress
-from coordinator.analytics.report import LogCounts, write_report
+from coordinator.analytics.report import LogCounts, ReportInputs, write_report
 from coordinator.analytics.zookeeper import RUN_EVENT_TYPES, zookeeper_episodes, zookeeper_runs
 from coordinator.analytics.zookeeper_report import zookeeper_section
 
@@ -43,8 +43,11 @@ def run_pipeline(
     report_dir: Path | None,
     *,
     show_progress: bool = True,
+    partitions: bool = False,
+    self_contained: bool = False,
 ) -> LogCounts:
-    """Write the Parquet tables under `out` and, if `report_dir` is given, the HTML report."""
+    """Write the Parquet tables under `out` and, if `report_dir` is given, the HTML report
+    (with `partitions`, a per-partition view on each group page; `self_contained`, one file)."""
     source = resolve_input(events_path)
     loaded = load_events(spark, source)
     context = spark.sparkContext
@@ -94,6 +97,9 @@ def run_pipeline(
                 episodes,
                 spark.read.parquet(f"{base}/quarantine_summary"),
                 sections=sections,
+                inputs=ReportInputs(spark.read.parquet(f"{base}/ownership"), loaded.events),
+                partitions=partitions,
+                self_contained=self_contained,
             )
     return counts
 

@@ -1,40 +1,41 @@
 """The HTML report and its PNG plots, drawn from small aggregates collected to the driver.
 
 Only bounded tables reach the driver: the group summary (top groups), histogram bins computed
-by Spark, and the episodes of the few groups drawn on the timeline.
+by Spark, the episodes of the few groups drawn on the timeline, and the ownership rows, episodes
+and member events of the busiest groups (their pages, `group_pages`).
 """
 
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
-from matplotlib.patches import Patch
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from coordinator.analytics.group_pages import PAGE_GROUPS, collect_stories, write_group_pages
+from coordinator.analytics.report_html import html_table, inline_images, page
+from coordinator.analytics.report_style import (
+    OUTCOME_COLOURS,
+    integer_ticks,
+    outcome_legend,
+    save,
+    spans_decades,
+)
 
 TIMELINE_GROUPS = 8
 TIMELINE_EPISODES_PER_GROUP = 500
 TABLE_GROUPS = 50
 MOVED_BARS = 60
 MS_PER_DAY = 86_400_000
-OUTCOME_COLOURS = {
-    "completed": "tab:green",
-    "superseded": "tab:orange",
-    "empty": "tab:grey",
-    "unfinished": "tab:red",
-    "failed": "tab:purple",
-}
 
 
 @dataclass(frozen=True)
@@ -46,18 +47,27 @@ class LogCounts:
     quarantined: int
 
 
+@dataclass(frozen=True)
+class ReportInputs:
+    """The tables the ownership part of the report reads: `ownership/`, and the valid events
+    (only the busiest groups' member events are collected from them)."""
+
+    ownership: DataFrame
+    events: DataFrame
+
+
 def _date_number(ts_ms: int) -> float:
     """An event time (ms since the epoch) as matplotlib's date number."""
     return float(mdates.date2num(datetime.fromtimestamp(ts_ms / 1000, tz=UTC)))  # type: ignore[no-untyped-call]
 
 
-def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
-    busiest = [
-        r["group"]
-        for r in metrics.orderBy(F.desc("rebalances"), "group").limit(TIMELINE_GROUPS).collect()
-        if r["rebalances"]
-    ]
-    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.6 * max(len(busiest), 1)))
+def _busiest(metrics: DataFrame, count: int) -> list[str]:
+    rows = metrics.orderBy(F.desc("rebalances"), "group").limit(count).collect()
+    return [r["group"] for r in rows if r["rebalances"]]
+
+
+def _timeline(episodes: DataFrame, busiest: list[str], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.5 * max(len(busiest), 1)))
     if busiest:
         rows = (
             episodes.where(F.col("group").isin(busiest))
@@ -77,16 +87,16 @@ def _timeline(episodes: DataFrame, metrics: DataFrame, path: Path) -> list[str]:
             # A tick at every start: most rebalances last milliseconds, too short for a bar.
             ax.plot([left], [y], marker="|", markersize=14, color=colour)
         ax.set_yticks(range(len(busiest)), busiest)
+        ax.invert_yaxis()
         locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
-        legend = [Patch(color=colour, label=name) for name, colour in OUTCOME_COLOURS.items()]
-        ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+        outcome_legend(ax, list(OUTCOME_COLOURS))
     ax.set_xlabel("time (UTC)")
-    ax.set_title(f"Rebalance timeline of the busiest groups (up to {TIMELINE_GROUPS})")
-    fig.savefig(path, bbox_inches="tight")
+    ax.set_ylabel("group")
+    ax.set_title(f"Rebalance episodes of the busiest groups (up to {TIMELINE_GROUPS})")
+    save(fig, path)
     plt.close(fig)
-    return busiest
 
 
 def _duration_histogram(episodes: DataFrame, path: Path) -> None:
@@ -103,13 +113,16 @@ def _duration_histogram(episodes: DataFrame, path: Path) -> None:
     if bins:
         lefts = [10 ** (r["bin"] / 4) for r in bins]
         widths = [10 ** ((r["bin"] + 1) / 4) - left for r, left in zip(bins, lefts, strict=True)]
-        ax.bar(lefts, [r["count"] for r in bins], width=widths, align="edge", edgecolor="black")
+        counts = [r["count"] for r in bins]
+        ax.bar(lefts, counts, width=widths, align="edge", color="#0072B2", edgecolor="white")
         ax.set_xscale("log")
-    ax.set_xlabel("episode duration (ms)")
-    ax.set_ylabel("episodes")
+        if spans_decades(counts):
+            ax.set_yscale("log")
+    integer_ticks(ax.yaxis)
+    ax.set_xlabel("episode duration (ms, log scale)")
+    ax.set_ylabel("episodes (count)")
     ax.set_title("Rebalance duration distribution")
-    fig.tight_layout()
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -124,27 +137,17 @@ def _moved_histogram(episodes: DataFrame, path: Path) -> None:
     )
     fig, ax = plt.subplots(figsize=(8, 4))
     if counts:
-        ax.bar([r["partitions_moved"] for r in counts], [r["count"] for r in counts])
-    ax.set_xlabel("partitions moved in the episode")
-    ax.set_ylabel("episodes")
+        heights = [r["count"] for r in counts]
+        ax.bar([r["partitions_moved"] for r in counts], heights, color="#0072B2", width=0.8)
+        if spans_decades(heights):
+            ax.set_yscale("log")
+    integer_ticks(ax.xaxis)
+    integer_ticks(ax.yaxis)
+    ax.set_xlabel("partitions moved in the episode (count)")
+    ax.set_ylabel("episodes (count)")
     ax.set_title("Partitions moved per rebalance")
-    fig.tight_layout()
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:,.1f}"
-    if isinstance(value, list):
-        return html.escape(", ".join(f"{t['trigger']} ({t['count']})" for t in value))
-    return "" if value is None else html.escape(str(value))
-
-
-def html_table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 GROUP_COLUMNS = [
@@ -154,40 +157,90 @@ GROUP_COLUMNS = [
 ]  # fmt: skip
 
 
+def _ownership_section(
+    out_dir: Path, inputs: ReportInputs, metrics: DataFrame, episodes: DataFrame,
+    *, partitions: bool, self_contained: bool,
+) -> tuple[str, str]:  # fmt: skip
+    """The index's ownership section and, for a self-contained report, the group pages' bodies
+    to append to it."""
+    groups = _busiest(metrics, PAGE_GROUPS)
+    if not groups:
+        return '<section id="ownership"><h2>Who owned what, when</h2><p>no rebalances</p>' \
+            "</section>", ""  # fmt: skip
+    last_ts = {
+        r["group"]: r["last_ts"]
+        for r in metrics.where(F.col("group").isin(groups)).select("group", "last_ts").collect()
+    }
+    stories, fenced = collect_stories(groups, inputs.ownership, episodes, inputs.events, last_ts)
+    pages = write_group_pages(out_dir, stories, fenced, partitions=partitions)
+    items = []
+    appended = []
+    for p in pages:
+        target = f"#{p.page.removesuffix('.html')}" if self_contained else p.page
+        items.append(
+            f'<h3><a href="{target}">{html.escape(p.group)}</a></h3>'
+            f'<img src="{p.timeline}" alt="ownership timeline of {html.escape(p.group)}">'
+        )
+        if self_contained:
+            text = (out_dir / p.page).read_text(encoding="utf-8")
+            body = text[text.index("<body>") + 6 : text.index("</body>")]
+            body = body.replace('<a href="index.html">← report</a>', '<a href="#">↑ top</a>')
+            appended.append(f'<section id="{p.page.removesuffix(".html")}">{body}</section>')
+    section = f"""<section id="ownership"><h2>Who owned what, when</h2>
+<p>The {len(pages)} groups that rebalance most: one row per member, a bar while it owns
+partitions (labelled with them where they fit), blank while it owns none; rebalances shaded with
+their trigger. Each title opens the group's page with its episodes.</p>
+{"".join(items)}</section>"""
+    return section, "".join(appended)
+
+
 def write_report(
     out_dir: Path, counts: LogCounts, metrics: DataFrame, episodes: DataFrame,
     quarantine_summary: DataFrame, *, sections: Sequence[str] = (),
+    inputs: ReportInputs | None = None, partitions: bool = False, self_contained: bool = False,
 ) -> Path:  # fmt: skip
-    """Draw the three plots and write `index.html` beside them; returns the page's path.
+    """Draw the plots and write `index.html` beside them; returns the page's path.
+
     `sections` are HTML fragments of other modules (their plots already in `out_dir`), placed
-    before the quarantined lines."""
+    before the quarantined lines. With `inputs`, the busiest groups get an ownership timeline
+    and a page each (with `partitions`, a per-partition view too). `self_contained` puts the
+    group pages inside `index.html` and inlines every image: one file that shows everything.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    busiest = _timeline(episodes, metrics, out_dir / "timeline.png")
+    busiest = _busiest(metrics, TIMELINE_GROUPS)
+    _timeline(episodes, busiest, out_dir / "timeline.png")
     _duration_histogram(episodes, out_dir / "durations.png")
     _moved_histogram(episodes, out_dir / "partitions_moved.png")
     top = metrics.orderBy(F.desc("rebalances"), "group").limit(TABLE_GROUPS).collect()
     group_rows = [[r[c] for c in GROUP_COLUMNS] for r in top]
     bad = quarantine_summary.collect()
     bad_rows = [[r["reason"], r["lines"], " | ".join(r["examples"])] for r in bad]
-    page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>Rebalance report</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}</style></head><body>
-<h1>Rebalance report</h1>
-<p>{counts.lines:,} input lines: {counts.events:,} valid events,
+    ownership, group_pages = "", ""
+    if inputs is not None:
+        ownership, group_pages = _ownership_section(
+            out_dir, inputs, metrics, episodes, partitions=partitions,
+            self_contained=self_contained,
+        )  # fmt: skip
+    body = f"""<h1>Rebalance report</h1>
+<section id="summary"><p>{counts.lines:,} input lines: {counts.events:,} valid events,
 {counts.quarantined:,} quarantined (kept in <code>quarantine/</code> with their reason).</p>
-<h2>Groups (the {TABLE_GROUPS} that rebalance most)</h2>
-{html_table(GROUP_COLUMNS, group_rows)}
-<h2>Timeline</h2><p>Groups: {html.escape(", ".join(busiest)) or "none"}</p>
-<img src="timeline.png" alt="rebalance timeline per group">
-<h2>Duration distribution</h2><img src="durations.png" alt="episode durations">
-<h2>Partitions moved per rebalance</h2>
-<img src="partitions_moved.png" alt="partitions moved per episode">
+</section>
+<section id="groups"><h2>Groups (the {TABLE_GROUPS} that rebalance most)</h2>
+{html_table(GROUP_COLUMNS, group_rows)}</section>
+{ownership}
+<section id="timeline"><h2>Timeline</h2><p>Groups: {html.escape(", ".join(busiest)) or "none"}</p>
+<img src="timeline.png" alt="rebalance timeline per group"></section>
+<section id="durations"><h2>Duration distribution</h2>
+<img src="durations.png" alt="episode durations"></section>
+<section id="partitions-moved"><h2>Partitions moved per rebalance</h2>
+<img src="partitions_moved.png" alt="partitions moved per episode"></section>
 {"".join(sections)}
-<h2>Quarantined lines</h2>
-{html_table(["reason", "lines", "examples"], bad_rows) if bad_rows else "<p>none</p>"}
-</body></html>
-"""
+<section id="quarantine"><h2>Quarantined lines</h2>
+{html_table(["reason", "lines", "examples"], bad_rows) if bad_rows else "<p>none</p>"}</section>
+{group_pages}"""
+    text = page("Rebalance report", body)
+    if self_contained:
+        text = inline_images(text, out_dir)
     page_path = out_dir / "index.html"
-    page_path.write_text(page, encoding="utf-8")
+    page_path.write_text(text, encoding="utf-8")
     return page_path

@@ -16,14 +16,15 @@ from matplotlib.patches import Patch
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from coordinator.analytics.report import html_table
+from coordinator.analytics.report_html import html_table
 from coordinator.analytics.zookeeper import zookeeper_group_summary
 
 PLOT_FILE = "zookeeper_runs.png"
 PLOT_MEMBERS = 30
 PLOT_RUNS = 400
-RUN_COLOURS = {"completed": "tab:green", "failed": "tab:purple", "left": "tab:grey",
-               "open": "tab:red"}  # fmt: skip
+RUN_COLOURS = {"completed": "#009E73", "failed": "#CC79A7", "left": "#999999",
+               "open": "#D55E00"}  # fmt: skip
+"""From the report's colour-blind-safe palette (`report_style`)."""
 SUMMARY_COLUMNS = [
     "group", "episodes", "completed", "runs", "failed_claim_rounds", "retries",
     "rebalance_failures", "zk_ops_per_episode", "duration_p50_ms", "duration_max_ms",
@@ -52,7 +53,8 @@ def _plot_runs(runs: DataFrame, group: str, path: Path) -> None:
         ax.barh(y, max(end - start, 0.005), left=start, color=colour, height=0.6)
         if r["failed_claim_rounds"]:
             ax.text(end, y, f" {r['failed_claim_rounds']}x", va="center", fontsize="x-small")
-    ax.set_yticks(range(len(members)), members, fontsize="x-small")
+    ax.set_yticks(range(len(members)), members)
+    ax.set_ylabel("consumer")
     ax.set_xlabel("seconds since the first rebalance in the log")
     ax.set_title(f"Rebalance runs per consumer of {group} (n x: failed claim rounds)")
     legend = [Patch(color=c, label=name) for name, c in RUN_COLOURS.items()]
@@ -69,9 +71,10 @@ def zookeeper_section(table: DataFrame, runs: DataFrame, out_dir: Path) -> str:
     busiest = max(summary, key=lambda r: (r["runs"], r["group"]))["group"]
     _plot_runs(runs, busiest, out_dir / PLOT_FILE)
     rows = [[r[c] for c in SUMMARY_COLUMNS] for r in summary]
-    return f"""<h2>ZooKeeper-coordinated groups</h2>
+    return f"""<section id="zookeeper"><h2>ZooKeeper-coordinated groups</h2>
 <p>Each consumer rebalances alone: a run goes from its release to its claims; an episode is a
 stretch of overlapping runs, until the assignment is complete again.</p>
 {html_table(SUMMARY_COLUMNS, rows)}
 <p>Runs of {html.escape(busiest)}:</p><img src="{PLOT_FILE}" alt="rebalance runs per consumer">
+</section>
 """

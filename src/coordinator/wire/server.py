@@ -33,8 +33,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from coordinator.wire.apis.api_versions import API_KEY as API_VERSIONS_KEY
-from coordinator.wire.apis.api_versions import unsupported_version_response
+from coordinator.apis.contract import ApiSpec, Broker, RequestContext
 from coordinator.wire.codec import (
     FRAME_LENGTH,
     EncodedBody,
@@ -47,7 +46,6 @@ from coordinator.wire.codec import (
     read_prefix,
     response_class,
 )
-from coordinator.wire.handlers import ApiSpec, Broker, RequestContext
 from coordinator.wire.listener import is_wildcard
 
 logger = logging.getLogger("coordinator.wire")
@@ -101,8 +99,7 @@ class WireServer:
         """Stop accepting, let in-flight requests finish (up to `grace` s), close connections."""
         if self._server is not None:
             self._server.close()
-        self.broker.closing = True
-        self.broker.topics.notify_appended()
+        self.broker.begin_closing()
         connections = list(self._connections)
         await asyncio.gather(*(conn.stop_reading() for conn in connections))
         pending = [task for conn in connections for task in conn.in_flight]
@@ -230,12 +227,12 @@ class _Connection:
         sequence = self._next_sequence
         self._next_sequence += 1
         if prefix.api_version not in spec.versions:
-            if prefix.api_key != API_VERSIONS_KEY:
+            if spec.answer_unsupported_version is None:
                 raise _CloseConnection(
                     f"unsupported version {prefix.api_version} of api_key {prefix.api_key} "
                     f"(advertised {spec.versions.start}-{spec.versions.stop - 1})"
                 )
-            response = unsupported_version_response(registry)
+            response = spec.answer_unsupported_version(registry)
             self._complete(sequence, encode_response(response, prefix.correlation_id))
             return
         try:

@@ -29,8 +29,8 @@ from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
+from coordinator.apis.contract import Broker
 from coordinator.log.topics import Topic
-from coordinator.wire.handlers import Broker
 from coordinator.zookeeper.client import ConnectTimeout, NodeExists, ZooKeeper
 from coordinator.zookeeper.options import BrokerRegistrationError, parse_zookeeper_connect
 from coordinator.zookeeper.recipes import create_ephemeral_expect_conflict
@@ -82,7 +82,6 @@ class ZooKeeperBrokerRegistration:
                 await self.register_topic(topic)
             unsubscribe = broker.topics.subscribe(self._topic_changed)
             forget = broker.topics.on_deleted(self._topics_deleted)
-            broker.services.add(self)
             yield self
         finally:
             if unsubscribe is not None:

@@ -1,0 +1,63 @@
+"""JoinGroup (key 11).
+
+v0: no rebalance timeout (the session timeout is used); v1: RebalanceTimeoutMs; v2-v3:
+throttle time; v4: MEMBER_ID_REQUIRED two-step join (KIP-394); v5: GroupInstanceId (KIP-345);
+v6: flexible; v7: response ProtocolType and nullable ProtocolName (KIP-559); v8: Reason
+(KIP-800); v9: response SkipAssignment (KIP-814). aiokafka uses v5, kafka-python v7,
+librdkafka v5.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.apis.common import millis, name_for_version, runtime
+from coordinator.apis.contract import RequestContext, ResponseValue
+from rebalance.commands import JoinGroup
+from rebalance.replies import JoinGroupReply
+
+API_KEY = 11
+VERSIONS = range(0, 10)
+
+
+def to_command(request: Any, api_version: int, ctx: RequestContext) -> JoinGroup:
+    session = millis(request.session_timeout)
+    return JoinGroup(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        protocol_type=request.protocol_type,
+        protocols=tuple((p.name, p.metadata) for p in request.protocols),
+        session_timeout_ms=session,
+        rebalance_timeout_ms=millis(getattr(request, "rebalance_timeout", session)),
+        group_instance_id=getattr(request, "group_instance_id", None),
+        client_id=ctx.client_id or "",
+        client_host="/" + ctx.peer.rsplit(":", 1)[0],
+        reason=getattr(request, "reason", None),
+        version=api_version,
+    )
+
+
+def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": int(reply.error),
+        "generation_id": reply.generation_id,
+        "protocol_type": reply.protocol_type,
+        "protocol_name": name_for_version(reply.protocol_name, nullable=api_version >= 7),
+        "leader": reply.leader,
+        "skip_assignment": reply.skip_assignment,
+        "member_id": reply.member_id,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "metadata": m.metadata,
+            }
+            for m in reply.members
+        ],
+    }
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    reply = await runtime(ctx).submit(to_command(request, api_version, ctx))
+    return to_response(reply, api_version)

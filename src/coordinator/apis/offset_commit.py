@@ -1,0 +1,117 @@
+"""OffsetCommit (key 8).
+
+Advertised from v2 (kio's floor, Kafka 4.0's). v2-v4: RetentionTimeMs (explicit expiry);
+v3: throttle time; v5: retention removed; v6: CommittedLeaderEpoch; v7: GroupInstanceId;
+v8: flexible; v9: GROUP_ID_NOT_FOUND for a generation on an unknown group (KIP-848 era).
+v10 (topic ids) is not advertised: no client here uses it. aiokafka uses v3, kafka-python v8,
+librdkafka v9.
+
+Partitions of a topic this node does not have, or with an index beyond the topic's partition
+count, are answered UNKNOWN_TOPIC_OR_PARTITION and never reach the group coordinator, so nothing
+is stored for them: Kafka's brokers check their metadata cache the same way before handing a
+commit to the coordinator (`KafkaApis.handleOffsetCommitRequest`). The check lives here, in the
+shell, because the core knows groups, not topics. When no partition is left the request is
+answered at once, without the group's checks (generation, member), as Kafka answers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from coordinator.apis.common import millis, runtime
+from coordinator.apis.contract import Broker, RequestContext, ResponseValue
+from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
+from rebalance.errors import ErrorCode
+from rebalance.replies import OffsetCommitReply
+
+API_KEY = 8
+VERSIONS = range(2, 10)
+
+
+def to_command(request: Any, api_version: int) -> OffsetCommit:
+    retention = getattr(request, "retention_time", None)
+    return OffsetCommit(
+        group_id=request.group_id,
+        topics=tuple(
+            CommitTopic(
+                t.name,
+                tuple(
+                    CommitPartition(
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                        metadata=p.committed_metadata,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        ),
+        generation_id=request.generation_id_or_member_epoch,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_time_ms=-1 if retention is None else millis(retention),
+        version=api_version,
+    )
+
+
+def known_partitions(command: OffsetCommit, broker: Broker) -> OffsetCommit:
+    """`command` without the partitions of topics (or partition numbers) the node lacks."""
+    topics = []
+    for topic in command.topics:
+        count = broker.partition_count(topic.name)
+        kept = tuple(p for p in topic.partitions if count is not None and 0 <= p.partition < count)
+        if kept:
+            topics.append(CommitTopic(topic.name, kept))
+    return replace(command, topics=tuple(topics))
+
+
+def merged(command: OffsetCommit, reply: OffsetCommitReply | None) -> OffsetCommitReply:
+    """One answer per requested partition, in request order: the coordinator's for the
+    partitions it was given, UNKNOWN_TOPIC_OR_PARTITION for the others."""
+    given = () if reply is None else reply.topics
+    answered = {(topic, p): code for topic, partitions in given for p, code in partitions}
+    return OffsetCommitReply(
+        tuple(
+            (
+                t.name,
+                tuple(
+                    (
+                        p.partition,
+                        answered.get((t.name, p.partition), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in command.topics
+        )
+    )
+
+
+def to_response(reply: OffsetCommitReply) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": p, "error_code": int(code)} for p, code in partitions
+                ],
+            }
+            for topic, partitions in reply.topics
+        ],
+    }
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    command = to_command(request, api_version)
+    known = known_partitions(command, ctx.broker)
+    if known.topics == command.topics:
+        return to_response(await _submit(command, ctx))
+    coordinated = await _submit(known, ctx) if known.topics else None
+    return to_response(merged(command, coordinated))
+
+
+async def _submit(command: OffsetCommit, ctx: RequestContext) -> OffsetCommitReply:
+    return await runtime(ctx).submit(command)

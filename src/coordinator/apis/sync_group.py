@@ -1,0 +1,45 @@
+"""SyncGroup (key 14).
+
+v1-v2: throttle time; v3: GroupInstanceId; v4: flexible; v5: ProtocolType and ProtocolName in
+request (mandatory) and response (KIP-559). aiokafka and librdkafka use v3, kafka-python v5.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.apis.common import runtime
+from coordinator.apis.contract import RequestContext, ResponseValue
+from rebalance.commands import SyncGroup
+from rebalance.replies import SyncGroupReply
+
+API_KEY = 14
+VERSIONS = range(0, 6)
+
+
+def to_command(request: Any, api_version: int) -> SyncGroup:
+    return SyncGroup(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+        version=api_version,
+    )
+
+
+def to_response(reply: SyncGroupReply) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": int(reply.error),
+        "protocol_type": reply.protocol_type,
+        "protocol_name": reply.protocol_name,
+        "assignment": reply.assignment,
+    }
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    reply = await runtime(ctx).submit(to_command(request, api_version))
+    return to_response(reply)
