@@ -311,3 +311,19 @@ async def test_cluster_only_settings_are_announced_once_at_start(
         async with running_server():
             pass
     assert not [r for r in caplog.records if "only matter on a cluster" in r.getMessage()]
+
+
+async def test_the_internal_offsets_topic_is_described_but_not_altered(
+    client: WireClient,
+) -> None:
+    described = await describe(client, 4, TOPIC, "__consumer_offsets")
+    configs = by_name(described)
+    assert (configs["cleanup.policy"].value, configs["cleanup.policy"].config_source) == (
+        "compact",
+        TOPIC_CONFIG,
+    )
+    assert configs["retention.ms"].config_source == DEFAULT_CONFIG
+    altered = await alter(client, 2, [(TOPIC, "__consumer_offsets", {"retention.ms": "1"})])
+    assert altered == [ErrorCode.invalid_request]
+    answer = await incremental(client, 1, "__consumer_offsets", ("retention.ms", SET, "1"))
+    assert answer[0] is ErrorCode.invalid_request
