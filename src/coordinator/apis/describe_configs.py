@@ -22,13 +22,12 @@ from coordinator.apis.config_resources import (
     BROKER,
     TOPIC,
     ResourceError,
-    find_topic,
     is_this_broker,
+    topic_overrides,
     unsupported,
 )
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
 from coordinator.described_configs import ConfigEntry
-from coordinator.log.internal import GROUP_METADATA_TOPIC_CONFIGS
 from coordinator.log.topic_configs import describe_topic_configs
 
 API_KEY = 32
@@ -39,10 +38,7 @@ def _entries(broker: Broker, resource: Any) -> list[ConfigEntry]:
     settings = broker.settings
     resource_type, name = int(resource.resource_type), str(resource.resource_name)
     if resource_type == TOPIC:
-        if name in broker.internal_topics:
-            return describe_topic_configs(GROUP_METADATA_TOPIC_CONFIGS, settings.explicit())
-        topic = find_topic(broker, name)
-        return describe_topic_configs(topic.configs, settings.explicit())
+        return describe_topic_configs(topic_overrides(broker, name), settings.explicit())
     if resource_type == BROKER:
         return settings.entries() if is_this_broker(broker, name) else []
     raise unsupported(resource_type)

@@ -33,15 +33,6 @@ from coordinator.log.partition import OffsetOutOfRangeError
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
-GROUP_METADATA_TOPIC_CONFIGS = {
-    "cleanup.policy": "compact",
-    "compression.type": "producer",
-    "segment.bytes": "104857600",
-}
-"""The configs Kafka creates `__consumer_offsets` with (`groupMetadataTopicConfigs`; the
-segment size is `offsets.topic.segment.bytes`' default). DescribeConfigs shows them; they cannot
-be altered here (nothing would use them)."""
-
 _TOPIC_ID_NAMESPACE = uuid.UUID("5d3b2f0e-6a0b-4f4e-9a55-7c8e2b1f0c11")
 
 
