@@ -18,6 +18,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance.event_schema import EventType
 from rebalance.events import Event
 from rebalance.records import Record
 from rebalance.replies import AnyReply
@@ -59,7 +60,7 @@ class Result:
 
     def event(
         self,
-        type: str,
+        type: EventType,
         ts: int,
         group: str | None,
         generation: int | None = None,
