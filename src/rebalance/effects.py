@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from rebalance.event_schema import EventType
@@ -67,6 +68,11 @@ class Result:
         member: str | None = None,
         **fields: Any,
     ) -> None:
+        for key, value in fields.items():
+            if isinstance(value, StrEnum):
+                # Plain strings from here on: the log writer's channel (marshal) and every
+                # reader of the line see the value, not our enum.
+                fields[key] = value.value
         self.events.append(Event(type, ts, group, generation, member, fields))
 
     def extend(self, other: Result) -> None:

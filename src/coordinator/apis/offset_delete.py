@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis.common import runtime
+from coordinator.apis.common import runtime, topic_partition_errors
 from coordinator.apis.contract import RequestContext, ResponseValue
 from rebalance.commands import OffsetDelete
 
@@ -21,13 +21,5 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     return {
         "error_code": int(reply.error),
         "throttle_time": 0,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {"partition_index": p, "error_code": int(code)} for p, code in partitions
-                ],
-            }
-            for topic, partitions in reply.topics
-        ],
+        "topics": topic_partition_errors(reply.topics),
     }
