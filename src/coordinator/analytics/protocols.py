@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -73,15 +74,13 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
     width = 0.8 / max(len(types), 1)
     for i, r in enumerate(rows):
         values = [r[f"duration_p{q}_ms"] or 0 for q in (50, 95, 99)]
-        duration.bar([x + i * width for x in range(3)], values, width, color=colours[i],
-                     label=types[i])  # fmt: skip
+        duration.bar([x + i * width for x in range(3)], values, width, color=colours[i])
     duration.set_xticks([x + width * (len(types) - 1) / 2 for x in range(3)], ["p50", "p95", "p99"])
     all_durations = [r[f"duration_p{q}_ms"] or 0 for r in rows for q in (50, 95, 99)]
     if spans_decades(all_durations):
         duration.set_yscale("log")
     duration.set_ylabel("rebalance duration (ms)")
     duration.set_title("Duration percentiles")
-    duration.legend(frameon=False, title="group type")
     panels = [
         ("rebalances_per_churn_event", "rebalances per churn event", "Rebalances"),
         ("partitions_moved_per_churn_event", "partitions moved per churn event", "Moves"),
@@ -94,7 +93,10 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel(label)
         ax.set_title(title)
     fig.suptitle("Group types side by side (churn event: a member joined, left or expired)")
+    handles = [Patch(color=c, label=t) for c, t in zip(colours, types, strict=True)]
     fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(types),
+               frameon=False, title="group type")  # fmt: skip
     save(fig, path)
     plt.close(fig)
 
