@@ -1,24 +1,32 @@
-"""Assignor benchmarks: ours side by side with kafka-python's and aiokafka's, in one run.
+"""Assignor benchmarks: ours beside the peers, the code before the rewrite and Java, in one run.
 
-Run: ``.venv/bin/python benchmarks/bench_assignors.py`` (about 10 minutes on 2 cores);
+Run: ``.venv/bin/python benchmarks/bench_assignors.py`` (about 20 minutes on 2 cores);
 ``--quick`` runs scenario A only, ``--only CD`` picks scenarios.
 
-Scenarios (member ids ``member-00000...``, topics ``topic-0000...``):
+Scenarios (member ids ``member-00000...``, topics ``topic-0000...``, equal subscriptions):
 
 * A: 100 members x 10 topics x 100 partitions (1k): range, roundrobin, sticky and
   cooperative-sticky fresh and "join" (a balanced assignment of N-1 members plus one new member,
-  the previous assignment carried in each library's own format).
+  the previous assignment carried in each library's own format), beside kafka-python and
+  aiokafka and Java's recorded figure.
 * B: 1,000 members x 1 topic x 10k partitions: same rows.
-* C: 2,000 members x 100 topics x 10k partitions (1M): our sticky and cooperative-sticky, fresh,
-  after one member leaves, and after one joins. The peers are not run here (their sticky
-  builds a list of every potential partition per member: O(members x partitions)).
-* D: uniform, 10,000 members x 100 topics x 10k partitions (1M): fresh, leave, join.
+* C: cooperative-sticky, 2,000 members x 1M partitions (Java's shape 500 x 2,000, and 100 x
+  10k): fresh, one member leaves, one joins, one owns nothing ("emptied", Java's re-assign).
+* D: uniform, 10,000 members x 100 topics x 10k (1M): fresh, leave, join.
+* E: uniform through ``assignors.assign`` (plain mappings, warm and cold pair tuples), and epoch
+  by epoch with the previous outcome (``UniformAssignor.assign_incremental``): a leave, a join,
+  a topic gaining partitions.
+* F: sticky, 10,000 members x 1M. G: range, 10,000 members x 1M (100 x 10k and 1,000 x 1,000).
+* M: peak RSS of one assignment, in a child process per row, ours and before the rewrite.
 
-Each figure is the median of ``--repeat`` timed ``assign`` calls (one call per fresh process
-state; inputs are built before the clock starts). Peers' sticky at B is timed once (too slow to
-repeat). "moved" counts partitions whose owner changed; "min" is the least possible (the
-newcomer's floor(P/N) on a join, the leaver's partitions on a leave). Peak memory is the peak of
-Python allocations during one ``assign`` call (tracemalloc, in a separate untimed call).
+From C on, "before" is the frozen copy of the assignors before the speed work of issue 21
+(``tests/assignors/assignors_legacy``, the equality test's oracle), timed in the same run on
+the same inputs. Each figure is the median of ``--repeat`` calls, wall clock and CPU time of
+this process (the machine is shared: under load the wall clock mostly measures waiting; CPU
+time is the steadier figure). Inputs are built before the clock starts and the previous
+result is freed first. Java's figures are recorded ones (see `JAVA_SOURCE`). "moved" counts
+partitions whose owner changed; "min" is the least possible (the newcomer's floor(P/N) on a
+join, the leaver's partitions on a leave).
 """
 
 from __future__ import annotations
@@ -35,7 +43,6 @@ import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -101,15 +108,6 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         result = fn()
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times), result
-
-
-def peak_mib(fn: Callable[[], Any]) -> float:
-    gc.collect()
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
 
 
 def moved(before: Assignment, after: Assignment) -> int:
@@ -347,6 +345,12 @@ def timed(
     return statistics.median(walls), statistics.median(cpus), result
 
 
+def timed_pair(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """`timed` without the result (the frozen copy's results are not kept around)."""
+    wall, cpu, _ = timed(fn, repeat)
+    return wall, cpu
+
+
 class Large:
     """A large group with equal subscriptions, as `GroupSpec`s and as `assign` arguments."""
 
@@ -377,19 +381,27 @@ class Large:
 
 def large_header(title: str) -> None:
     print(f"\n{title}\n")
-    print("| case | ours ms (CPU ms) | before ms (ratio) | Java ms (recorded) | notes |")
-    print("|---|---:|---:|---:|---|")
+    print(
+        "| case | ours ms (CPU ms) | before ms (CPU ms) | ratio before/ours, wall (CPU) "
+        "| Java ms (recorded) | notes |"
+    )
+    print("|---|---:|---:|---:|---:|---|")
 
 
 def large_row(
     what: str,
     ours: tuple[float, float],
-    before: float | None = None,
+    before: tuple[float, float] | None = None,
     java: float | None = None,
     notes: str = "",
 ) -> None:
     wall, cpu = ours
-    before_cell = "" if before is None else f"{before:,.0f} ({before / wall:.1f}x)"
+    before_cell = (
+        " | "
+        if before is None
+        else f"{before[0]:,.0f} ({before[1]:,.0f}) | "
+        f"{before[0] / wall:.1f}x ({before[1] / cpu:.1f}x)"
+    )
     java_cell = "none recorded" if java is None else f"{java:,.0f} ({wall / java:.1f}x Java)"
     print(
         f"| {what} | {wall:,.0f} ({cpu:,.0f}) | {before_cell} | {java_cell} | {notes} |",
@@ -405,12 +417,12 @@ def scenario_large(
     ours, before = assignors.get(name), legacy.ASSIGNORS[name]
     spec = group.spec(group.ids)
     wall, cpu, fresh = timed(lambda: ours.assign(spec, group.describer), repeat)
-    old, _, _ = timed(lambda: before.assign(spec, group.describer), repeat)
+    old = timed_pair(lambda: before.assign(spec, group.describer), repeat)
     large_row("fresh", (wall, cpu), old, java.get("fresh"))
     stay = group.ids[:-1]
     leave_spec = group.spec(stay, {m: fresh[m] for m in stay})
     wall, cpu, after = timed(lambda: ours.assign(leave_spec, group.describer), repeat)
-    old, _, _ = timed(lambda: before.assign(leave_spec, group.describer), repeat)
+    old = timed_pair(lambda: before.assign(leave_spec, group.describer), repeat)
     lost = group.total - sum(map(len, after.values()))
     large_row(
         "one member leaves",
@@ -421,7 +433,7 @@ def scenario_large(
     )
     join_spec = group.spec([*group.ids, "member-99999"], fresh)
     wall, cpu, after = timed(lambda: ours.assign(join_spec, group.describer), repeat)
-    old, _, _ = timed(lambda: before.assign(join_spec, group.describer), repeat)
+    old = timed_pair(lambda: before.assign(join_spec, group.describer), repeat)
     lost = group.total - sum(map(len, after.values()))
     large_row(
         "one member joins",
@@ -434,7 +446,7 @@ def scenario_large(
         owned = {m: fresh[m] for m in group.ids[1:]}
         empty_spec = group.spec(group.ids, owned)
         wall, cpu, after = timed(lambda: ours.assign(empty_spec, group.describer), repeat)
-        old, _, _ = timed(lambda: before.assign(empty_spec, group.describer), repeat)
+        old = timed_pair(lambda: before.assign(empty_spec, group.describer), repeat)
         large_row(
             "one member emptied (owns nothing)",
             (wall, cpu),
@@ -450,7 +462,7 @@ def scenario_uniform_public(group: Large, repeat: int) -> None:
     large_header(f"uniform through assignors.assign, {group.label()}")
     subs = {m: group.topics for m in group.ids}
     wall, cpu, fresh = timed(lambda: assignors.assign("uniform", subs, group.partitions), repeat)
-    old, _, _ = timed(lambda: legacy.assign("uniform", subs, group.partitions), repeat)
+    old = timed_pair(lambda: legacy.assign("uniform", subs, group.partitions), repeat)
     large_row("fresh", (wall, cpu), old, 44, "shared pair tuples warm")
     cold = timed(
         lambda: assignors.assign("uniform", subs, group.partitions), repeat, clear_pair_tables
@@ -471,7 +483,7 @@ def scenario_uniform_public(group: Large, repeat: int) -> None:
         )
 
     wall, cpu, _ = timed(leave, repeat)
-    old, _, _ = timed(leave_before, repeat)
+    old = timed_pair(leave_before, repeat)
     large_row("one member leaves", (wall, cpu), old, 35, "Java's figure is its join")
 
 
@@ -483,7 +495,7 @@ def scenario_uniform_epochs(group: Large, repeat: int) -> None:
     before = legacy.ASSIGNORS["uniform"]
     spec0 = group.spec(group.ids)
     wall, cpu, epoch0 = timed(lambda: uniform.assign_incremental(spec0, group.describer), repeat)
-    old, _, _ = timed(lambda: before.assign(spec0, group.describer), repeat)
+    old = timed_pair(lambda: before.assign(spec0, group.describer), repeat)
     large_row("epoch 0: fresh (keeps the hint)", (wall, cpu), old, 44)
 
     def targets(outcome: BalanceOutcome) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -531,7 +543,7 @@ def scenario_uniform_epochs(group: Large, repeat: int) -> None:
         wall, cpu, outcome = timed(
             functools.partial(uniform.assign_incremental, spec, describer, previous), repeat
         )
-        old, _, _ = timed(functools.partial(before.assign, spec, describer), repeat)
+        old = timed_pair(functools.partial(before.assign, spec, describer), repeat)
         changed = moved(previous.assignment, outcome.assignment)
         large_row(what, (wall, cpu), old, java, f"moved {changed}")
         previous = outcome
@@ -544,7 +556,7 @@ def scenario_range(repeat: int) -> None:
         ours = timed(
             functools.partial(assignors.get("range").assign, spec, group.describer), repeat
         )
-        old, _, _ = timed(
+        old = timed_pair(
             functools.partial(legacy.ASSIGNORS["range"].assign, spec, group.describer), repeat
         )
         java = 63 if len(group.topics) == 1_000 else None

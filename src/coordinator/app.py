@@ -24,7 +24,14 @@ from coordinator.apis.contract import Broker
 from coordinator.cluster_settings import CLUSTER_ONLY
 from coordinator.config import ServerConfig
 from coordinator.data_dir import DirectoryLock
-from coordinator.described_configs import BrokerSettings, model_entries, table_entries
+from coordinator.described_configs import (
+    BrokerSettings,
+    ConfigEntry,
+    ConfigType,
+    given_entry,
+    model_entries,
+    table_entries,
+)
 from coordinator.errors import OperationalError
 from coordinator.log.partition import LogCorruptError
 from coordinator.log.producer_ids import ProducerIdAllocator
@@ -110,6 +117,7 @@ class ServerApp:
             ProducerIdAllocator(self.data_dir),
             settings,
         )
+        settings.add(lambda: self._address_entries(broker, _endpoint(host, port)))
         self.broker = broker
         for extension in self._extensions:
             await self._stack.enter_async_context(extension(broker))
@@ -119,6 +127,8 @@ class ServerApp:
                            "no effect: %s", given)  # fmt: skip
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
+            if name in broker.internal_topics:
+                raise OperationalError(f"topic {name} is internal: it cannot be created")
             topic = topics.create(name, partitions)
             if len(topic.partitions) != partitions:
                 logger.warning(
@@ -130,6 +140,15 @@ class ServerApp:
         self.server = WireServer(broker)
         return await self.server.start(listener)
 
+    def _address_entries(self, broker: Broker, bound: str) -> list[ConfigEntry]:
+        """`--bind`, `--advertise` and `--data-dir` under their Kafka names."""
+        advertised = _endpoint(broker.host, broker.port)
+        return [
+            given_entry("listeners", f"PLAINTEXT://{bound}", ConfigType.STRING),
+            given_entry("advertised.listeners", f"PLAINTEXT://{advertised}", ConfigType.STRING),
+            given_entry("log.dirs", str(self.data_dir), ConfigType.STRING),
+        ]
+
     async def stop(self, grace: float = 10.0) -> None:
         if self.server is not None:
             await self.server.close(grace)
@@ -138,3 +157,7 @@ class ServerApp:
         if self._lock is not None:
             self._lock.release()  # last: every file of the data dir is closed
             self._lock = None
+
+
+def _endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -129,9 +129,9 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_demo(output=args.output, protocol=args.protocol)
     if args.command == "walkthrough":
-        from coordinator.core_demo import run_core_demo
+        from coordinator.walkthrough import run_walkthrough
 
-        return run_core_demo()
+        return run_walkthrough()
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")
         return run_zk_offsets(args)

@@ -2,8 +2,9 @@
 setting, and the catalogue of the settings this node runs with.
 
 The node's settings come from several models (the server's `ServerConfig`, the group
-coordinator's `CoordinatorConfig`, the settings that only matter on a cluster): each adds itself
-to the `BrokerSettings` service at start, and DescribeConfigs for the broker lists them all. A
+coordinator's `CoordinatorConfig`, the settings that only matter on a cluster, and `--bind`,
+`--advertise` and `--data-dir` as `listeners`, `advertised.listeners` and `log.dirs`): each adds
+itself to the `BrokerSettings` service at start, and DescribeConfigs for the broker lists them. A
 setting given at start (`--set`) is STATIC_BROKER_CONFIG, one left at its default
 DEFAULT_CONFIG; all are read-only, because this node has no dynamic broker configs (a deliberate
 difference from Kafka: change them by restarting with other `--set` values).
@@ -109,6 +110,12 @@ def table_entries(
         source = ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
         entries.append(ConfigEntry(name, value, source, kind, True, ((name, value, source),)))
     return entries
+
+
+def given_entry(name: str, value: str, kind: ConfigType) -> ConfigEntry:
+    """A read-only setting given at start outside `--set` (the bind address, the data dir)."""
+    source = ConfigSource.STATIC_BROKER_CONFIG
+    return ConfigEntry(name, value, source, kind, True, ((name, value, source),))
 
 
 class BrokerSettings:

@@ -4,7 +4,9 @@
 `ServerApp`. It claims the group settings of `--set KEY=VALUE` (Kafka's names, validated by
 `rebalance.config.CoordinatorConfig`), opens `groups.sqlite` in the data dir, replays it into a
 fresh core (every `__consumer_offsets` partition is owned: a single node coordinates every
-group), registers the group API modules and publishes the `GroupRuntime` as a service.
+group), registers the group API modules and publishes the `GroupRuntime` as a service. It also
+makes `__consumer_offsets` an internal topic of the node (`coordinator.log.internal`), with the
+partition count the core places groups by.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from coordinator.data_dir import DirectoryLock
 from coordinator.described_configs import model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
+from coordinator.log.internal import GROUP_METADATA_TOPIC
 from coordinator.runtime import GroupRuntime
 from coordinator.store.sqlite import SqliteStore
 from rebalance.config import CoordinatorConfig
@@ -71,6 +74,12 @@ class GroupCoordinatorExtension:
     @asynccontextmanager
     async def __call__(self, broker: Broker) -> AsyncIterator[GroupRuntime]:
         seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "big")
+        if broker.topics.get(GROUP_METADATA_TOPIC) is not None:
+            raise OperationalError(
+                f"{broker.data_dir}: holds an ordinary topic named {GROUP_METADATA_TOPIC}, which "
+                f"is the coordinator's internal topic; move "
+                f"{broker.topics.root / GROUP_METADATA_TOPIC} out of the data dir"
+            )
         async with contextlib.AsyncExitStack() as stack:
             store = SqliteStore(broker.data_dir / STORE_FILE)
             stack.callback(store.close)
@@ -81,6 +90,11 @@ class GroupCoordinatorExtension:
             await runtime.start()
             for module in GROUP_APIS:
                 broker.registry.register(module)
+            broker.internal_topics.add(
+                GROUP_METADATA_TOPIC,
+                self.config.offsets_topic_num_partitions,
+                broker.config.cluster_id,
+            )
             broker.groups = runtime
             broker.settings.add(lambda: model_entries(self.config))
             stack.callback(broker.topics.on_deleted(runtime.topics_deleted))

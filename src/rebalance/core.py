@@ -11,7 +11,7 @@ Coordinator-level rules applied before a group is touched (spec §1.6, §4):
 * while that partition loads -> COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE, as Kafka does);
 * JoinGroup's session timeout outside [group.min, group.max] -> INVALID_SESSION_TIMEOUT
   (checked first, as Kafka's new coordinator does); empty group ids -> INVALID_GROUP_ID for the
-  membership APIs (offset, describe and delete APIs accept "").
+  membership APIs and OffsetDelete (commit, fetch, describe and delete-groups accept "").
 
 Partition lifecycle: `begin_load(p)` marks a partition loading; the shell streams its stored
 records through `replay`; `complete_load(p, now_ms)` makes its groups live (members' sessions
@@ -249,7 +249,8 @@ class GroupCoordinatorCore:
         return self._offsets.fetch(cmd, token)
 
     def offset_delete(self, cmd: OffsetDelete, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id)
+        # Kafka accepts "" for commits and fetches (backwards compatibility), not here.
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._offsets.delete(cmd, token)

@@ -124,7 +124,8 @@ async def metadata(client: WireClient, *names: str) -> dict[str, Any]:
         {"topics": [{"name": n} for n in names] if names else None,
          "allow_auto_topic_creation": False},
     )  # fmt: skip
-    return {t.name: t for t in response.topics}
+    # Ordinary topics only: the group coordinator's internal __consumer_offsets is always there.
+    return {t.name: t for t in response.topics if not t.is_internal}
 
 
 async def test_api_versions_advertises_the_admin_apis(client: WireClient) -> None:

@@ -97,6 +97,10 @@ async def test_describe_broker_configs_at_every_version(
     }
     for name, value in defaults.items():
         assert (configs[name].value, configs[name].config_source) == (value, DEFAULT_CONFIG)
+    # The command line's address and data dir, under Kafka's names.
+    assert configs["listeners"].value == f"PLAINTEXT://{node.host}:{node.port}"
+    assert configs["advertised.listeners"].value == f"PLAINTEXT://{node.host}:{node.port}"
+    assert configs["log.dirs"].value == str(node.data_dir)
     assert all(c.read_only and not c.is_sensitive for c in result.configs)
     assert [s.name for s in configs["num.partitions"].synonyms] == ["num.partitions"]
     if version >= 3:
@@ -307,3 +311,19 @@ async def test_cluster_only_settings_are_announced_once_at_start(
         async with running_server():
             pass
     assert not [r for r in caplog.records if "only matter on a cluster" in r.getMessage()]
+
+
+async def test_the_internal_offsets_topic_is_described_but_not_altered(
+    client: WireClient,
+) -> None:
+    described = await describe(client, 4, TOPIC, "__consumer_offsets")
+    configs = by_name(described)
+    assert (configs["cleanup.policy"].value, configs["cleanup.policy"].config_source) == (
+        "compact",
+        TOPIC_CONFIG,
+    )
+    assert configs["retention.ms"].config_source == DEFAULT_CONFIG
+    altered = await alter(client, 2, [(TOPIC, "__consumer_offsets", {"retention.ms": "1"})])
+    assert altered == [ErrorCode.invalid_request]
+    answer = await incremental(client, 1, "__consumer_offsets", ("retention.ms", SET, "1"))
+    assert answer[0] is ErrorCode.invalid_request

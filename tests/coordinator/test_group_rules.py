@@ -1,14 +1,17 @@
-"""Kafka's rules around the group APIs that need the broker's topics, over a real connection at
-every advertised version: offsets are accepted only for partitions that exist."""
+"""Kafka's rules around the group APIs over a real connection: offsets are accepted only for
+partitions that exist (at every advertised version), and members that never sync are removed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.testing import RunningServer, WireClient, running_server
+from rebalance.testing import consumer_subscription
 
 OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
 
@@ -159,3 +162,136 @@ async def test_offsets_for_a_topic_created_later_are_accepted(
     node.broker.topics.create("t2", 1)
     assert await commit(client, 9, "later", {"t2": [(0, 4)]}) == {("t2", 0): ErrorCode.none}
     assert await fetch(client, 8, "later", None) == {("t2", 0): (4, ErrorCode.none)}
+
+
+JOIN_GROUP, HEARTBEAT, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 14, 15
+SYNC_TIMEOUT_SETTINGS = [
+    "group.initial.rebalance.delay.ms=300",
+    "group.min.session.timeout.ms=1000",
+]
+REBALANCE_TIMEOUT_MS = 1000
+
+
+async def join(client: WireClient, member_id: str) -> Any:
+    return await client.request(
+        JOIN_GROUP,
+        5,
+        {
+            "group_id": "sync-timeout",
+            "session_timeout": 10_000,  # far longer than the test: no session expires
+            "rebalance_timeout": REBALANCE_TIMEOUT_MS,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": consumer_subscription("t1")}],
+        },
+    )
+
+
+async def heartbeat(client: WireClient, member_id: str, generation: int) -> ErrorCode:
+    response = await client.request(
+        HEARTBEAT,
+        3,
+        {
+            "group_id": "sync-timeout",
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": None,
+        },
+    )
+    return response.error_code  # type: ignore[no-any-return]
+
+
+async def test_members_that_never_sync_are_removed_and_the_synced_leader_rebalances() -> None:
+    """Kafka's pending-sync rule end to end: three members join, only the leader sends
+    SyncGroup; one rebalance timeout later the two silent followers are gone and the leader,
+    still a member, hears REBALANCE_IN_PROGRESS and forms the next generation alone."""
+    async with running_server(topics=[("t1", 2)], settings=SYNC_TIMEOUT_SETTINGS) as node:
+        clients = [await WireClient.connect(node.host, node.port) for _ in range(3)]
+        try:
+            required = [await join(c, "") for c in clients]
+            assert {r.error_code for r in required} == {ErrorCode.member_id_required}
+            joined = await asyncio.gather(
+                *(join(c, r.member_id) for c, r in zip(clients, required, strict=True))
+            )
+            assert {r.error_code for r in joined} == {ErrorCode.none}
+            generation, leader = joined[0].generation_id, joined[0].leader
+            by_member = {r.member_id: c for r, c in zip(joined, clients, strict=True)}
+            followers = [m for m in by_member if m != leader]
+            synced = await by_member[leader].request(
+                SYNC_GROUP,
+                3,
+                {
+                    "group_id": "sync-timeout",
+                    "generation_id": generation,
+                    "member_id": leader,
+                    "group_instance_id": None,
+                    "assignments": [{"member_id": m, "assignment": b""} for m in by_member],
+                },
+            )
+            assert synced.error_code is ErrorCode.none
+            assert await heartbeat(by_member[leader], leader, generation) is ErrorCode.none
+            await asyncio.sleep(REBALANCE_TIMEOUT_MS / 1000 + 0.5)
+            assert await heartbeat(by_member[leader], leader, generation) is (
+                ErrorCode.rebalance_in_progress
+            )
+            for follower in followers:
+                assert await heartbeat(by_member[follower], follower, generation) is (
+                    ErrorCode.unknown_member_id
+                )
+            described = await clients[0].request(DESCRIBE_GROUPS, 5, {"groups": ["sync-timeout"]})
+            (group,) = described.groups
+            assert group.group_state == "PreparingRebalance"
+            assert [m.member_id for m in group.members] == [leader]
+            rejoined = await join(by_member[leader], leader)
+            assert rejoined.error_code is ErrorCode.none
+            assert (rejoined.generation_id, rejoined.leader) == (generation + 1, leader)
+        finally:
+            for c in clients:
+                await c.close()
+
+
+OFFSET_DELETE = 47
+
+
+async def delete_offsets(
+    client: WireClient, group: str, partitions: Mapping[str, Sequence[int]]
+) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+    response = await client.request(
+        OFFSET_DELETE,
+        0,
+        {
+            "group_id": group,
+            "topics": [
+                {"name": t, "partitions": [{"partition_index": p} for p in ps]}
+                for t, ps in partitions.items()
+            ],
+        },
+    )
+    errors = {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+    return response.error_code, errors
+
+
+async def test_offset_delete_refuses_missing_partitions_and_deletes_the_others(
+    client: WireClient,
+) -> None:
+    """Kafka's broker checks OffsetDelete's partitions as it checks OffsetCommit's."""
+    assert await commit(client, 9, "old", {"t1": [(0, 3), (1, 4)]}) == {
+        ("t1", 0): ErrorCode.none,
+        ("t1", 1): ErrorCode.none,
+    }
+    error, errors = await delete_offsets(client, "old", {"t1": [0, 5], "nope": [0]})
+    assert error is ErrorCode.none
+    assert errors == {("t1", 0): ErrorCode.none, ("t1", 5): UNKNOWN, ("nope", 0): UNKNOWN}
+    assert await fetch(client, 8, "old", None) == {("t1", 1): (4, ErrorCode.none)}
+
+
+async def test_offset_delete_still_reports_the_group_error(client: WireClient) -> None:
+    """The coordinator is asked even with no partition left: an unknown group is
+    GROUP_ID_NOT_FOUND, which replaces the per-partition answers."""
+    assert await delete_offsets(client, "missing", {"nope": [0]}) == (
+        ErrorCode.group_id_not_found,
+        {},
+    )

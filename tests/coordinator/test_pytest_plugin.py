@@ -21,7 +21,7 @@ async def topics_of(server: RunningServer) -> list[tuple[str, int]]:
     response = await client.request(3, 13, {"topics": None})
     await client.close()
     assert response.error_code is ErrorCode.none
-    return [(t.name, len(t.partitions)) for t in response.topics]
+    return [(t.name, len(t.partitions)) for t in response.topics if not t.is_internal]
 
 
 def group_config(server: RunningServer) -> CoordinatorConfig:

@@ -213,6 +213,14 @@ def test_offset_delete_unknown_group() -> None:
     assert _delete(h, ("t", (0,))).error is ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def test_offset_delete_empty_group_id_is_invalid() -> None:
+    """GroupCoordinatorService.deleteOffsets: isGroupIdNotEmpty (commits accept "")."""
+    h = GroupHarness()
+    reply = h.reply(h.send(OffsetDelete("", (("t", (0,)),))))
+    assert isinstance(reply, OffsetDeleteReply)
+    assert reply.error is ErrorCode.INVALID_GROUP_ID and reply.topics == ()
+
+
 def test_offset_delete_non_consumer_non_empty_group() -> None:
     """§3.4: non-empty group with protocolType != "consumer" -> NON_EMPTY_GROUP."""
     h = GroupHarness()

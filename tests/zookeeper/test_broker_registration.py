@@ -15,7 +15,6 @@ from collections.abc import Callable
 import pytest
 from kazoo.client import KazooClient
 
-from coordinator.log.partition import PartitionLog
 from coordinator.testing import running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
@@ -74,18 +73,25 @@ async def test_registers_broker_and_topics_as_0_8_writes_them(
     assert await zk.exists("/brokers/topics/orders")  # persistent
 
 
-async def test_follows_topic_creation_and_growth(zookeeper_connect: str, zk: ZooKeeper) -> None:
+async def test_follows_topic_creation_growth_and_deletion(
+    zookeeper_connect: str, zk: ZooKeeper
+) -> None:
     registration = ZooKeeperBrokerRegistration(zookeeper_connect)
     async with running_server(extensions=[registration], port=free_port(), groups=False) as node:
         topics = node.broker.topics
         created = topics.create("late", 2)
         await eventually(lambda: zk.exists("/brokers/topics/late"))
         assert (await zk.get("/brokers/topics/late"))[0] == encode_topic({0: [1], 1: [1]})
-        # What an admin API that adds partitions does: grow the topic, then tell the store.
-        created.partitions.append(PartitionLog(topics.root / "late" / "2.log"))
-        topics.changed(created)
+        topics.add_partitions(created, 3)  # what CreatePartitions does
         grown = encode_topic({0: [1], 1: [1], 2: [1]}, grown=True)
         await eventually(lambda: _data_is(zk, "/brokers/topics/late", grown))
+        topics.delete(created)  # what DeleteTopics does
+        await topics.announce_deleted(["late"])
+        await eventually(lambda: _gone(zk, "/brokers/topics/late"))
+
+
+async def _gone(zk: ZooKeeper, path: str) -> bool:
+    return not await zk.exists(path)
 
 
 async def _data_is(zk: ZooKeeper, path: str, expected: bytes) -> bool:

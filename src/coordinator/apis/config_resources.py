@@ -32,11 +32,32 @@ class ResourceError(Exception):
         self.message = message
 
 
+INTERNAL_TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "compression.type": "producer",
+    "segment.bytes": "104857600",
+}
+"""The overrides Kafka creates `__consumer_offsets` with (`offsets.topic.segment.bytes`)."""
+
+
+def topic_overrides(broker: Broker, name: str) -> dict[str, str]:
+    """The config overrides of a topic, internal ones included (for describing)."""
+    if name in broker.internal_topics:
+        return dict(INTERNAL_TOPIC_CONFIGS)
+    return find_topic(broker, name).configs
+
+
 def find_topic(broker: Broker, name: str) -> Topic:
+    """An ordinary topic. DIFFERS: the configs of an internal topic cannot be changed here
+    (Kafka lets them be); they are only described (see `coordinator.log.internal`)."""
     try:
         check_topic_name(name)
     except InvalidTopicError as exc:
         raise ResourceError(ErrorCode.invalid_topic_exception, str(exc)) from None
+    if name in broker.internal_topics:
+        raise ResourceError(
+            ErrorCode.invalid_request, f"The configs of internal topic {name} cannot be changed."
+        )
     topic = broker.topics.get(name)
     if topic is None:
         raise ResourceError(

@@ -28,7 +28,7 @@ extension runs, its `GroupRuntime`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from kio.static.protocol import ResponsePayload
 
 from coordinator.config import ServerConfig
+from coordinator.log.internal import InternalTopics
 from coordinator.wire.codec import EncodedBody, kio_versions
 from coordinator.wire.listener import advertisable_host
 
@@ -148,6 +149,8 @@ class Broker:
     settings: BrokerSettings
     #: The group coordinator's runtime, when its extension runs (`coordinator.groups`).
     groups: GroupRuntime | None = None
+    internal_topics: InternalTopics = field(default_factory=InternalTopics)
+    """Topics the node's services own (`__consumer_offsets`): see `coordinator.log.internal`."""
     closing: bool = False
 
     @property
@@ -157,6 +160,9 @@ class Broker:
     def partition_count(self, topic: str) -> int | None:
         """How many partitions `topic` has on this node; None if there is no such topic (what
         Kafka's brokers ask their metadata cache before accepting offsets for a partition)."""
+        internal = self.internal_topics.get(topic)
+        if internal is not None:
+            return internal.partition_count
         found = self.topics.get(topic)
         return None if found is None else len(found.partitions)
 

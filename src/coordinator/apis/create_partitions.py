@@ -10,6 +10,10 @@ rejoin, and the assignor hands the new partitions out. Errors, per topic as Kafk
 topic asked twice INVALID_REQUEST; an unknown one UNKNOWN_TOPIC_OR_PARTITION; a count not above
 the current one INVALID_PARTITIONS; assignments that are not one list of this node per new
 partition INVALID_REPLICA_ASSIGNMENT. `validate_only` answers the same without growing anything.
+
+DIFFERS: the internal `__consumer_offsets` cannot grow (INVALID_TOPIC_EXCEPTION): its partition
+count is `offsets.topic.num.partitions`, by which the coordinator places groups. Kafka would
+grow it and so move groups to other partitions.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ def _check_assignments(request: Any, added: int, node_id: int) -> None:
 
 def _grow(request: Any, validate_only: bool, ctx: RequestContext) -> None:
     topics = ctx.broker.topics
+    if str(request.name) in ctx.broker.internal_topics:
+        raise TopicRefused(
+            ErrorCode.invalid_topic_exception,
+            f"Topic {request.name} is internal: its partition count is "
+            f"offsets.topic.num.partitions.",
+        )
     topic = topics.get(str(request.name))
     if topic is None:
         raise TopicRefused(

@@ -37,7 +37,6 @@ VERSIONS = range(2, 8)
 DEFAULT = -1
 MAX_PARTITIONS = 100_000
 """More partitions than `num.partitions` may be set to: each is an open file on this node."""
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class TopicRefused(Exception):
@@ -139,7 +138,7 @@ def _check_name(name: str, ctx: RequestContext) -> None:
             f"Topic name {name!r} is illegal, it contains a character other than ASCII "
             f"alphanumerics, '.', '_' and '-', or is empty, '.', '..' or longer than 249",
         ) from None
-    if ctx.broker.topics.get(name) is not None or name in INTERNAL_TOPICS:
+    if ctx.broker.topics.get(name) is not None or name in ctx.broker.internal_topics:
         raise TopicRefused(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
     key = _collision_key(name)
     for existing in ctx.broker.topics:

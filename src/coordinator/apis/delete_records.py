@@ -8,7 +8,9 @@ applies), ListOffsets' earliest is it, and Fetch, Produce and ListOffsets report
 log_start_offset. As in Kafka: offset -1 means the high watermark; an offset above the high
 watermark, or another negative one, is OFFSET_OUT_OF_RANGE; an offset at or below the current
 start changes nothing and answers the current start as low_watermark; an unknown partition is
-UNKNOWN_TOPIC_OR_PARTITION with low_watermark -1.
+UNKNOWN_TOPIC_OR_PARTITION with low_watermark -1. The partitions of the internal
+`__consumer_offsets` are INVALID_TOPIC_EXCEPTION ("Cannot delete records of internal topic"),
+as Kafka's `ReplicaManager` answers.
 """
 
 from __future__ import annotations
@@ -45,11 +47,15 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     answers = []
     for requested in request.topics:
         topic = ctx.broker.topics.get(str(requested.name))
+        internal = ctx.broker.internal_topics.get(str(requested.name))
         partitions = []
         for partition in requested.partitions:
             index = int(partition.partition_index)
             log = topic.partition(index) if topic is not None else None
-            code, low_watermark = _delete_before(log, int(partition.offset))
+            if internal is not None and 0 <= index < internal.partition_count:
+                code, low_watermark = ErrorCode.invalid_topic_exception, -1
+            else:
+                code, low_watermark = _delete_before(log, int(partition.offset))
             partitions.append(
                 {"partition_index": index, "low_watermark": low_watermark, "error_code": code}
             )

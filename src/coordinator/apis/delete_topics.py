@@ -10,6 +10,10 @@ group coordinator does when partitions are deleted; the answer waits for both. E
 topic as Kafka gives them: a name or id asked twice INVALID_REQUEST; both a name and an id
 INVALID_REQUEST; an unknown name UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID;
 `delete.topic.enable=false` TOPIC_DELETION_DISABLED.
+
+DIFFERS: the internal `__consumer_offsets` is refused with INVALID_TOPIC_EXCEPTION (the message
+Kafka's topic tool gives). Kafka's brokers would delete it, and every group's offsets with it;
+here the coordinator's records are not in that topic (see `coordinator.log.internal`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
-from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.apis.contract import Broker, RequestContext, ResponseValue
+from coordinator.log.internal import InternalTopic
 from coordinator.log.topics import Topic
 
 API_KEY = 20
@@ -55,6 +60,12 @@ def _answer(
     }
 
 
+def _internal(name: str | None, topic_id: uuid.UUID | None, broker: Broker) -> InternalTopic | None:
+    if topic_id is not None:
+        return broker.internal_topics.by_id(topic_id)
+    return broker.internal_topics.get(name or "")
+
+
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     broker = ctx.broker
     requested = _requested(request, api_version)
@@ -70,6 +81,14 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             answer = _answer(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
         elif topic_id is not None and ids[topic_id] > 1:
             answer = _answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
+        elif (internal := _internal(name, topic_id, broker)) is not None:
+            answer = _answer(
+                internal.name,
+                internal.topic_id,
+                ErrorCode.invalid_topic_exception,
+                f"Topic {internal.name} is a kafka internal topic and is not allowed to be "
+                f"marked for deletion.",
+            )
         elif topic is None and topic_id is not None:
             answer = _answer(None, topic_id, ErrorCode.unknown_topic_id, UNKNOWN_ID)
         elif topic is None:

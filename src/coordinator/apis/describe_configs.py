@@ -22,8 +22,8 @@ from coordinator.apis.config_resources import (
     BROKER,
     TOPIC,
     ResourceError,
-    find_topic,
     is_this_broker,
+    topic_overrides,
     unsupported,
 )
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
@@ -38,8 +38,7 @@ def _entries(broker: Broker, resource: Any) -> list[ConfigEntry]:
     settings = broker.settings
     resource_type, name = int(resource.resource_type), str(resource.resource_name)
     if resource_type == TOPIC:
-        topic = find_topic(broker, name)
-        return describe_topic_configs(topic.configs, settings.explicit())
+        return describe_topic_configs(topic_overrides(broker, name), settings.explicit())
     if resource_type == BROKER:
         return settings.entries() if is_this_broker(broker, name) else []
     raise unsupported(resource_type)

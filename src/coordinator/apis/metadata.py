@@ -8,7 +8,9 @@ error_code. aiokafka sends v5, kafka-python and librdkafka v13.
 
 Unknown topics are created when `auto.create.topics.enable` is true and the request allows it
 (always below v4; aiokafka/kafka-python allow it, librdkafka does not). Topic ids are real and
-stable; an unknown id answers UNKNOWN_TOPIC_ID.
+stable; an unknown id answers UNKNOWN_TOPIC_ID. Internal topics (`__consumer_offsets`, see
+`coordinator.log.internal`) are listed with `is_internal` set, found by name or id, and never
+auto-created.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.log.internal import InternalTopic
 from coordinator.log.topics import InvalidTopicError, Topic, check_topic_name
 
 API_KEY = 3
@@ -29,12 +32,14 @@ NO_AUTHORIZED_OPERATIONS = -(2**31)
 LEADER_EPOCH = 0
 
 
-def describe_topic(topic: Topic, node_id: int) -> dict[str, Any]:
+def describe_topic(topic: Topic | InternalTopic, node_id: int) -> dict[str, Any]:
+    internal = isinstance(topic, InternalTopic)
+    count = topic.partition_count if isinstance(topic, InternalTopic) else len(topic.partitions)
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
-        "is_internal": False,
+        "is_internal": internal,
         "partitions": [
             {
                 "error_code": ErrorCode.none,
@@ -45,7 +50,7 @@ def describe_topic(topic: Topic, node_id: int) -> dict[str, Any]:
                 "isr_nodes": [node_id],
                 "offline_replicas": [],
             }
-            for index in range(len(topic.partitions))
+            for index in range(count)
         ],
         "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
@@ -67,10 +72,15 @@ def _requested_topic(
 ) -> dict[str, Any]:
     broker = ctx.broker
     if name is None:
-        topic = broker.topics.by_id(topic_id) if topic_id else None
-        if topic is None:
+        found: Topic | InternalTopic | None = None
+        if topic_id:
+            found = broker.internal_topics.by_id(topic_id) or broker.topics.by_id(topic_id)
+        if found is None:
             return _missing(ErrorCode.unknown_topic_id, None, topic_id)
-        return describe_topic(topic, broker.node_id)
+        return describe_topic(found, broker.node_id)
+    internal = broker.internal_topics.get(name)
+    if internal is not None:
+        return describe_topic(internal, broker.node_id)
     topic = broker.topics.get(name)
     if topic is None:
         try:
@@ -89,7 +99,8 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     wants_all = requested is None or (api_version == 0 and not requested)
     may_create = api_version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
     if wants_all:
-        topics = [describe_topic(topic, broker.node_id) for topic in broker.topics]
+        every: list[Topic | InternalTopic] = [*broker.internal_topics, *broker.topics]
+        topics = [describe_topic(topic, broker.node_id) for topic in every]
     else:
         topics = [
             _requested_topic(t.name, getattr(t, "topic_id", None), may_create, ctx)

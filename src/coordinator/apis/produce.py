@@ -10,6 +10,10 @@ invalid batch gets CORRUPT_MESSAGE and nothing of it is stored. The server assig
 offsets; the response carries the first one once the data is fsynced. acks=0 gets no response.
 Idempotent producers are supported (InitProducerId; a retried batch is answered with its
 original offset instead of being stored twice); transactional producers are not.
+
+Internal topics (`__consumer_offsets`) are refused with INVALID_TOPIC_EXCEPTION and Kafka's
+message "Cannot append to internal topic ..." (Kafka lets its own admin client id,
+`__admin_client`, append; here there is no log to append to, so nobody may).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.log.batch import InvalidBatchError, iter_batches
+from coordinator.log.internal import InternalTopic
 from coordinator.log.partition import PartitionLog
 from coordinator.log.topics import Topic
 
@@ -31,7 +36,12 @@ VALID_ACKS = frozenset({-1, 0, 1})
 
 
 def _partition_result(
-    topic: Topic | None, index: int, records: bytes | None, acks: int, by_id: bool
+    topic: Topic | None,
+    index: int,
+    records: bytes | None,
+    acks: int,
+    by_id: bool,
+    internal: InternalTopic | None = None,
 ) -> tuple[dict[str, Any], PartitionLog | None]:
     def answer(
         code: ErrorCode, base_offset: int = -1, message: str | None = None, log_start: int = -1
@@ -48,6 +58,11 @@ def _partition_result(
 
     if acks not in VALID_ACKS:
         return answer(ErrorCode.invalid_required_acks), None
+    if internal is not None:
+        if not 0 <= index < internal.partition_count:
+            return answer(ErrorCode.unknown_topic_or_partition), None
+        message = f"Cannot append to internal topic {internal.name}"
+        return answer(ErrorCode.invalid_topic_exception, message=message), None
     log = topic.partition(index) if topic is not None else None
     if log is None:
         if topic is None and by_id:
@@ -76,12 +91,19 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     for topic_data in request.topic_data:
         if api_version >= 13:
             topic = topics.by_id(topic_data.topic_id)
+            internal = ctx.broker.internal_topics.by_id(topic_data.topic_id)
         else:
             topic = topics.get(topic_data.name)
+            internal = ctx.broker.internal_topics.get(topic_data.name)
         partitions = []
         for data in topic_data.partition_data:
             result, log = _partition_result(
-                topic, data.index, data.records, request.acks, api_version >= 13
+                topic,
+                data.index,
+                data.records,
+                request.acks,
+                api_version >= 13,
+                internal,
             )
             partitions.append(result)
             if log is not None:

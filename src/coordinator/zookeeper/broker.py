@@ -4,7 +4,8 @@ An extension of `ServerApp` (like the group coordinator's): on start it opens a 
 session, registers the node in `/brokers/ids/<broker id>` (ephemeral, 0.8's JSON, the advertised
 host and port) and every topic it hosts in `/brokers/topics/<topic>` (persistent,
 `{"version":1,"partitions":{"<p>":[<broker id>]}}`), and from then on follows the topic store:
-a topic created (auto-creation, `--topic`, admin APIs) or grown is written at once. When its
+a topic created (auto-creation, `--topic`, admin APIs) or grown is written at once, and a
+deleted one is removed (as 0.8.2's controller does once a deletion completes). When its
 session expires it registers again, as 0.8's `KafkaHealthcheck` does; topics are persistent and
 stay. On stop it closes the session, so its `/brokers/ids` znode disappears.
 
@@ -74,16 +75,19 @@ class ZooKeeperBrokerRegistration:
         except ConnectTimeout as exc:
             raise BrokerRegistrationError(f"cannot register in ZooKeeper: {exc}") from None
         self.zk = zk
-        unsubscribe = None
+        unsubscribe = forget = None
         try:
             await self._register_broker()
             for topic in list(broker.topics):
                 await self.register_topic(topic)
             unsubscribe = broker.topics.subscribe(self._topic_changed)
+            forget = broker.topics.on_deleted(self._topics_deleted)
             yield self
         finally:
             if unsubscribe is not None:
                 unsubscribe()
+            if forget is not None:
+                forget()
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -144,6 +148,31 @@ class ZooKeeperBrokerRegistration:
             if len(current) < len(wanted):
                 await self.zk.set(path, encode_topic(wanted, grown=True))
                 log.info("topic %s grew to %d partitions in ZooKeeper", topic.name, len(wanted))
+
+    async def unregister_topics(self, names: list[str]) -> None:
+        """Remove `/brokers/topics/<topic>` of deleted topics that only this broker hosts."""
+        assert self.zk is not None and self.registration is not None
+        broker_id = self.registration.broker_id
+        async with self._topic_lock:
+            for name in names:
+                path = topic_path(name)
+                stored = await self.zk.get_or_none(path)
+                if stored is None:
+                    continue
+                try:
+                    current = parse_topic(name, stored[0])
+                except FormatError as exc:
+                    log.warning("not removing %s: %s", path, exc)
+                    continue
+                if any(replicas != [broker_id] for replicas in current.values()):
+                    log.warning("%s is registered by another broker; left as it is", path)
+                    continue
+                await self.zk.delete(path)
+                log.info("topic %s deleted from ZooKeeper", name)
+
+    async def _topics_deleted(self, names: list[str]) -> None:
+        # A task, not awaited: DeleteTopics does not wait for ZooKeeper (which may be away).
+        self._spawn(self.unregister_topics(names))
 
     def _topic_changed(self, topic: Topic) -> None:
         self._spawn(self.register_topic(topic))

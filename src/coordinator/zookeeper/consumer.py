@@ -40,6 +40,11 @@ Where we differ: one consumer connector runs one subscription (0.8 allows one
 `createMessageStreams` call too) and its streams are not separate iterators: `getmany` returns
 the records of every stream; the registry is read once per attempt (0.8.2 reads its own
 subscription and the broker registry twice); the fetcher is ours (`fetcher`).
+
+This module is longer than most here because it is one algorithm with one state: 0.8's
+connector and its rebalance listener share the registration, the watches, the owned partitions
+and the rebalance lock. What an attempt reads and claims is in `group_registry`, fetching in
+`fetcher`, the decision in `rebalance.zookeeper.assignment`.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ from typing import Any
 from kio.records.schema import Record
 
 from assignors import AssignmentError
-from coordinator.zookeeper.client import NodeExists, ZooKeeper, ZooKeeperError
+from coordinator.zookeeper.client import ZooKeeper, ZooKeeperError
 from coordinator.zookeeper.events import ConsumerEventLog
 from coordinator.zookeeper.fetcher import (
     INVALID_OFFSET,
@@ -65,25 +70,20 @@ from coordinator.zookeeper.fetcher import (
     Fetcher,
     PartitionTopicInfo,
 )
+from coordinator.zookeeper.group_registry import GroupRegistry
 from coordinator.zookeeper.recipes import create_ephemeral_expect_conflict, update_persistent
-from rebalance.zookeeper.assignment import GroupView, ownership_decision
+from rebalance.zookeeper.assignment import ownership_decision
 from rebalance.zookeeper.config import ZooKeeperConsumerConfig
 from rebalance.zookeeper.formats import (
     BROKER_IDS,
     BROKER_TOPICS,
     STATIC,
-    BrokerRegistration,
     ConsumerRegistration,
     FormatError,
     consumer_path,
     consumer_registry_dir,
     encode_offset,
     offset_path,
-    owner_path,
-    parse_broker,
-    parse_consumer,
-    parse_offset,
-    parse_topic,
     topic_path,
 )
 from rebalance.zookeeper.ids import consumer_id
@@ -154,6 +154,7 @@ class ZooKeeperConsumer:
             connection_timeout_ms=config.connection_timeout_ms,
             on_state=self._session_state,
         )
+        self._group_registry = GroupRegistry(self._zk, self.group, config.exclude_internal_topics)
         self._queue: asyncio.Queue[FetchedChunk] = asyncio.Queue(QUEUED_CHUNKS)
         self._registry: dict[TopicPartition, PartitionTopicInfo] = {}
         self._checkpointed: dict[TopicPartition, int] = {}
@@ -482,8 +483,9 @@ class ZooKeeperConsumer:
 
     async def _rebalance(self, attempt: int) -> tuple[bool, str]:
         """One attempt; (succeeded, why not)."""
-        mine = await self._own_subscription()
-        brokers = await self._brokers()
+        registry = self._group_registry
+        mine = await registry.subscription_of(self.consumer_id)
+        brokers = await registry.brokers()
         if not brokers:
             log.warning("no brokers found when trying to rebalance.")
             await self._zk.children(BROKER_IDS, self._brokers_changed)
@@ -491,16 +493,23 @@ class ZooKeeperConsumer:
         await self._stop_fetcher()
         if self.config.auto_commit_enable:
             await self._commit_quietly()
-        await self._release_partition_ownership()
-        view = await self._read_group(mine)
+        await registry.release(list(self._registry))
+        self._registry = {}
+        read = await registry.read_group(mine, self._consumers_changed, self._topic_changed)
+        self._seen.update(read.seen)
+        self._last_consumers = read.consumers
+        self._partitions_total = read.partitions_total
         decision = ownership_decision(
-            self.config.partition_assignment_strategy, self.consumer_id, view
+            self.config.partition_assignment_strategy, self.consumer_id, read.view
         )
-        offsets = {tp: await self._read_offset(tp) for tp in sorted(decision)}
+        offsets = {tp: await registry.offset(tp) for tp in sorted(decision)}
         if self._shutting_down:
             return False, "shutting down"
-        conflicts = await self._claim(decision, attempt)
+        claimed, conflicts = await registry.claim(decision)
         if conflicts:
+            listed = [list(tp) for tp in conflicts]
+            self._emit("zk_claims_failed", attempt=attempt, conflicts=listed,
+                       rolled_back=len(claimed))  # fmt: skip
             return False, "claims_failed"
         self._registry = {
             tp: PartitionTopicInfo(tp[0], tp[1], thread, offsets[tp], offsets[tp])
@@ -511,91 +520,6 @@ class ZooKeeperConsumer:
         self._fetcher.start()
         log.info("Consumer %s selected partitions : %s", self.consumer_id, sorted(decision))
         return True, ""
-
-    async def _own_subscription(self) -> dict[str, int]:
-        """`TopicCount.constructTopicCount` from our own znode (a filter resolved against the
-        topics registered now)."""
-        data, _ = await self._zk.get(consumer_path(self.group, self.consumer_id))
-        registration = parse_consumer(self.consumer_id, data)
-        return await self._topic_counts(registration)
-
-    async def _topic_counts(self, registration: ConsumerRegistration) -> dict[str, int]:
-        if registration.pattern == STATIC:
-            return registration.counts
-        ((regex, streams),) = registration.subscription
-        topic_filter = TopicFilter(regex, registration.pattern)
-        names = await self._zk.children(BROKER_TOPICS)
-        return {
-            t: streams
-            for t in sorted(names)
-            if topic_filter.allows(t, self.config.exclude_internal_topics)
-        }
-
-    async def _brokers(self) -> list[BrokerRegistration]:
-        """`getAllBrokersInCluster`: every registered broker, by id."""
-        brokers = []
-        for name in sorted(await self._zk.children(BROKER_IDS), key=int):
-            stored = await self._zk.get_or_none(f"{BROKER_IDS}/{name}")
-            if stored is not None:
-                brokers.append(parse_broker(int(name), stored[0]))
-        return brokers
-
-    async def _release_partition_ownership(self) -> None:
-        """Delete every owner znode of ours (0.8 releases all, then claims again)."""
-        for topic, partition in sorted(self._registry):
-            await self._zk.delete(owner_path(self.group, topic, partition))
-        self._registry = {}
-
-    async def _read_group(self, mine: dict[str, int]) -> GroupView:
-        """`getConsumersPerTopic` and `getPartitionsForTopics` (watches re-armed on the way)."""
-        ids = await self._zk.children(consumer_registry_dir(self.group), self._consumers_changed)
-        self._seen["ids"] = ids
-        subscriptions: dict[str, dict[str, int]] = {}
-        for consumer in sorted(ids):
-            stored = await self._zk.get_or_none(consumer_path(self.group, consumer))
-            if stored is None:
-                raise ZooKeeperError(f"consumer {consumer} left while the group was read")
-            subscriptions[consumer] = await self._topic_counts(parse_consumer(consumer, stored[0]))
-        self._last_consumers = sorted(ids)
-        partitions: dict[str, list[int]] = {}
-        for topic in sorted(mine):
-            stored = await self._zk.get_or_none(topic_path(topic), self._topic_changed)
-            self._seen[topic] = stored[1].modified_zxid if stored else None
-            partitions[topic] = sorted(parse_topic(topic, stored[0])) if stored else []
-        self._partitions_total = sum(len(p) for p in partitions.values())
-        return GroupView(subscriptions, partitions)
-
-    async def _read_offset(self, tp: TopicPartition) -> int:
-        path = offset_path(self.group, *tp)
-        stored = await self._zk.get_or_none(path)
-        return parse_offset(path, stored[0]) if stored else INVALID_OFFSET
-
-    async def _claim(
-        self, decision: Mapping[TopicPartition, str], attempt: int
-    ) -> list[TopicPartition]:
-        """`reflectPartitionOwnershipDecision`: try every claim; on any conflict undo ours."""
-        claimed: list[TopicPartition] = []
-        conflicts: list[TopicPartition] = []
-        for tp, thread in sorted(decision.items()):
-            try:
-                await self._zk.create(
-                    owner_path(self.group, *tp), thread.encode(), ephemeral=True, makepath=True
-                )
-                claimed.append(tp)
-            except NodeExists:
-                stored = await self._zk.get_or_none(owner_path(self.group, *tp))
-                if stored is not None and stored[0] == thread.encode():
-                    claimed.append(tp)  # our own create; its reply was lost
-                    continue
-                log.info("waiting for the partition ownership to be deleted: %s", tp)
-                conflicts.append(tp)
-        if conflicts:
-            for tp in claimed:
-                await self._zk.delete(owner_path(self.group, *tp))
-            listed = [list(tp) for tp in conflicts]
-            self._emit("zk_claims_failed", attempt=attempt, conflicts=listed,
-                       rolled_back=len(claimed))  # fmt: skip
-        return conflicts
 
     async def _stop_fetcher(self) -> None:
         """Stop fetching and drop what was fetched and not yet returned (0.8 clears queues)."""

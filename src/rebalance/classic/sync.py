@@ -21,6 +21,7 @@ from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.lifecycle import GroupState
 from rebalance.replies import SyncGroupReply
 from rebalance.state import CoordinatorState
+from rebalance.timers import sync_key
 
 _SUPERSEDED_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 
@@ -54,6 +55,9 @@ def _sync(
     if group.state is GroupState.JOINING:
         raise CoordinatorError(ErrorCode.REBALANCE_IN_PROGRESS)
     group.pending_sync.discard(member.member_id)
+    if not group.pending_sync:
+        # Everyone synced: the expiry could change nothing; Kafka cancels it here too.
+        state.cancel(result, sync_key(group.group_id))
     if group.state is GroupState.STABLE:
         result.reply(token, _sync_reply(group, member))
         return

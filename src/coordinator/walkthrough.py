@@ -29,7 +29,7 @@ def _round_robin(members: list[str]) -> dict[str, bytes]:
     return {m: ",".join(map(str, ps)).encode() for m, ps in owned.items()}
 
 
-def run_core_demo(say: Callable[[str], None] = print) -> int:
+def run_walkthrough(say: Callable[[str], None] = print) -> int:
     config = CoordinatorConfig.from_properties({"group.initial.rebalance.delay.ms": "3000"})
     h = GroupHarness(config=config, seed=2026)
 
