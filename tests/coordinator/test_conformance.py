@@ -17,11 +17,16 @@ from coordinator.conformance.runner import Outcome, run_scenarios, select
 from coordinator.conformance.scenarios import SCENARIOS
 from coordinator.testing import RunningServer, running_server, server_in_thread
 from rebalance import ErrorCode
-from rebalance.classic import liveness
+from rebalance.classic import expiry, liveness
+from rebalance.effects import Result
 from rebalance.offsets import Offsets
 
 # Short timeouts, as a test broker is configured: the time-dependent rules run in seconds.
-QUICK = ["group.initial.rebalance.delay.ms=300", "group.min.session.timeout.ms=1000"]
+QUICK = [
+    "group.initial.rebalance.delay.ms=300",
+    "group.min.session.timeout.ms=1000",
+    "group.max.size=3",
+]
 
 
 @pytest.fixture
@@ -41,7 +46,7 @@ async def test_every_scenario_passes_against_our_server(node: RunningServer) -> 
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
     outcomes = await run_scenarios(broker, select(None))
     assert [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"] == []
-    assert len(outcomes) == len(SCENARIOS) >= 14
+    assert len(outcomes) == len(SCENARIOS) >= 18
     assert broker.sources["group.min.session.timeout.ms"] == "broker"  # read by DescribeConfigs
 
 
@@ -68,6 +73,16 @@ async def test_a_heartbeat_that_always_says_ok_fails_the_liveness_rules(
         "static.replacement_fences_old_id",
     } <= found["failed"]
     assert {"join.member_id_required", "commit.stale_generation_fenced"} <= found["passed"]
+
+
+async def test_an_ignored_sync_timeout_fails_its_rule(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(expiry, "expire_sync", lambda *args: Result())
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select("sync.")))
+    assert found["failed"] == {"sync.timeout_removes_silent_members"}
+    assert found["passed"] == {"sync.leader_assignment_relayed"}
 
 
 async def test_scenarios_whose_assumptions_fail_are_skipped_with_the_reason(

@@ -283,6 +283,12 @@ class Member:
         )
         return response.groups[0]
 
+    async def list_groups(self) -> Any:
+        version = self.version(LIST_GROUPS)
+        values: dict[str, Any] = {"states_filter": [], "types_filter": []}
+        response = await self.client.request(LIST_GROUPS, version, values)
+        return response.groups
+
     async def delete(self) -> Any:
         response = await self.client.request(
             DELETE_GROUPS, self.version(DELETE_GROUPS), {"groups_names": [self.group_id]}

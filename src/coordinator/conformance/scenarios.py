@@ -23,6 +23,7 @@ from coordinator.conformance.broker import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     JOIN_GROUP,
+    LIST_GROUPS,
     OFFSET_COMMIT,
     BrokerUnderTest,
     Member,
@@ -362,3 +363,92 @@ async def initial_delay(ctx: Context) -> None:
     expect(error_name(reply.error_code), "none", "JoinGroup")
     expect(waited_ms >= ctx.initial_delay_ms * 0.9, True,
            f"waited {waited_ms:.0f} ms for a {ctx.initial_delay_ms} ms initial delay")  # fmt: skip
+
+
+@scenario(
+    "sync.timeout_removes_silent_members",
+    rule="§1.5 pending sync: members that never send SyncGroup within the rebalance timeout go",
+    kafka="the silent follower is removed (UNKNOWN_MEMBER_ID); the leader that synced stays and "
+    "hears REBALANCE_IN_PROGRESS",
+    assumes=BASE,
+)
+async def sync_timeout(ctx: Context) -> None:
+    # The pending-sync timer fires one rebalance timeout after the join completes; the rebalance
+    # it starts times the leader out one more rebalance timeout later: look in between.
+    rebalance_ms = ctx.session_ms * 2
+    members = [await ctx.member() for _ in range(2)]
+    for m in members:
+        await m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    replies = await asyncio.gather(
+        *(m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms) for m in members)
+    )
+    leader = next(m for m in members if m.member_id == replies[0].leader)
+    follower = next(m for m in members if m is not leader)
+    synced = await leader.sync({m.member_id: b"" for m in members})
+    expect(error_name(synced.error_code), "none", "the leader's SyncGroup")
+    await asyncio.sleep(rebalance_ms / 1000 * 1.4)
+    expect(error_name(await follower.heartbeat()), "unknown_member_id", "the silent follower")
+    expect(error_name(await leader.heartbeat()), "rebalance_in_progress", "the leader")
+
+
+@scenario(
+    "join.rebalance_timeout_removes_absent_members",
+    rule="§1.5: a join phase ends after the rebalance timeout without members that did not rejoin",
+    kafka="the round completes with the members that rejoined; the absent one is UNKNOWN_MEMBER_ID",
+    assumes=BASE,
+)
+async def rebalance_timeout(ctx: Context) -> None:
+    rebalance_ms = ctx.session_ms
+    members = [await ctx.member() for _ in range(2)]
+    for m in members:
+        await m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    replies = await asyncio.gather(
+        *(m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms) for m in members)
+    )
+    leader = next(m for m in members if m.member_id == replies[0].leader)
+    follower = next(m for m in members if m is not leader)
+    await asyncio.gather(leader.sync({m.member_id: b"" for m in members}), follower.sync())
+    newcomer = await ctx.member()
+    await newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    waiting = asyncio.ensure_future(
+        newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    )
+    await asyncio.sleep(0.2)
+    rejoined = await leader.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    joined = await waiting
+    expect(error_name(rejoined.error_code), "none", "the leader's rejoin")
+    expect(error_name(joined.error_code), "none", "the newcomer's join")
+    expect(rejoined.generation_id, joined.generation_id, "one generation")
+    expect(error_name(await follower.heartbeat()), "unknown_member_id", "the absent member")
+
+
+@scenario(
+    "list.stable_group_listed",
+    rule="§5 (ListGroups): every group of the coordinator is listed with its protocol type",
+    kafka="ListGroups lists the group with protocol type consumer (v4+: state Stable)",
+    assumes=(*BASE, version_at_least(LIST_GROUPS, 0)),
+)
+async def list_groups(ctx: Context) -> None:
+    (m,) = await ctx.formed(1)
+    listed = {g.group_id: g for g in await m.list_groups()}
+    expect(ctx.group_id in listed, True, "the group in ListGroups")
+    entry = listed[ctx.group_id]
+    expect(entry.protocol_type, "consumer", "its protocol type")
+    if m.version(LIST_GROUPS) >= 4:
+        expect(entry.group_state, "Stable", "its state")
+
+
+@scenario(
+    "join.max_size_refused",
+    rule="§1.6 step 2: group.max.size members at the most",
+    kafka="GROUP_MAX_SIZE_REACHED for a new member of a full group; the group is untouched",
+    assumes=(*BASE, setting_at_most("group.max.size", 5)),
+)
+async def max_size(ctx: Context) -> None:
+    limit = int(ctx.broker.settings["group.max.size"])
+    members = await ctx.formed(limit)
+    extra = await ctx.member()
+    reply = await extra.join(session_ms=ctx.session_ms * 3)
+    expect(error_name(reply.error_code), "group_max_size_reached", "the member beyond the max")
+    for m in members:
+        expect(error_name(await m.heartbeat()), "none", "a member of the full group")
