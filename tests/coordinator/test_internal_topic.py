@@ -205,7 +205,7 @@ async def test_create_topics_answers_that_it_exists(client: WireClient, version:
 async def test_delete_topics_refuses_it(
     node: RunningServer, client: WireClient, version: int
 ) -> None:
-    """DIFFERS from Kafka, which would delete it (see coordinator.log.internal)."""
+    """DIFFERS from Kafka, which would delete it (see coordinator.partition_log.internal)."""
     if version >= 6:
         values: dict[str, Any] = {
             "topics": [{"name": None, "topic_id": await offsets_topic_id(client)}]

@@ -14,7 +14,7 @@ import pytest
 from test_broker_registration import expire_session
 from zk_cluster import BACKOFF_MS, eventually, owners, zk_broker
 
-from coordinator.log.partition import PartitionLog
+from coordinator.partition_log.partition import PartitionLog
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.consumer import ConsumerRebalanceFailed, ZooKeeperConsumer
 from rebalance.event_schema import ZooKeeperTrigger, check_event

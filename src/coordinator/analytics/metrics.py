@@ -10,6 +10,8 @@ from coordinator.analytics.schema import ORDER_COLUMNS, PARTITION_EVENT_TYPES
 TOP_TRIGGERS = 3
 MS_PER_HOUR = 3_600_000
 DURATION_QUANTILES = (0.5, 0.95, 0.99)
+CHURN_EVENT_TYPES = ("member_joined", "member_left", "member_expired", "zk_session_expired")
+"""Membership changes: what makes a group rebalance, whatever its protocol."""
 
 
 def _count_of(event_type: str) -> Column:
@@ -36,6 +38,9 @@ def group_activity(checked: DataFrame) -> DataFrame:
         _count_of("member_expired").alias("expirations"),
         F.sum((F.col("group_type") == "zookeeper").cast("long")).alias("zookeeper_events"),
         F.collect_list(_member_note()).alias("member_notes"),
+        F.sum(F.col("type").isin(*CHURN_EVENT_TYPES).cast("long")).alias("churn_events"),
+        # One type per group: events without `group_type` are a classic group's.
+        F.max(F.coalesce(F.col("group_type"), F.lit("classic"))).alias("group_type"),
     )
 
 

@@ -21,11 +21,12 @@ from coordinator.analytics.load import load_events, quarantine_summary, resolve_
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.ownership import build_ownership, member_notes
 from coordinator.analytics.progress import spark_progress
+from coordinator.analytics.protocols import protocol_comparison
 from coordinator.analytics.report import LogCounts, ReportInputs, write_report
 from coordinator.analytics.zookeeper import RUN_EVENT_TYPES, zookeeper_episodes, zookeeper_runs
 from coordinator.analytics.zookeeper_report import zookeeper_section
 
-TABLES = ("episodes", "groups", "ownership", "quarantine", "quarantine_summary")
+TABLES = ("episodes", "groups", "ownership", "protocols", "quarantine", "quarantine_summary")
 ZOOKEEPER_TABLES = ("zookeeper", "zookeeper_runs")
 """Written only when the log has events of ZooKeeper-coordinated groups."""
 
@@ -77,6 +78,8 @@ def run_pipeline(
         with spark_progress(context, "computing partition ownership", enabled=show_progress):
             ownership = build_ownership(episodes, member_notes(activity))
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
+            protocols = protocol_comparison(activity, episodes)
+            protocols.write.mode("overwrite").parquet(f"{base}/protocols")
         valid = _total(activity.where(F.col("valid")), "events")
         bad = _total(activity.where(~F.col("valid")), "events")
     finally:
@@ -97,7 +100,11 @@ def run_pipeline(
                 episodes,
                 spark.read.parquet(f"{base}/quarantine_summary"),
                 sections=sections,
-                inputs=ReportInputs(spark.read.parquet(f"{base}/ownership"), loaded.events),
+                inputs=ReportInputs(
+                    spark.read.parquet(f"{base}/ownership"),
+                    loaded.events,
+                    spark.read.parquet(f"{base}/protocols"),
+                ),
                 partitions=partitions,
                 self_contained=self_contained,
             )

@@ -16,7 +16,7 @@ transactions, so last_stable_offset = high watermark (librdkafka reads with read
 would stop at a lower LSO). No fetch sessions are created: session_id 0 is answered to
 sessionless (epoch -1) and new-session (epoch 0) requests alike, which every client accepts; an
 incremental request for a session id answers FETCH_SESSION_ID_NOT_FOUND. The internal
-`__consumer_offsets` reads as empty (see `coordinator.log.internal`).
+`__consumer_offsets` reads as empty (see `coordinator.partition_log.internal`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.internal import InternalTopic
-from coordinator.log.partition import OffsetOutOfRangeError
-from coordinator.log.topics import Topic
+from coordinator.partition_log.internal import InternalTopic
+from coordinator.partition_log.partition import OffsetOutOfRangeError
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 1
 VERSIONS = range(4, 19)

@@ -18,9 +18,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.internal import EmptyPartition, InternalTopic
-from coordinator.log.partition import PartitionLog
-from coordinator.log.topics import Topic
+from coordinator.partition_log.internal import EmptyPartition, InternalTopic
+from coordinator.partition_log.partition import PartitionLog
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 2
 VERSIONS = range(1, 12)

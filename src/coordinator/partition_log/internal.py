@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from coordinator.log.partition import OffsetOutOfRangeError
+from coordinator.partition_log.partition import OffsetOutOfRangeError
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
