@@ -232,7 +232,7 @@ EVENTS: Mapping[EventType, EventSpec] = {
         ("reason",), (), ("classic", "consumer"), reasons=DeleteReason
     ),
     EventType.GROUP_EPOCH_BUMPED: EventSpec(
-        ("generation", "trigger"),
+        ("trigger", "generation"),
         ("members",),
         CONSUMER,
         note="`generation` is the new group epoch; members: how many the group has now",
