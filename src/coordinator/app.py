@@ -33,9 +33,9 @@ from coordinator.described_configs import (
     table_entries,
 )
 from coordinator.errors import OperationalError
-from coordinator.log.partition import LogCorruptError
-from coordinator.log.producer_ids import ProducerIdAllocator
-from coordinator.log.topics import TopicStore
+from coordinator.partition_log.partition import LogCorruptError
+from coordinator.partition_log.producer_ids import ProducerIdAllocator
+from coordinator.partition_log.topics import TopicStore
 from coordinator.wire.listener import bind_listener
 from coordinator.wire.server import WireServer
 

@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         _require("zookeeper", "kazoo")
         return run_zk_offsets(args)
     if args.command == "repair":
-        from coordinator.log.repair import repair
+        from coordinator.partition_log.repair import repair
 
         return repair(args.data_dir, truncate=args.truncate)
     if args.command == "serve":

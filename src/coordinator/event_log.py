@@ -125,7 +125,7 @@ class EventLog:
         """
         if self._closed:
             return
-        batch = [(e.type, e.ts, e.group, e.generation, e.member, e.fields) for e in events]
+        batch = [(str(e.type), e.ts, e.group, e.generation, e.member, e.fields) for e in events]
         if not batch:
             return
         self._pending.append((monotonic_offset_ms, batch))

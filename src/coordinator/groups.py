@@ -5,8 +5,8 @@
 `rebalance.config.CoordinatorConfig`), opens `groups.sqlite` in the data dir, replays it into a
 fresh core (every `__consumer_offsets` partition is owned: a single node coordinates every
 group), registers the group API modules and publishes the `GroupRuntime` as a service. It also
-makes `__consumer_offsets` an internal topic of the node (`coordinator.log.internal`), with the
-partition count the core places groups by.
+makes `__consumer_offsets` an internal topic of the node (`coordinator.partition_log.internal`),
+with the partition count the core places groups by.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from coordinator.data_dir import DirectoryLock
 from coordinator.described_configs import model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
-from coordinator.log.internal import GROUP_METADATA_TOPIC
+from coordinator.partition_log.internal import GROUP_METADATA_TOPIC
 from coordinator.runtime import GroupRuntime
 from coordinator.store.sqlite import SqliteStore
 from rebalance.config import CoordinatorConfig

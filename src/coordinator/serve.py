@@ -24,7 +24,7 @@ from coordinator.app import Extension, ServerApp
 from coordinator.command_line import OneLineParser, add_debug_argument, run_command
 from coordinator.config import ConfigError, SettingClaim, parse_settings
 from coordinator.errors import UsageError
-from coordinator.log.topics import InvalidTopicError, check_topic_name
+from coordinator.partition_log.topics import InvalidTopicError, check_topic_name
 
 logger = logging.getLogger("coordinator.serve")
 

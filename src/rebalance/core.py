@@ -42,6 +42,7 @@ from rebalance.commands import (
 from rebalance.config import CoordinatorConfig
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
+from rebalance.event_schema import DeleteReason, EventType
 from rebalance.group_types import GroupType
 from rebalance.offsets import Offsets
 from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
@@ -135,7 +136,7 @@ class GroupCoordinatorCore:
             now_ms + self.state.config.offsets_retention_check_interval_ms,
         )
         result.event(
-            "partition_loaded", now_ms, None, partition=partition, groups=len(owned.groups)
+            EventType.PARTITION_LOADED, now_ms, None, partition=partition, groups=len(owned.groups)
         )
         return result
 
@@ -153,7 +154,11 @@ class GroupCoordinatorCore:
         if owned is None:
             return result
         result.event(
-            "partition_unloaded", now_ms, None, partition=partition, groups=len(owned.groups)
+            EventType.PARTITION_UNLOADED,
+            now_ms,
+            None,
+            partition=partition,
+            groups=len(owned.groups),
         )
         for group_id in sorted(owned.groups):
             group = self.state.groups.pop(group_id)
@@ -301,7 +306,9 @@ class GroupCoordinatorCore:
                 for topic, partition in sorted(group.offsets):
                     self.state.apply(result, OffsetCommitRecord(group_id, topic, partition, None))
                 self.state.apply(result, GroupMetadataRecord(group_id, None))
-                result.event("group_deleted", now_ms, group_id, reason="delete_groups")
+                result.event(
+                    EventType.GROUP_DELETED, now_ms, group_id, reason=DeleteReason.DELETE_GROUPS
+                )
             outcomes.append((group_id, error))
         result.reply(token, DeleteGroupsReply(tuple(outcomes)))
         return result

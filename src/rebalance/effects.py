@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from rebalance.event_schema import EventType
 from rebalance.events import Event
 from rebalance.records import Record
 from rebalance.replies import AnyReply
@@ -59,13 +61,18 @@ class Result:
 
     def event(
         self,
-        type: str,
+        type: EventType,
         ts: int,
         group: str | None,
         generation: int | None = None,
         member: str | None = None,
         **fields: Any,
     ) -> None:
+        for key, value in fields.items():
+            if isinstance(value, StrEnum):
+                # Plain strings from here on: the log writer's channel (marshal) and every
+                # reader of the line see the value, not our enum.
+                fields[key] = value.value
         self.events.append(Event(type, ts, group, generation, member, fields))
 
     def extend(self, other: Result) -> None:

@@ -1,38 +1,8 @@
 """Operational events: what happened to a group and why, for the event log and analytics.
 
 Handlers append `Event`s to their `Result` (the core stays pure: it never writes them); the shell
-stamps them with the node id and writes them as JSON Lines. Schema version 1, one object a line:
-
-    {"v": 1, "ts": <ms since epoch>, "node": <int>, "type": <name>, "group": <id or null>,
-     "generation": <int or null>, "member": <id or null>, ...fields of the type}
-
-`group` is null for the events about a partition, not a group (`partition_loaded`,
-`partition_unloaded`). An optional `group_type` names a group type other than the classic one
-(absent): "zookeeper" for Kafka 0.8's ZooKeeper-coordinated consumers, which write this schema
-with types of their own (`coordinator.zookeeper.events`).
-
-Types and their extra fields:
-
-* `member_joined`     client_id, instance_id, protocols (names, in preference order)
-* `member_left`       reason: "leave" | "admin_removal"
-* `member_expired`    reason: "session_timeout" | "new_member_timeout" | "rebalance_timeout" |
-                      "sync_timeout" | "max_size" | "replaced" (a static member's old id);
-                      session_timeout_ms for "session_timeout" (the last heartbeat was then)
-* `rebalance_started` trigger: "member_joined" | "member_rejoined" | "leader_rejoined" |
-                      "metadata_changed" | "member_left" | "member_expired" | "static_replaced" |
-                      "sync_timeout" | "over_max_size"; members: how many members the
-                      current (now ending) generation formed with
-* `join_completed`    leader, protocol, members: [member ids] (generation is the new one)
-* `group_empty`       (the join phase ended with nobody left; generation is the new one)
-* `sync_completed`    assignments: {member id: [[topic, [partitions...]], ...]} when the
-                      assignment is a ConsumerProtocol Assignment, else {member id: null};
-                      sizes: {member id: assignment byte length}
-* `group_stable`      (the assignment is handed out)
-* `offset_commit`     partitions: number of offsets stored
-* `commit_fenced`     error: Kafka error name; code: its number (generation/member as sent)
-* `partition_loaded`  partition, groups: number of groups loaded
-* `partition_unloaded` partition, groups
-* `group_deleted`     reason: "delete_groups" | "expired"
+stamps them with the node id and writes them as JSON Lines. The schema (types, fields, the values
+of triggers and reasons) is declared once, in `rebalance.event_schema`.
 """
 
 from __future__ import annotations
@@ -40,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance.event_schema import SCHEMA_VERSION, EventType
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, assigned_partitions
 
-EVENT_SCHEMA_VERSION = 1
+EVENT_SCHEMA_VERSION = SCHEMA_VERSION
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    type: str
+    type: EventType
     ts: int
     group: str | None  # None for events about no group (partition loads): "" is a valid group id
     generation: int | None = None
@@ -58,7 +29,7 @@ class Event:
         """The log line (schema above). `sync_completed` carries raw assignment bytes until
         here; they are decoded now, by whoever writes the log, not on the request path."""
         fields = self.fields
-        if self.type == "sync_completed":
+        if self.type == EventType.SYNC_COMPLETED:  # a str from older callers too
             fields = dict(fields)
             raw: dict[str, bytes] = fields.pop("assignments")
             consumer = fields.pop("protocol_type", None) == CONSUMER_PROTOCOL_TYPE

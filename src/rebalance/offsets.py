@@ -14,6 +14,7 @@ from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit, OffsetDelete, OffsetFetch
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import DeleteReason, EventType
 from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord, OffsetAndMetadata, OffsetCommitRecord
 from rebalance.replies import (
@@ -46,7 +47,7 @@ class Offsets:
         except CoordinatorError as exc:
             result.reply(token, cmd.error_reply(exc.code))
             result.event(
-                "commit_fenced",
+                EventType.COMMIT_FENCED,
                 now_ms,
                 cmd.group_id,
                 cmd.generation_id,
@@ -79,7 +80,7 @@ class Offsets:
             topics.append((topic.name, tuple(outcomes)))
         result.reply(token, OffsetCommitReply(tuple(topics)))
         result.event(
-            "offset_commit",
+            EventType.OFFSET_COMMIT,
             now_ms,
             cmd.group_id,
             cmd.generation_id,
@@ -205,7 +206,9 @@ class Offsets:
                 self.state.apply(result, OffsetCommitRecord(group.group_id, topic, partition, None))
         if empty and not group.offsets:
             self.state.apply(result, GroupMetadataRecord(group.group_id, None))
-            result.event("group_deleted", now_ms, group.group_id, reason="expired")
+            result.event(
+                EventType.GROUP_DELETED, now_ms, group.group_id, reason=DeleteReason.EXPIRED
+            )
         return result
 
 

@@ -184,7 +184,7 @@ def test_report_without_the_analytics_extra_says_which_to_install(
 def test_an_unexpected_failure_is_one_line_that_points_at_debug(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from coordinator.log import repair
+    from coordinator.partition_log import repair
 
     def broken(*args: Any, **kwargs: Any) -> int:
         raise ValueError("bug\nwith two lines")

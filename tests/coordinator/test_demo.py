@@ -8,6 +8,7 @@ generations the story went through, and nothing the demo started outlives it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.demo import live_command
+from rebalance.event_schema import check_event
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.slow]
 
@@ -72,5 +74,8 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(tmp_path: Pat
     assert lines[-1].startswith("done in ") and lines[-1].endswith("; nothing left running")
 
     assert (output / "report" / "index.html").is_file()
-    assert sorted((output / "data" / "events").glob("events-*.jsonl"))
+    logs = sorted((output / "data" / "events").glob("events-*.jsonl"))
+    assert logs
+    written = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    assert [(e, check_event(e)) for e in written if check_event(e) is not None] == []
     assert _processes_with(marker) == []

@@ -17,8 +17,10 @@ from serve_process import alive
 
 from assignors.consumer_protocol import Assignment, encode_assignment
 from coordinator.event_log import PARENT_CHECK_SECONDS, EventLog
+from rebalance.event_schema import check_event
 from rebalance.events import Event
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
+from rebalance.testing import GroupHarness
 
 
 def commit(ts: int, group: str = "g") -> Event:
@@ -45,6 +47,20 @@ def test_every_event_accepted_is_written_on_close(tmp_path: Path) -> None:
         "v": 1, "ts": 1_000_000, "node": 7, "type": "offset_commit", "group": "g",
         "generation": 1, "member": "m", "partitions": 1,
     }  # fmt: skip
+
+
+def test_the_cores_own_events_cross_to_the_writer_whole(tmp_path: Path) -> None:
+    """Triggers and reasons are enums in the core; the writer gets and writes plain values."""
+    h = GroupHarness()
+    h.form_group("g", 2)
+    h.advance(10_001)  # both sessions expire: member_expired, rebalance_started, group_empty
+    log = EventLog(tmp_path, node_id=1)
+    log.emit(h.events, monotonic_offset_ms=0)
+    log.close()
+    written = lines(tmp_path)
+    assert [e["type"] for e in written] == [str(e.type) for e in h.events]
+    assert [check_event(e) for e in written] == [None] * len(written)
+    assert {e["reason"] for e in written if e["type"] == "member_expired"} == {"session_timeout"}
 
 
 def test_events_after_close_are_ignored(tmp_path: Path) -> None:
@@ -109,7 +125,9 @@ ORPHAN = """
 import os, signal, sys, time
 from pathlib import Path
 from coordinator.event_log import EventLog
+from rebalance.event_schema import check_event
 from rebalance.events import Event
+from rebalance.testing import GroupHarness
 log = EventLog(Path(sys.argv[1]), node_id=1)
 log.emit([Event("offset_commit", 1, "g", 1, "m", {"partitions": 1})], 0)
 time.sleep(1.0)  # the writer has it by now
@@ -147,7 +165,9 @@ DAEMON = """
 import multiprocessing, sys
 from pathlib import Path
 from coordinator.event_log import EventLog
+from rebalance.event_schema import check_event
 from rebalance.events import Event
+from rebalance.testing import GroupHarness
 
 def log_one(directory):
     log = EventLog(directory, 1)

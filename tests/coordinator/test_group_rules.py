@@ -127,6 +127,18 @@ async def test_commit_for_a_missing_topic_or_partition_is_refused_and_not_stored
     assert await fetch(client, fetch_version, group, None) == {("t1", 0): (5, ErrorCode.none)}
 
 
+@pytest.mark.parametrize("version", range(1, 9))
+async def test_fetch_of_a_missing_topic_answers_no_offset_at_every_version(
+    client: WireClient, version: int
+) -> None:
+    """OffsetFetch v1+ goes to the coordinator without looking at topics (only v0, read from
+    ZooKeeper, answered UNKNOWN_TOPIC_OR_PARTITION): -1 and NONE, for a known group too."""
+    await commit(client, 9, "known", {"t1": [(0, 2)]})
+    for group in ("known", "unknown"):
+        asked = await fetch(client, version, group, {"nope": [0], "t1": [7]})
+        assert asked == {("nope", 0): (-1, ErrorCode.none), ("t1", 7): (-1, ErrorCode.none)}
+
+
 @pytest.mark.parametrize("version", [2, 3, 8, 9])
 async def test_commit_of_only_missing_partitions_skips_the_group_checks(
     client: WireClient, version: int

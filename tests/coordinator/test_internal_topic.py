@@ -205,7 +205,7 @@ async def test_create_topics_answers_that_it_exists(client: WireClient, version:
 async def test_delete_topics_refuses_it(
     node: RunningServer, client: WireClient, version: int
 ) -> None:
-    """DIFFERS from Kafka, which would delete it (see coordinator.log.internal)."""
+    """DIFFERS from Kafka, which would delete it (see coordinator.partition_log.internal)."""
     if version >= 6:
         values: dict[str, Any] = {
             "topics": [{"name": None, "topic_id": await offsets_topic_id(client)}]
@@ -245,3 +245,78 @@ async def test_create_partitions_cannot_grow_it(client: WireClient) -> None:
     assert response.results[0].error_code is ErrorCode.invalid_topic_exception
     listed = await client.request(METADATA, 13, {"topics": [{"name": OFFSETS}]})
     assert len(listed.topics[0].partitions) == 7
+
+
+FETCH, LIST_OFFSETS = 1, 2
+
+
+@pytest.mark.parametrize("version", [11, 12, 16])
+async def test_fetch_reads_it_as_empty(client: WireClient, version: int) -> None:
+    """DIFFERS: Kafka returns the coordinator's records; here they are in groups.sqlite."""
+    topic_id = await offsets_topic_id(client)
+    answers = {}
+    for partition, offset in ((0, 0), (1, 5), (7, 0)):
+        response = await client.request(
+            FETCH,
+            version,
+            {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 1,
+             "session_id": 0, "session_epoch": -1,
+             "topics": [{"topic": OFFSETS, "topic_id": topic_id, "partitions": [
+                 {"partition": partition, "fetch_offset": offset,
+                  "partition_max_bytes": 1 << 20}]}]},
+        )  # fmt: skip
+        (answer,) = response.responses[0].partitions
+        answers[partition] = (answer.error_code, answer.high_watermark, answer.records)
+    assert answers[0][:2] == (ErrorCode.none, 0) and not answers[0][2]  # no records
+    assert answers[1][0] is ErrorCode.offset_out_of_range
+    assert answers[7][0] is UNKNOWN
+
+
+@pytest.mark.parametrize("version", [3, 7, 11])
+async def test_list_offsets_reads_it_as_empty(client: WireClient, version: int) -> None:
+    response = await client.request(
+        LIST_OFFSETS,
+        version,
+        {"replica_id": -1, "isolation_level": 1, "topics": [{"name": OFFSETS, "partitions": [
+            {"partition_index": p, "timestamp": t, "current_leader_epoch": -1}
+            for p, t in ((0, -2), (1, -1), (2, 1_700_000_000_000), (7, -1))]}]},
+    )  # fmt: skip
+    found = [(p.error_code, p.offset) for p in response.topics[0].partitions]
+    assert found == [(ErrorCode.none, 0), (ErrorCode.none, 0), (ErrorCode.none, -1), (UNKNOWN, -1)]
+
+
+DESCRIBE_CONFIGS, ALTER_CONFIGS, TOPIC_RESOURCE = 32, 33, 2
+
+
+@pytest.mark.parametrize("version", [1, 4])
+async def test_describe_configs_shows_the_configs_kafka_gives_it(
+    client: WireClient, version: int
+) -> None:
+    response = await client.request(
+        DESCRIBE_CONFIGS,
+        version,
+        {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS,
+                        "configuration_keys": None}],
+         "include_synonyms": False, "include_documentation": False},
+    )  # fmt: skip
+    (result,) = response.results
+    assert result.error_code is ErrorCode.none
+    configs = {c.name: c.value for c in result.configs}
+    assert configs["cleanup.policy"] == "compact"
+    assert configs["compression.type"] == "producer"
+    assert configs["segment.bytes"] == "104857600"
+    assert configs["retention.ms"] == "604800000"  # the topic default
+
+
+async def test_alter_configs_of_it_is_refused(client: WireClient) -> None:
+    """DIFFERS: Kafka would alter them; nothing here would read them."""
+    response = await client.request(
+        ALTER_CONFIGS,
+        2,
+        {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS,
+                        "configs": [{"name": "retention.ms", "value": "1000"}]}],
+         "validate_only": False},
+    )  # fmt: skip
+    (answer,) = response.responses
+    assert answer.error_code is ErrorCode.invalid_request
+    assert "internal" in answer.error_message

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.log.batch import InvalidBatchError, iter_batches, parse_batch
-from coordinator.log.partition import LogCorruptError, OffsetOutOfRangeError, PartitionLog
-from coordinator.log.topics import InvalidTopicError, TopicStore
+from coordinator.partition_log.batch import InvalidBatchError, iter_batches, parse_batch
+from coordinator.partition_log.partition import LogCorruptError, OffsetOutOfRangeError, PartitionLog
+from coordinator.partition_log.topics import InvalidTopicError, TopicStore
 from coordinator.testing import read_records, record_batch
 
 
@@ -103,7 +103,7 @@ async def test_torn_tail_is_truncated_with_a_warning(
     intact = path.stat().st_size
     with open(path, "ab") as handle:
         handle.write(record_batch([b"torn"])[:30])
-    with caplog.at_level(logging.WARNING, logger="coordinator.log"):
+    with caplog.at_level(logging.WARNING, logger="coordinator.partition_log"):
         reopened = PartitionLog(path)
     assert "truncating torn tail" in caplog.text
     assert path.stat().st_size == intact

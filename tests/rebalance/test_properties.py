@@ -8,6 +8,7 @@ with the core's invariants checked after every step:
   unanswered JoinGroup/SyncGroup is held by a live member, and after a long quiet period every
   request has an answer;
 * commits with a stale generation never change an offset;
+* every event the core emits conforms to the event log's schema (`rebalance.event_schema`);
 * replaying the emitted records into a fresh core gives equal durable state: every Stable or
   Empty group comes back with the same generation, protocol, leader, members and assignments,
   and every group's offsets are equal.
@@ -24,6 +25,7 @@ from rebalance.commands import LeavingMember, SyncGroup
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.errors import ErrorCode
+from rebalance.event_schema import check_event
 from rebalance.lifecycle import GroupState
 from rebalance.replies import JoinGroupReply
 from rebalance.rng import SplitMix64
@@ -70,6 +72,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.outstanding: set[int] = set()
         self.generations: dict[str, int] = {}
         self.leaders: dict[tuple[str, int], str] = {}
+        self.events_checked = 0
 
     # -- helpers -------------------------------------------------------------------------
     def _track(self, token: int) -> None:
@@ -263,6 +266,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 assert group.leader_id in group.members, group
             else:
                 assert group.leader_id is None or group.state is GroupState.JOINING, group
+
+    @invariant()
+    def every_event_conforms_to_the_schema(self) -> None:
+        for event in self.h.events[self.events_checked :]:
+            line = event.to_json_dict(node=1)
+            assert check_event(line) is None, (line, check_event(line))
+        self.events_checked = len(self.h.events)
 
     @invariant()
     def generation_never_decreases(self) -> None:

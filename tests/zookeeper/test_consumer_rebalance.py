@@ -14,9 +14,10 @@ import pytest
 from test_broker_registration import expire_session
 from zk_cluster import BACKOFF_MS, eventually, owners, zk_broker
 
-from coordinator.log.partition import PartitionLog
+from coordinator.partition_log.partition import PartitionLog
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.consumer import ConsumerRebalanceFailed, ZooKeeperConsumer
+from rebalance.event_schema import ZooKeeperTrigger, check_event
 from rebalance.zookeeper.config import ZooKeeperConsumerConfig
 from rebalance.zookeeper.topic_filter import whitelist
 
@@ -37,6 +38,7 @@ def events(directory: Path, event_type: str | None = None) -> list[dict[str, Any
         for p in sorted(directory.glob("*.jsonl"))
         for line in p.read_text().splitlines()
     ]
+    assert [(e, check_event(e)) for e in lines if check_event(e) is not None] == []
     return [e for e in lines if event_type is None or e["type"] == event_type]
 
 
@@ -119,7 +121,7 @@ async def test_a_burst_of_watch_events_is_one_rebalance(
         ZooKeeperConsumer(config(zookeeper_connect), {"t": 1}, event_log=tmp_path) as c,
     ):
         for _ in range(5):
-            c.trigger("consumers_changed")
+            c.trigger(ZooKeeperTrigger.CONSUMERS_CHANGED)
         await eventually(lambda: len(events(tmp_path, "zk_rebalance_completed")) == 2)
         await asyncio.sleep(0.3)
         started = events(tmp_path, "rebalance_started")

@@ -1,4 +1,4 @@
-"""The event log's schema (v1, see `rebalance.events`) as Spark sees it.
+"""The event log's schema (v1) as Spark sees it, derived from `rebalance.event_schema`.
 
 Raw JSON Lines are parsed with `RAW_JSON_SCHEMA`, then normalised into `EVENT_SCHEMA`: the one
 table every later stage reads, and the layout of Parquet input. Normalising splits the
@@ -6,62 +6,74 @@ overloaded `members` field (a count in `rebalance_started`, a list of ids in `jo
 into `member_count` and `member_ids`, and turns each assignment entry `[topic, [partitions]]`
 into a struct. Three `source_*` columns record where each event came from so that events with
 the same millisecond keep the order in which the coordinator wrote them.
+
+Nothing here names an event type or field by hand except how a field is normalised: types,
+fields, their kinds and which fields each type requires all come from the one declaration.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import types as T
 
-SUPPORTED_VERSION = 1
+from rebalance.event_schema import COMMON, EVENTS, FIELDS, SCHEMA_VERSION, EventType, Kind
 
-CLASSIC_GROUP_EVENT_TYPES = (
-    "member_joined",
-    "member_left",
-    "member_expired",
-    "rebalance_started",
-    "join_completed",
-    "group_empty",
-    "sync_completed",
-    "group_stable",
-    "offset_commit",
-    "commit_fenced",
-    "group_deleted",
+SUPPORTED_VERSION = SCHEMA_VERSION
+
+NOT_READ = frozenset({"rolled_back"})
+"""Fields the report has no use for: not read, not kept."""
+
+_SPARK: dict[Kind, T.DataType] = {
+    Kind.STRING: T.StringType(),
+    Kind.INT: T.IntegerType(),
+    Kind.LONG: T.LongType(),
+    Kind.STRINGS: T.ArrayType(T.StringType()),
+    Kind.SIZES: T.MapType(T.StringType(), T.IntegerType()),
+}
+# Read as JSON text and split by type when normalised (`members`), or with the inner pair's
+# heterogeneous items kept as text (`assignments`, `conflicts`).
+_RAW_ONLY: dict[Kind, T.DataType] = {
+    Kind.COUNT_OR_IDS: T.StringType(),
+    Kind.ASSIGNMENTS: T.MapType(T.StringType(), T.ArrayType(T.ArrayType(T.StringType()))),
+    Kind.PAIRS: T.ArrayType(T.ArrayType(T.StringType())),
+}
+_READ = tuple((name, f) for name, f in FIELDS.items() if name not in NOT_READ)
+
+TOPIC_PARTITIONS = T.ArrayType(
+    T.StructType(
+        [
+            T.StructField("topic", T.StringType()),
+            T.StructField("partitions", T.ArrayType(T.IntegerType())),
+        ]
+    )
 )
-ZOOKEEPER_EVENT_TYPES = (
-    "zk_claims_failed",
-    "zk_rebalance_retry",
-    "zk_rebalance_completed",
-    "zk_rebalance_failed",
-    "zk_session_expired",
+ASSIGNMENTS = T.MapType(T.StringType(), TOPIC_PARTITIONS)
+
+# How a field with more than one meaning, or a nested shape, becomes columns.
+_NORMALISED: dict[str, tuple[tuple[str, T.DataType], ...]] = {
+    "members": (("member_count", T.IntegerType()), ("member_ids", T.ArrayType(T.StringType()))),
+    "assignments": (("assignments", ASSIGNMENTS),),
+    "conflicts": (("conflict_count", T.IntegerType()),),
+}
+_MEMBERS_AS = {EventType.REBALANCE_STARTED: "member_count", EventType.JOIN_COMPLETED: "member_ids"}
+
+CLASSIC_GROUP_EVENT_TYPES = tuple(
+    str(t) for t, s in EVENTS.items() if s.about_group and "classic" in s.written_by
+)
+ZOOKEEPER_EVENT_TYPES = tuple(
+    str(t) for t, s in EVENTS.items() if s.about_group and "classic" not in s.written_by
 )
 """Written by ZooKeeper-coordinated consumers (`group_type` "zookeeper"), next to the classic
 types they share (member_joined, member_left, rebalance_started, offset_commit)."""
 GROUP_EVENT_TYPES = CLASSIC_GROUP_EVENT_TYPES + ZOOKEEPER_EVENT_TYPES
-PARTITION_EVENT_TYPES = ("partition_loaded", "partition_unloaded")
+PARTITION_EVENT_TYPES = tuple(str(t) for t, s in EVENTS.items() if not s.about_group)
 EVENT_TYPES = GROUP_EVENT_TYPES + PARTITION_EVENT_TYPES
 
 COMMON_REQUIRED = ("ts", "node", "type")
 """Fields every event must carry (besides `v`); `group` too for group events."""
 
 REQUIRED_BY_TYPE: dict[str, tuple[str, ...]] = {
-    "member_joined": ("member",),
-    "member_left": ("member", "reason"),
-    "member_expired": ("member", "reason"),
-    "rebalance_started": ("trigger", "member_count"),
-    "join_completed": ("generation", "leader", "protocol", "member_ids"),
-    "group_empty": ("generation",),
-    "sync_completed": ("generation", "assignments"),
-    "group_stable": ("generation",),
-    "offset_commit": ("partitions",),
-    "commit_fenced": ("error", "code"),
-    "partition_loaded": ("partition", "groups"),
-    "partition_unloaded": ("partition", "groups"),
-    "group_deleted": ("reason",),
-    "zk_claims_failed": ("member", "attempt"),
-    "zk_rebalance_retry": ("member", "attempt"),
-    "zk_rebalance_completed": ("member", "assignments", "attempt"),
-    "zk_rebalance_failed": ("member", "attempt"),
-    "zk_session_expired": ("member",),
+    str(t): tuple(_MEMBERS_AS[t] if name == "members" else name for name in spec.required)
+    for t, spec in EVENTS.items()
 }
 """Type-specific fields that must be present and well typed (normalised names)."""
 
@@ -81,98 +93,42 @@ REQUIRED_MASK: dict[str, int] = {
 }
 """Per type, the fields it needs as a bit mask over `FIELD_CHECK_ORDER`."""
 
-CORRUPT_COLUMN = "_corrupt_record"
-
-OPTIONAL_RAW_FIELDS: tuple[tuple[str, T.DataType], ...] = (
-    ("group_type", T.StringType()),
-    ("attempt", T.IntegerType()),
-    ("zk_ops", T.LongType()),
-    ("partitions_total", T.IntegerType()),
-    ("consumers", T.ArrayType(T.StringType())),
-    ("watch_events", T.IntegerType()),
-    ("backoff_ms", T.LongType()),
-    ("strategy", T.StringType()),
-    ("session_timeout_ms", T.LongType()),
+OPTIONAL_RAW_FIELDS = tuple(
+    (name, _SPARK[f.kind]) for name, f in _READ if f.late and name not in _NORMALISED
 )
-"""Optional fields: `group_type` ("zookeeper"; absent for classic groups), the ZooKeeper
-consumers' own (see `coordinator.zookeeper.events`) and the session timeout of a member that
-expired; read as they are."""
-OPTIONAL_COLUMNS = (*(name for name, _ in OPTIONAL_RAW_FIELDS), "conflict_count")
+"""Late fields read as they are (see `Field.late`)."""
+OPTIONAL_COLUMNS = (
+    *(name for name, _ in OPTIONAL_RAW_FIELDS),
+    *(
+        column
+        for name, f in _READ
+        if f.late and name in _NORMALISED
+        for column, _ in _NORMALISED[name]
+    ),
+)
 """Columns a Parquet input written before they existed may lack (read as null)."""
 
+CORRUPT_COLUMN = "_corrupt_record"
+
+# `v` is read wide, so that an out-of-range version is reported as such, not as a type error.
+_COMMON_RAW = {**{n: _SPARK[k] for n, k in COMMON.items()}, "v": T.LongType()}
 RAW_JSON_SCHEMA = T.StructType(
     [
-        T.StructField("v", T.LongType()),
-        T.StructField("ts", T.LongType()),
-        T.StructField("node", T.IntegerType()),
-        T.StructField("type", T.StringType()),
-        T.StructField("group", T.StringType()),
-        T.StructField("generation", T.IntegerType()),
-        T.StructField("member", T.StringType()),
-        T.StructField("client_id", T.StringType()),
-        T.StructField("instance_id", T.StringType()),
-        T.StructField("protocols", T.ArrayType(T.StringType())),
-        T.StructField("reason", T.StringType()),
-        T.StructField("trigger", T.StringType()),
-        # A count or a list of ids depending on the type: kept as raw JSON text, split later.
-        T.StructField("members", T.StringType()),
-        T.StructField("leader", T.StringType()),
-        T.StructField("protocol", T.StringType()),
-        # [[topic, [partitions]]]: the inner pair is heterogeneous, so its items stay text.
-        T.StructField(
-            "assignments", T.MapType(T.StringType(), T.ArrayType(T.ArrayType(T.StringType())))
-        ),
-        T.StructField("sizes", T.MapType(T.StringType(), T.IntegerType())),
-        T.StructField("error", T.StringType()),
-        T.StructField("code", T.IntegerType()),
-        T.StructField("partitions", T.IntegerType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("groups", T.IntegerType()),
-        *(T.StructField(name, kind) for name, kind in OPTIONAL_RAW_FIELDS),
-        T.StructField("conflicts", T.ArrayType(T.ArrayType(T.StringType()))),
+        *(T.StructField(n, t) for n, t in _COMMON_RAW.items()),
+        *(T.StructField(n, _RAW_ONLY.get(f.kind) or _SPARK[f.kind]) for n, f in _READ),
         T.StructField(CORRUPT_COLUMN, T.StringType()),
     ]
 )
-
-TOPIC_PARTITIONS = T.ArrayType(
-    T.StructType(
-        [
-            T.StructField("topic", T.StringType()),
-            T.StructField("partitions", T.ArrayType(T.IntegerType())),
-        ]
-    )
-)
-"""One member's assignment: a list of (topic, partitions)."""
-
-ASSIGNMENTS = T.MapType(T.StringType(), TOPIC_PARTITIONS)
+"""The raw lines: every field as written (`members`, `assignments` and `conflicts` still raw)."""
 
 EVENT_SCHEMA = T.StructType(
     [
-        T.StructField("v", T.IntegerType()),
-        T.StructField("ts", T.LongType()),
-        T.StructField("node", T.IntegerType()),
-        T.StructField("type", T.StringType()),
-        T.StructField("group", T.StringType()),
-        T.StructField("generation", T.IntegerType()),
-        T.StructField("member", T.StringType()),
-        T.StructField("client_id", T.StringType()),
-        T.StructField("instance_id", T.StringType()),
-        T.StructField("protocols", T.ArrayType(T.StringType())),
-        T.StructField("reason", T.StringType()),
-        T.StructField("trigger", T.StringType()),
-        T.StructField("member_count", T.IntegerType()),
-        T.StructField("member_ids", T.ArrayType(T.StringType())),
-        T.StructField("leader", T.StringType()),
-        T.StructField("protocol", T.StringType()),
-        T.StructField("assignments", ASSIGNMENTS),
-        T.StructField("sizes", T.MapType(T.StringType(), T.IntegerType())),
-        T.StructField("error", T.StringType()),
-        T.StructField("code", T.IntegerType()),
-        T.StructField("partitions", T.IntegerType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("groups", T.IntegerType()),
-        *(T.StructField(name, kind) for name, kind in OPTIONAL_RAW_FIELDS),
-        T.StructField("conflict_count", T.IntegerType()),
+        *(T.StructField(n, _SPARK[k]) for n, k in COMMON.items()),
+        *(
+            T.StructField(column, kind)
+            for n, f in _READ
+            for column, kind in _NORMALISED.get(n) or ((n, _SPARK[f.kind]),)
+        ),
         T.StructField("source_file", T.StringType()),
         T.StructField("source_offset", T.LongType()),
         T.StructField("source_row", T.LongType()),

@@ -11,8 +11,8 @@ from typing import Any
 
 from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.apis.topic_config_changes import alter_each
-from coordinator.log.topic_configs import validate_topic_configs
-from coordinator.log.topics import Topic
+from coordinator.partition_log.topic_configs import validate_topic_configs
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 33
 VERSIONS = range(0, 3)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 from coordinator.apis.contract import RequestContext
 from coordinator.runtime import GroupRuntime
+from rebalance.errors import ErrorCode
 
 
 def runtime(ctx: RequestContext) -> GroupRuntime:
@@ -24,3 +27,19 @@ def name_for_version(name: str | None, nullable: bool) -> str | None:
     if nullable:
         return name or None
     return name or ""
+
+
+def topic_partition_errors(
+    topics: Iterable[tuple[str, Iterable[tuple[int, ErrorCode]]]],
+) -> list[dict[str, Any]]:
+    """The `topics` of a response that answers each partition with an error code
+    (OffsetCommit, OffsetDelete)."""
+    return [
+        {
+            "name": topic,
+            "partitions": [
+                {"partition_index": p, "error_code": int(code)} for p, code in partitions
+            ],
+        }
+        for topic, partitions in topics
+    ]

@@ -16,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import Broker
-from coordinator.log.topics import InvalidTopicError, Topic, check_topic_name
+from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
 
 TOPIC = 2
 BROKER = 4
@@ -49,7 +49,7 @@ def topic_overrides(broker: Broker, name: str) -> dict[str, str]:
 
 def find_topic(broker: Broker, name: str) -> Topic:
     """An ordinary topic. DIFFERS: the configs of an internal topic cannot be changed here
-    (Kafka lets them be); they are only described (see `coordinator.log.internal`)."""
+    (Kafka lets them be); they are only described (see `coordinator.partition_log.internal`)."""
     try:
         check_topic_name(name)
     except InvalidTopicError as exc:

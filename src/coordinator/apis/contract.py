@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from kio.static.protocol import ResponsePayload
 
 from coordinator.config import ServerConfig
-from coordinator.log.internal import InternalTopics
+from coordinator.partition_log.internal import InternalTopics
 from coordinator.wire.codec import EncodedBody, kio_versions
 from coordinator.wire.listener import advertisable_host
 
 if TYPE_CHECKING:
     from coordinator.described_configs import BrokerSettings
-    from coordinator.log.producer_ids import ProducerIdAllocator
-    from coordinator.log.topics import TopicStore
+    from coordinator.partition_log.producer_ids import ProducerIdAllocator
+    from coordinator.partition_log.topics import TopicStore
     from coordinator.runtime import GroupRuntime
 
 ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
@@ -150,7 +150,8 @@ class Broker:
     #: The group coordinator's runtime, when its extension runs (`coordinator.groups`).
     groups: GroupRuntime | None = None
     internal_topics: InternalTopics = field(default_factory=InternalTopics)
-    """Topics the node's services own (`__consumer_offsets`): see `coordinator.log.internal`."""
+    """Topics the node's services own (`__consumer_offsets`): see
+    `coordinator.partition_log.internal`."""
     closing: bool = False
 
     @property

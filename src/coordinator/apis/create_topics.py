@@ -24,12 +24,12 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.topic_configs import (
+from coordinator.partition_log.topic_configs import (
     InvalidConfigError,
     describe_topic_configs,
     validate_topic_configs,
 )
-from coordinator.log.topics import InvalidTopicError, check_topic_name
+from coordinator.partition_log.topics import InvalidTopicError, check_topic_name
 
 API_KEY = 19
 VERSIONS = range(2, 8)

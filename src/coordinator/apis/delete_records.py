@@ -2,8 +2,8 @@
 
 Versions: v0-v1 the same fields; v2 flexible. aiokafka, kafka-python and librdkafka send v0-v2.
 
-The new log start offset is durable before the answer (see `coordinator.log.partition`); from
-then on Fetch below it answers OFFSET_OUT_OF_RANGE (so a consumer's `auto.offset.reset`
+The new log start offset is durable before the answer (see `coordinator.partition_log.partition`);
+from then on Fetch below it answers OFFSET_OUT_OF_RANGE (so a consumer's `auto.offset.reset`
 applies), ListOffsets' earliest is it, and Fetch, Produce and ListOffsets report it as
 log_start_offset. As in Kafka: offset -1 means the high watermark; an offset above the high
 watermark, or another negative one, is OFFSET_OUT_OF_RANGE; an offset at or below the current
@@ -20,7 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.partition import OffsetOutOfRangeError, PartitionLog
+from coordinator.partition_log.partition import OffsetOutOfRangeError, PartitionLog
 
 API_KEY = 21
 VERSIONS = range(0, 3)

@@ -13,7 +13,7 @@ INVALID_REQUEST; an unknown name UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNO
 
 DIFFERS: the internal `__consumer_offsets` is refused with INVALID_TOPIC_EXCEPTION (the message
 Kafka's topic tool gives). Kafka's brokers would delete it, and every group's offsets with it;
-here the coordinator's records are not in that topic (see `coordinator.log.internal`).
+here the coordinator's records are not in that topic (see `coordinator.partition_log.internal`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
-from coordinator.log.internal import InternalTopic
-from coordinator.log.topics import Topic
+from coordinator.partition_log.internal import InternalTopic
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 20
 VERSIONS = range(1, 7)

@@ -28,7 +28,7 @@ from coordinator.apis.config_resources import (
 )
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
 from coordinator.described_configs import ConfigEntry
-from coordinator.log.topic_configs import describe_topic_configs
+from coordinator.partition_log.topic_configs import describe_topic_configs
 
 API_KEY = 32
 VERSIONS = range(1, 5)

@@ -15,7 +15,8 @@ Long poll: if fewer than `min_bytes` are available the request waits for new dat
 transactions, so last_stable_offset = high watermark (librdkafka reads with read_committed and
 would stop at a lower LSO). No fetch sessions are created: session_id 0 is answered to
 sessionless (epoch -1) and new-session (epoch 0) requests alike, which every client accepts; an
-incremental request for a session id answers FETCH_SESSION_ID_NOT_FOUND.
+incremental request for a session id answers FETCH_SESSION_ID_NOT_FOUND. The internal
+`__consumer_offsets` reads as empty (see `coordinator.partition_log.internal`).
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.partition import OffsetOutOfRangeError
-from coordinator.log.topics import Topic
+from coordinator.partition_log.internal import InternalTopic
+from coordinator.partition_log.partition import OffsetOutOfRangeError
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 1
 VERSIONS = range(4, 19)
 
 
-def _partition_data(topic: Topic | None, request: Any, budget: int) -> tuple[dict[str, Any], int]:
+def _partition_data(
+    topic: Topic | InternalTopic | None, request: Any, budget: int
+) -> tuple[dict[str, Any], int]:
     """One partition's answer; with no `budget` left, only its offsets (no records)."""
     index = request.partition
     log = topic.partition(index) if topic is not None else None
@@ -68,13 +72,17 @@ def _answer(
 
 
 def _collect(request: Any, api_version: int, ctx: RequestContext) -> tuple[list[Any], int]:
-    topics = ctx.broker.topics
+    topics, internal = ctx.broker.topics, ctx.broker.internal_topics
     budget = max(int(request.max_bytes), 1)
     total = 0
     responses = []
     for fetch_topic in request.topics:
         by_id = api_version >= 13
-        topic = topics.by_id(fetch_topic.topic_id) if by_id else topics.get(fetch_topic.topic)
+        topic: Topic | InternalTopic | None
+        if by_id:
+            topic = topics.by_id(fetch_topic.topic_id) or internal.by_id(fetch_topic.topic_id)
+        else:
+            topic = topics.get(fetch_topic.topic) or internal.get(fetch_topic.topic)
         partitions = []
         for partition in fetch_topic.partitions:
             if topic is None and by_id:

@@ -19,13 +19,13 @@ from coordinator.apis.config_resources import ResourceError
 from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.apis.topic_config_changes import alter_each
 from coordinator.described_configs import ConfigType
-from coordinator.log.topic_configs import (
+from coordinator.partition_log.topic_configs import (
     TOPIC_CONFIGS,
     InvalidConfigError,
     list_items,
     validate_topic_config,
 )
-from coordinator.log.topics import Topic
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 44
 VERSIONS = range(0, 2)

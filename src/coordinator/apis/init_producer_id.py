@@ -7,8 +7,8 @@ Java client enable idempotence by default and call this before their first Produ
 A fresh id with epoch 0 is returned; a v3+ request that names an id gets the same id with the
 epoch bumped. Transactions are not supported: a transactional_id answers
 COORDINATOR_NOT_AVAILABLE. Each partition log recognises a retried batch by producer id, epoch
-and sequence numbers and does not store it twice (`coordinator.log.partition.ProducerBatches`);
-sequence gaps are not rejected.
+and sequence numbers and does not store it twice
+(`coordinator.partition_log.partition.ProducerBatches`); sequence gaps are not rejected.
 """
 
 from __future__ import annotations

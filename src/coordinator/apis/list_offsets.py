@@ -18,7 +18,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.partition import PartitionLog
+from coordinator.partition_log.internal import EmptyPartition, InternalTopic
+from coordinator.partition_log.partition import PartitionLog
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 2
 VERSIONS = range(1, 12)
@@ -28,7 +30,7 @@ EARLIEST = -2
 LEADER_EPOCH = 0
 
 
-def _lookup(log: PartitionLog, timestamp: int) -> dict[str, Any]:
+def _lookup(log: PartitionLog | EmptyPartition, timestamp: int) -> dict[str, Any]:
     if timestamp == LATEST:
         return {"error_code": ErrorCode.none, "timestamp": -1, "offset": log.high_watermark}
     if timestamp == EARLIEST:
@@ -46,7 +48,9 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     topics = ctx.broker.topics
     answer = []
     for requested in request.topics:
-        topic = topics.get(requested.name)
+        topic: Topic | InternalTopic | None = topics.get(requested.name)
+        if topic is None:
+            topic = ctx.broker.internal_topics.get(requested.name)  # reads as empty
         partitions = []
         for partition in requested.partitions:
             log = topic.partition(partition.partition_index) if topic is not None else None

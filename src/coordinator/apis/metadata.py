@@ -9,8 +9,8 @@ error_code. aiokafka sends v5, kafka-python and librdkafka v13.
 Unknown topics are created when `auto.create.topics.enable` is true and the request allows it
 (always below v4; aiokafka/kafka-python allow it, librdkafka does not). Topic ids are real and
 stable; an unknown id answers UNKNOWN_TOPIC_ID. Internal topics (`__consumer_offsets`, see
-`coordinator.log.internal`) are listed with `is_internal` set, found by name or id, and never
-auto-created.
+`coordinator.partition_log.internal`) are listed with `is_internal` set, found by name or id, and
+never auto-created.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.internal import InternalTopic
-from coordinator.log.topics import InvalidTopicError, Topic, check_topic_name
+from coordinator.partition_log.internal import InternalTopic
+from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
 
 API_KEY = 3
 VERSIONS = range(0, 14)

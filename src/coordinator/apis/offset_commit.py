@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from coordinator.apis.common import millis, runtime
+from coordinator.apis.common import millis, runtime, topic_partition_errors
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
 from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
 from rebalance.errors import ErrorCode
@@ -90,18 +90,7 @@ def merged(command: OffsetCommit, reply: OffsetCommitReply | None) -> OffsetComm
 
 
 def to_response(reply: OffsetCommitReply) -> dict[str, Any]:
-    return {
-        "throttle_time": 0,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {"partition_index": p, "error_code": int(code)} for p, code in partitions
-                ],
-            }
-            for topic, partitions in reply.topics
-        ],
-    }
+    return {"throttle_time": 0, "topics": topic_partition_errors(reply.topics)}
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis.common import runtime
+from coordinator.apis.common import runtime, topic_partition_errors
 from coordinator.apis.contract import RequestContext, ResponseValue
 from rebalance.commands import OffsetDelete
 from rebalance.errors import ErrorCode
@@ -38,23 +38,13 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     )
     reply = await runtime(ctx).submit(OffsetDelete(request.group_id, _known(requested, ctx)))
     answered = {(t, p): code for t, parts in reply.topics for p, code in parts}
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     topics = (
         []
         if reply.error is not ErrorCode.NONE
-        else [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": p,
-                        "error_code": int(
-                            answered.get((topic, p), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                        ),
-                    }
-                    for p in partitions
-                ],
-            }
+        else topic_partition_errors(
+            (topic, [(p, answered.get((topic, p), unknown)) for p in partitions])
             for topic, partitions in requested
-        ]
+        )
     )
     return {"error_code": int(reply.error), "throttle_time": 0, "topics": topics}

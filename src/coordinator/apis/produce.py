@@ -24,10 +24,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.log.batch import InvalidBatchError, iter_batches
-from coordinator.log.internal import InternalTopic
-from coordinator.log.partition import PartitionLog
-from coordinator.log.topics import Topic
+from coordinator.partition_log.batch import InvalidBatchError, iter_batches
+from coordinator.partition_log.internal import InternalTopic
+from coordinator.partition_log.partition import PartitionLog
+from coordinator.partition_log.topics import Topic
 
 API_KEY = 0
 VERSIONS = range(3, 14)

@@ -24,8 +24,8 @@ from coordinator.apis.config_resources import (
     unsupported,
 )
 from coordinator.apis.contract import RequestContext
-from coordinator.log.topic_configs import InvalidConfigError
-from coordinator.log.topics import Topic
+from coordinator.partition_log.topic_configs import InvalidConfigError
+from coordinator.partition_log.topics import Topic
 
 NewConfigs = Callable[[Topic, Any], dict[str, str]]
 """(topic, requested resource) -> the topic's whole set of overrides after the change; raises

@@ -30,7 +30,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from coordinator.apis.contract import Broker
-from coordinator.log.topics import Topic
+from coordinator.partition_log.topics import Topic
 from coordinator.zookeeper.client import ConnectTimeout, NodeExists, ZooKeeper
 from coordinator.zookeeper.options import BrokerRegistrationError, parse_zookeeper_connect
 from coordinator.zookeeper.recipes import create_ephemeral_expect_conflict

@@ -72,6 +72,7 @@ from coordinator.zookeeper.fetcher import (
 )
 from coordinator.zookeeper.group_registry import GroupRegistry
 from coordinator.zookeeper.recipes import create_ephemeral_expect_conflict, update_persistent
+from rebalance.event_schema import EventType, ZooKeeperTrigger
 from rebalance.zookeeper.assignment import ownership_decision
 from rebalance.zookeeper.config import ZooKeeperConsumerConfig
 from rebalance.zookeeper.formats import (
@@ -161,7 +162,7 @@ class ZooKeeperConsumer:
         self._fetcher: Fetcher | None = None
         self._rebalance_lock = asyncio.Lock()
         self._triggered = asyncio.Event()
-        self._trigger: str | None = None
+        self._trigger: ZooKeeperTrigger | None = None
         self._watch_events = 0
         self._wildcard_topics: list[str] = []
         self._watched_topics: set[str] = set()
@@ -189,13 +190,13 @@ class ZooKeeperConsumer:
         try:
             await self._register()
             strategy = self.config.partition_assignment_strategy
-            self._emit("member_joined", client_id=self.config.effective_client_id,
+            self._emit(EventType.MEMBER_JOINED, client_id=self.config.effective_client_id,
                        instance_id=None, protocols=[strategy])  # fmt: skip
             await self._reinitialize()
             self._spawn(self._watcher_executor(), "watcher-executor")
             if self.config.auto_commit_enable:
                 self._spawn(self._auto_commit(), "auto-commit")
-            await self.synced_rebalance("started")
+            await self.synced_rebalance(ZooKeeperTrigger.STARTED)
         except BaseException:
             await self.stop(leave=False)
             raise
@@ -220,7 +221,7 @@ class ZooKeeperConsumer:
                     log.warning("%s: no offset commit at shutdown: ZooKeeper unreachable",
                                 self.consumer_id)  # fmt: skip
             if leave and self._started:
-                self._emit("member_left", reason="leave")
+                self._emit(EventType.MEMBER_LEFT, reason="leave")
             await self._zk.close()
         if self._events is not None:
             self._events.close()
@@ -274,7 +275,7 @@ class ZooKeeperConsumer:
             self._checkpointed[tp] = offset
             written += 1
         if written:
-            self._emit("offset_commit", partitions=written)
+            self._emit(EventType.OFFSET_COMMIT, partitions=written)
         return written
 
     async def _commit_quietly(self) -> None:
@@ -332,7 +333,7 @@ class ZooKeeperConsumer:
 
     def _consumers_changed(self, _kind: str, path: str) -> None:
         self._rearm(self._zk.children(path, self._consumers_changed), "ids")
-        self.trigger("consumers_changed")
+        self.trigger(ZooKeeperTrigger.CONSUMERS_CHANGED)
 
     def _topic_changed(self, kind: str, path: str) -> None:
         topic = path.rpartition("/")[2]
@@ -340,10 +341,10 @@ class ZooKeeperConsumer:
             log.warning("Topic for path %s gets deleted, which should not happen at this time",
                         path)  # fmt: skip
         self._rearm(self._zk.get_or_none(path, self._topic_changed), topic)
-        self.trigger("topic_changed")
+        self.trigger(ZooKeeperTrigger.TOPIC_CHANGED)
 
     def _brokers_changed(self, _kind: str, path: str) -> None:
-        self.trigger("brokers_changed")
+        self.trigger(ZooKeeperTrigger.BROKERS_CHANGED)
 
     def _topic_list_changed(self, _kind: str, _path: str) -> None:
         self._spawn(self._handle_topic_event(), "topic-event")
@@ -360,7 +361,7 @@ class ZooKeeperConsumer:
             for topic in updated:
                 if topic not in self._watched_topics:
                     await self._watch_topic(topic)
-            self.trigger("topics_changed")
+            self.trigger(ZooKeeperTrigger.TOPICS_CHANGED)
 
     def _rearm(self, read: Any, key: str) -> None:
         """Watches are one-shot: read again with the watch, as ZkClient does on every event."""
@@ -374,7 +375,7 @@ class ZooKeeperConsumer:
 
         self._spawn(rearm(), "rearm")
 
-    def trigger(self, reason: str) -> None:
+    def trigger(self, reason: ZooKeeperTrigger) -> None:
         """`rebalanceEventTriggered`: set the flag; the watcher task rebalances."""
         if self._shutting_down:
             return
@@ -387,7 +388,7 @@ class ZooKeeperConsumer:
         while True:
             await self._triggered.wait()
             self._triggered.clear()
-            reason = self._trigger or "consumers_changed"
+            reason = self._trigger or ZooKeeperTrigger.CONSUMERS_CHANGED
             self._trigger = None
             try:
                 await self.synced_rebalance(reason)
@@ -412,11 +413,11 @@ class ZooKeeperConsumer:
         a rebalance in progress: that one's next attempt finds the registration back."""
         log.info("ZK expired; release old broker partition ownership; re-register consumer %s",
                  self.consumer_id)  # fmt: skip
-        self._emit("zk_session_expired")
+        self._emit(EventType.ZK_SESSION_EXPIRED)
         self._registry.clear()  # resetState; chunks still fetched for them are dropped
         await self._register()
         await self._reinitialize()
-        self.trigger("session_expired")
+        self.trigger(ZooKeeperTrigger.SESSION_EXPIRED)
 
     async def _resync_watches(self) -> None:
         """Re-arm the watches kazoo dropped on a disconnect; what changed meanwhile triggers a
@@ -424,19 +425,19 @@ class ZooKeeperConsumer:
         before = dict(self._seen)
         await self._reinitialize()
         if any(self._seen.get(key) != value for key, value in before.items()):
-            self.trigger("consumers_changed")
+            self.trigger(ZooKeeperTrigger.CONSUMERS_CHANGED)
 
     # -- the rebalance ---------------------------------------------------------------------
 
-    async def synced_rebalance(self, trigger: str) -> RebalanceOutcome | None:
+    async def synced_rebalance(self, trigger: ZooKeeperTrigger) -> RebalanceOutcome | None:
         """Up to `rebalance.max.retries` attempts; raises `ConsumerRebalanceFailed`."""
         async with self._rebalance_lock:
             if self._shutting_down:
                 return None
             ops_before = self._zk.ops
             folded, self._watch_events = self._watch_events, 0
-            self._emit("rebalance_started", trigger=trigger, members=len(self._last_consumers),
-                       watch_events=folded)  # fmt: skip
+            self._emit(EventType.REBALANCE_STARTED, trigger=trigger,
+                       members=len(self._last_consumers), watch_events=folded)  # fmt: skip
             backoff = self.config.backoff_ms
             retries = self.config.rebalance_max_retries
             for attempt in range(1, retries + 1):
@@ -452,7 +453,7 @@ class ZooKeeperConsumer:
                     outcome = RebalanceOutcome(True, attempt, self.assignment,
                                                self._zk.ops - ops_before,
                                                list(self._last_consumers))  # fmt: skip
-                    self._emit("zk_rebalance_completed", attempt=attempt,
+                    self._emit(EventType.ZK_REBALANCE_COMPLETED, attempt=attempt,
                                assignments={self.consumer_id: _as_entries(self.assignment)},
                                consumers=self._last_consumers,
                                partitions_total=self._partitions_total,
@@ -464,13 +465,13 @@ class ZooKeeperConsumer:
                 if self.config.auto_commit_enable:
                     await self._commit_quietly()
                 if attempt < retries:
-                    self._emit("zk_rebalance_retry", attempt=attempt, backoff_ms=backoff,
+                    self._emit(EventType.ZK_REBALANCE_RETRY, attempt=attempt, backoff_ms=backoff,
                                reason=reason)  # fmt: skip
                 await asyncio.sleep(backoff / 1000)
             outcome = RebalanceOutcome(
                 False, retries, {}, self._zk.ops - ops_before, list(self._last_consumers)
             )
-            self._emit("zk_rebalance_failed", attempt=retries, zk_ops=outcome.zk_ops)
+            self._emit(EventType.ZK_REBALANCE_FAILED, attempt=retries, zk_ops=outcome.zk_ops)
             self._finish(outcome)
             raise ConsumerRebalanceFailed(
                 f"{self.consumer_id} can't rebalance after {retries} retries"
@@ -508,7 +509,7 @@ class ZooKeeperConsumer:
         claimed, conflicts = await registry.claim(decision)
         if conflicts:
             listed = [list(tp) for tp in conflicts]
-            self._emit("zk_claims_failed", attempt=attempt, conflicts=listed,
+            self._emit(EventType.ZK_CLAIMS_FAILED, attempt=attempt, conflicts=listed,
                        rolled_back=len(claimed))  # fmt: skip
             return False, "claims_failed"
         self._registry = {
@@ -531,7 +532,7 @@ class ZooKeeperConsumer:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _emit(self, event_type: str, **fields: Any) -> None:
+    def _emit(self, event_type: EventType, **fields: Any) -> None:
         if self._events is not None:
             self._events.emit(event_type, self.group, self.consumer_id, **fields)
 

@@ -8,21 +8,8 @@ to a file of its own, `zookeeper-<consumer id>.jsonl`, in a directory it may sha
 coordinator's log: `rebalance report DIR` reads them all. Events are rare (a few per
 rebalance), so each is written and flushed as it happens, on the caller's thread.
 
-Types written (classic names where the meaning is the same):
-
-* `member_joined`       client_id, instance_id (null), protocols ([strategy])
-* `member_left`         reason "leave" (a clean shutdown; a crash writes nothing)
-* `rebalance_started`   trigger: started | consumers_changed | topic_changed | topics_changed |
-                        brokers_changed | session_expired; members: consumers in the last view;
-                        watch_events: watch events folded into this rebalance
-* `zk_claims_failed`    attempt, conflicts [[topic, partition]], rolled_back (claims undone)
-* `zk_rebalance_retry`  attempt, backoff_ms, reason
-* `zk_rebalance_completed` attempt, assignments {member: [[topic, [partitions]]]} (this
-                        consumer), consumers [ids in the view], partitions_total, strategy,
-                        zk_ops (ZooKeeper requests of the whole rebalance)
-* `zk_rebalance_failed` attempt (the last), zk_ops (ConsumerRebalanceFailed)
-* `zk_session_expired`  (this consumer's session expired; it registers again)
-* `offset_commit`       partitions (offsets written to ZooKeeper)
+The types and fields they write (classic names where the meaning is the same, `zk_*` types
+of their own) are declared with everything else in `rebalance.event_schema`.
 """
 
 from __future__ import annotations
@@ -33,6 +20,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from rebalance.event_schema import EventType
 from rebalance.events import Event
 
 GROUP_TYPE = "zookeeper"
@@ -48,7 +36,7 @@ class ConsumerEventLog:
         self.path = directory / f"zookeeper-{_UNSAFE.sub('_', consumer_id)}.jsonl"
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
 
-    def emit(self, event_type: str, group: str, member: str, **fields: Any) -> None:
+    def emit(self, event_type: EventType, group: str, member: str, **fields: Any) -> None:
         if self._file is None:
             return
         event = Event(event_type, int(time.time() * 1000), group, None, member,

@@ -21,6 +21,7 @@ from rebalance.classic.rebalance import prepare_rebalance
 from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
+from rebalance.event_schema import Trigger
 from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord, GroupMetadataValue
 from rebalance.replies import (
@@ -83,7 +84,7 @@ class ClassicGroupType:
             )
         if len(group.members) > self.state.config.group_max_size:
             prepare_rebalance(
-                self.state, result, group, now_ms, initial=False, trigger="over_max_size"
+                self.state, result, group, now_ms, initial=False, trigger=Trigger.OVER_MAX_SIZE
             )
 
     @staticmethod

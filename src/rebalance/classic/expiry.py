@@ -9,6 +9,7 @@ from __future__ import annotations
 from rebalance.classic.group import Group
 from rebalance.classic.rebalance import complete_join, prepare_rebalance, remove_member
 from rebalance.effects import Result
+from rebalance.event_schema import ExpiryReason, Trigger
 from rebalance.lifecycle import GroupState
 from rebalance.state import CoordinatorState
 from rebalance.timers import join_key
@@ -25,10 +26,12 @@ def expire_session(state: CoordinatorState, group: Group, member_id: str, now_ms
     )
     if satisfied:
         return result
-    reason = "new_member_timeout" if member.is_new else "session_timeout"
+    reason = ExpiryReason.NEW_MEMBER_TIMEOUT if member.is_new else ExpiryReason.SESSION_TIMEOUT
     remove_member(state, result, group, member_id, now_ms, reason)
     if group.can_rebalance():
-        prepare_rebalance(state, result, group, now_ms, initial=False, trigger="member_expired")
+        prepare_rebalance(
+            state, result, group, now_ms, initial=False, trigger=Trigger.MEMBER_EXPIRED
+        )
     elif group.state is GroupState.JOINING and group.all_members_joined():
         complete_join(state, result, group, now_ms)
     return result
@@ -78,6 +81,6 @@ def expire_sync(state: CoordinatorState, group: Group, now_ms: int) -> Result:
     if not group.pending_sync:
         return result
     for member_id in list(group.pending_sync):
-        remove_member(state, result, group, member_id, now_ms, "sync_timeout")
-    prepare_rebalance(state, result, group, now_ms, initial=False, trigger="sync_timeout")
+        remove_member(state, result, group, member_id, now_ms, ExpiryReason.SYNC_TIMEOUT)
+    prepare_rebalance(state, result, group, now_ms, initial=False, trigger=Trigger.SYNC_TIMEOUT)
     return result

@@ -30,6 +30,7 @@ from rebalance.classic.rebalance import (
 from rebalance.commands import JoinGroup
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import EventType, ExpiryReason, Trigger
 from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord, GroupMetadataValue
 from rebalance.replies import JoinGroupReply, SyncGroupReply
@@ -101,7 +102,7 @@ def _kick_for_max_size(
         group.pending_join.discard(member_id)
         state.cancel(result, pending_key(group.group_id, member_id))
     elif member_id in group.members:
-        remove_member(state, result, group, member_id, now_ms, "max_size")
+        remove_member(state, result, group, member_id, now_ms, ExpiryReason.MAX_SIZE)
 
 
 def _join_new_member(
@@ -169,7 +170,7 @@ def _member_joined_event(
     result: Result, group: Group, member: Member, cmd: JoinGroup, now_ms: int
 ) -> None:
     result.event(
-        "member_joined",
+        EventType.MEMBER_JOINED,
         now_ms,
         group.group_id,
         group.generation,
@@ -198,7 +199,7 @@ def _add_member_and_rebalance(
     state.schedule(
         result, session_key(group.group_id, member_id), now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS
     )
-    rebalance_or_complete(state, result, group, now_ms, "member_joined", initial=was_empty)
+    rebalance_or_complete(state, result, group, now_ms, Trigger.MEMBER_JOINED, initial=was_empty)
 
 
 def _update_member_and_rebalance(
@@ -211,11 +212,11 @@ def _update_member_and_rebalance(
     token: Hashable,
 ) -> None:
     if group.is_leader(member.member_id):
-        trigger = "leader_rejoined"
+        trigger = Trigger.LEADER_REJOINED
     elif member.matches(cmd.protocols):
-        trigger = "member_rejoined"
+        trigger = Trigger.MEMBER_REJOINED
     else:
-        trigger = "metadata_changed"
+        trigger = Trigger.METADATA_CHANGED
     _apply_join(group, member, cmd)
     superseded = group.park_join(member, token, cmd.version)
     if superseded is not None:
@@ -252,7 +253,12 @@ def _replace_static_member(
         old.sync_token = None
     was_pending_sync = old_id in group.pending_sync
     result.event(
-        "member_expired", now_ms, group.group_id, group.generation, old_id, reason="replaced"
+        EventType.MEMBER_EXPIRED,
+        now_ms,
+        group.group_id,
+        group.generation,
+        old_id,
+        reason=ExpiryReason.REPLACED,
     )
     group.remove_member(old_id, next_leader=None)
     state.cancel(result, session_key(group.group_id, old_id))
@@ -273,11 +279,13 @@ def _replace_static_member(
             _answer_static_rejoin_without_rebalance(state, result, group, member, old_leader)
         else:
             prepare_rebalance(
-                state, result, group, now_ms, initial=False, trigger="static_replaced"
+                state, result, group, now_ms, initial=False, trigger=Trigger.STATIC_REPLACED
             )
     elif group.state is GroupState.AWAITING_SYNC:
         # The old id may already be in the leader's assignment: rebalance.
-        prepare_rebalance(state, result, group, now_ms, initial=False, trigger="static_replaced")
+        prepare_rebalance(
+            state, result, group, now_ms, initial=False, trigger=Trigger.STATIC_REPLACED
+        )
     else:
         maybe_complete_join(state, result, group, now_ms)
 

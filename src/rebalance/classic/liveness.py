@@ -21,6 +21,7 @@ from rebalance.classic.rebalance import (
 from rebalance.commands import Heartbeat, LeaveGroup
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import LeaveReason, Trigger
 from rebalance.lifecycle import GroupState
 from rebalance.replies import HeartbeatReply, LeaveGroupReply, LeftMember
 from rebalance.state import CoordinatorState
@@ -72,7 +73,7 @@ def leave(state: CoordinatorState, cmd: LeaveGroup, now_ms: int, token: Hashable
         removed_pending |= pending and code is ErrorCode.NONE
         removed_member |= not pending and code is ErrorCode.NONE
     if removed_member and group.can_rebalance():
-        prepare_rebalance(state, result, group, now_ms, initial=False, trigger="member_left")
+        prepare_rebalance(state, result, group, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT)
     elif removed_member or removed_pending:
         maybe_complete_join(state, result, group, now_ms)
     result.reply(token, LeaveGroupReply(ErrorCode.NONE, tuple(outcomes)))
@@ -92,7 +93,7 @@ def _leave_one(
         target = group.static_members.get(instance_id) if instance_id is not None else None
         if target is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        remove_member(state, result, group, target, now_ms, "admin_removal")
+        remove_member(state, result, group, target, now_ms, LeaveReason.ADMIN_REMOVAL)
         return ErrorCode.NONE
     if member_id in group.pending_join:
         group.pending_join.discard(member_id)
@@ -102,5 +103,5 @@ def _leave_one(
         group.validate_member(member_id, instance_id)
     except CoordinatorError as exc:
         return exc.code
-    remove_member(state, result, group, member_id, now_ms, "leave")
+    remove_member(state, result, group, member_id, now_ms, LeaveReason.LEAVE)
     return ErrorCode.NONE

@@ -22,6 +22,7 @@ from __future__ import annotations
 from rebalance.classic.group import Group, Member, metadata_value
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
+from rebalance.event_schema import EventType, ExpiryReason, LeaveReason, Trigger
 from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord
 from rebalance.replies import JoinGroupMember, JoinGroupReply, SyncGroupReply
@@ -39,14 +40,14 @@ def prepare_rebalance(
     group: Group,
     now_ms: int,
     initial: bool,
-    trigger: str,
+    trigger: Trigger,
 ) -> None:
     """STABLE/AWAITING_SYNC -> JOINING. `initial`: the group had no members (Kafka: Empty).
 
     `trigger` names the cause for the event log (see `rebalance.events`).
     """
     result.event(
-        "rebalance_started",
+        EventType.REBALANCE_STARTED,
         now_ms,
         group.group_id,
         group.generation,
@@ -83,7 +84,7 @@ def rebalance_or_complete(
     result: Result,
     group: Group,
     now_ms: int,
-    trigger: str,
+    trigger: Trigger,
     initial: bool = False,
 ) -> None:
     """After a member joined or changed: start a rebalance if the group may, else let a join
@@ -109,7 +110,13 @@ def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms:
     for member in [m for m in group.members.values() if m.join_token is None]:
         if not member.is_static:  # static members keep their place (spec §2)
             remove_member(
-                state, result, group, member.member_id, now_ms, "rebalance_timeout", False
+                state,
+                result,
+                group,
+                member.member_id,
+                now_ms,
+                ExpiryReason.REBALANCE_TIMEOUT,
+                False,
             )
     joined = [m.member_id for m in group.joined_members()]
     if group.members and (group.leader_id is None or group.leader_id not in joined):
@@ -126,13 +133,13 @@ def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms:
         group.protocol_name = None
         group.leader_id = None
         group.transition("empty_out", now_ms)
-        result.event("group_empty", now_ms, group.group_id, group.generation)
+        result.event(EventType.GROUP_EMPTY, now_ms, group.group_id, group.generation)
         state.apply(result, GroupMetadataRecord(group.group_id, metadata_value(group)))
         return
     group.protocol_name = group.select_protocol()
     group.transition("complete_join", now_ms)
     result.event(
-        "join_completed",
+        EventType.JOIN_COMPLETED,
         now_ms,
         group.group_id,
         group.generation,
@@ -168,14 +175,14 @@ def complete_sync(
     state.apply(result, GroupMetadataRecord(group.group_id, value))
     # Raw bytes: decoding them for the log is the event writer's job, off the request path.
     result.event(
-        "sync_completed",
+        EventType.SYNC_COMPLETED,
         now_ms,
         group.group_id,
         group.generation,
         protocol_type=group.protocol_type,
         assignments={m.member_id: m.assignment for m in value.members},
     )
-    result.event("group_stable", now_ms, group.group_id, group.generation)
+    result.event(EventType.GROUP_STABLE, now_ms, group.group_id, group.generation)
 
 
 def remove_member(
@@ -184,19 +191,21 @@ def remove_member(
     group: Group,
     member_id: str,
     now_ms: int,
-    reason: str,
+    reason: LeaveReason | ExpiryReason,
     choose_leader: bool = True,
 ) -> None:
     """Remove a member, answering anything it has parked, and pick a new leader.
 
-    `reason` is "leave" or "admin_removal" (a member_left event) or an expiry reason.
+    A `LeaveReason` makes it a member_left event, an `ExpiryReason` a member_expired one.
     """
-    kind = "member_left" if reason in ("leave", "admin_removal") else "member_expired"
+    kind = EventType.MEMBER_LEFT if isinstance(reason, LeaveReason) else EventType.MEMBER_EXPIRED
     member = group.members[member_id]
     # A session expiry fires one session timeout after the last heartbeat: the timeout lets the
     # event log tell when the member was last heard from (analytics' ownership table).
     silent = (
-        {"session_timeout_ms": member.session_timeout_ms} if reason == "session_timeout" else {}
+        {"session_timeout_ms": member.session_timeout_ms}
+        if reason is ExpiryReason.SESSION_TIMEOUT
+        else {}
     )
     result.event(kind, now_ms, group.group_id, group.generation, member_id, reason=reason, **silent)
     join_token = group.unpark_join(member)

@@ -6,7 +6,7 @@ here, so a typo or a bad value gets INVALID_CONFIG as from Kafka) and DescribeCo
 them with the defaults of the rest. Deliberate difference from Kafka: the partition log keeps
 every record until DeleteRecords or the topic's deletion and has one segment, so retention,
 segment, compaction, flush and replication configs are kept and shown but change nothing;
-`coordinator.log.partition` says how the log behaves.
+`coordinator.partition_log.partition` says how the log behaves.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 Each topic lives in `<data_dir>/topics/<name>/`: `topic.json` (name, topic id, partition count,
 config overrides; written atomically so an id never changes once handed to a client) and one
-`<partition>.log` per partition (see `coordinator.log.partition`). Topic ids are random UUIDs
-created with the topic and kept across restarts: librdkafka's Fetch v13+ and KIP-848 assignments
-address topics by id; a topic deleted and created again gets a new id, as in Kafka.
+`<partition>.log` per partition (see `coordinator.partition_log.partition`). Topic ids are
+random UUIDs created with the topic and kept across restarts: librdkafka's Fetch v13+ and KIP-848
+assignments address topics by id; a topic deleted and created again gets a new id, as in Kafka.
 
 Deleting a topic first renames its directory into `<data_dir>/topics-deleted/` (one atomic
 step: after a crash the topic is either still there or gone) and then removes it; leftovers of
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coordinator.errors import OperationalError
-from coordinator.log.partition import PartitionLog, write_atomically
+from coordinator.partition_log.partition import PartitionLog, write_atomically
 
-logger = logging.getLogger("coordinator.log")
+logger = logging.getLogger("coordinator.partition_log")
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -48,7 +48,8 @@ class Topic:
     topic_id: uuid.UUID
     partitions: list[PartitionLog] = field(repr=False)
     configs: dict[str, str] = field(default_factory=dict)
-    """Config overrides (validated by `coordinator.log.topic_configs`); the rest are defaults."""
+    """Config overrides (validated by `coordinator.partition_log.topic_configs`); the rest are
+    defaults."""
 
     def partition(self, index: int) -> PartitionLog | None:
         return self.partitions[index] if 0 <= index < len(self.partitions) else None
@@ -99,7 +100,7 @@ class TopicStore:
     def create(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> Topic:
         """Create a topic durably (idempotent: an existing topic is returned unchanged).
 
-        `configs` must already be valid (`coordinator.log.topic_configs`)."""
+        `configs` must already be valid (`coordinator.partition_log.topic_configs`)."""
         existing = self._by_name.get(name)
         if existing is not None:
             return existing

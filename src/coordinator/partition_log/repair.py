@@ -26,7 +26,7 @@ from pathlib import Path
 
 from coordinator.data_dir import DirectoryLock
 from coordinator.errors import OperationalError
-from coordinator.log.partition import Damage, scan_log
+from coordinator.partition_log.partition import Damage, scan_log
 
 BACKUPS_DIR = "backups"
 

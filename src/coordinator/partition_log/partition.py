@@ -20,7 +20,7 @@ Recovery: scanning (`scan_log`) stops at the first batch that is incomplete or f
 that batch is the file's last one (a write torn by a crash), the tail is truncated with a
 warning. If data follows the bad batch, the file is corrupt in the middle and `LogCorruptError`
 is raised rather than dropping records that may be valid; `rebalance repair` reports such damage
-and, when asked, cuts the file there after keeping a copy (`coordinator.log.repair`).
+and, when asked, cuts the file there after keeping a copy (`coordinator.partition_log.repair`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.errors import OperationalError
-from coordinator.log.batch import (
+from coordinator.partition_log.batch import (
     LENGTH_PREFIX_SIZE,
     BatchInfo,
     InvalidBatchError,
@@ -42,12 +42,12 @@ from coordinator.log.batch import (
     with_base_offset,
 )
 
-logger = logging.getLogger("coordinator.log")
+logger = logging.getLogger("coordinator.partition_log")
 
 
 class LogCorruptError(OperationalError):
     """A partition file is damaged before its tail; it is left untouched for inspection (and
-    for `rebalance repair`, see `coordinator.log.repair`)."""
+    for `rebalance repair`, see `coordinator.partition_log.repair`)."""
 
 
 @dataclass(frozen=True, slots=True)
