@@ -22,7 +22,7 @@ from coordinator.command_line import (
     run_command,
     usage_error,
 )
-from coordinator.errors import MissingExtraError
+from coordinator.errors import MissingExtraError, UsageError
 from coordinator.serve import add_serve_arguments
 from coordinator.zookeeper.options import (
     add_zk_offsets_arguments,
@@ -97,13 +97,38 @@ def build_parser() -> argparse.ArgumentParser:
         "ConsumerOffsetChecker (needs the zookeeper extra)",
     )
     add_zk_offsets_arguments(zk_offsets)
+    conformance = commands.add_parser(
+        "conformance",
+        help="check a Kafka-compatible broker's group coordinator against Kafka's rules",
+        description="Run the classic-group rules as wire scenarios against a broker and report, "
+        "rule by rule, where its group coordinator differs from Kafka's. Exit status 1 on any "
+        "failure.",
+    )
+    conformance.add_argument("--bootstrap", required=True, metavar="HOST:PORT")
+    conformance.add_argument(
+        "--assume",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting the scenarios may rely on, for brokers without DescribeConfigs "
+        "(e.g. group.initial.rebalance.delay.ms=3000); repeatable",
+    )
+    conformance.add_argument("-k", dest="pattern", metavar="TEXT", help="only scenarios naming it")
+    conformance.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    conformance.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     for command, purpose in ANALYTICS.items():
         # Parsed by coordinator.analytics.cli (see `main`); `--help` there too.
         analytics = commands.add_parser(
             command, help=f"{purpose} (PySpark; needs the analytics extra)", add_help=False
         )
         add_debug_argument(analytics)
-    for subcommand in (demo, walkthrough, repair, zk_offsets):  # serve: in add_serve_arguments
+    for subcommand in (
+        demo,
+        walkthrough,
+        repair,
+        zk_offsets,
+        conformance,
+    ):  # serve: in add_serve_arguments
         add_debug_argument(subcommand)
     return parser
 
@@ -132,6 +157,16 @@ def _run(args: argparse.Namespace) -> int:
         from coordinator.walkthrough import run_walkthrough
 
         return run_walkthrough()
+    if args.command == "conformance":
+        from coordinator.conformance.command import run_conformance
+
+        return run_conformance(
+            args.bootstrap,
+            assume=_assumed(args.assume),
+            pattern=args.pattern,
+            json_path=args.json,
+            junit_path=args.junit,
+        )
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")
         return run_zk_offsets(args)
@@ -147,6 +182,16 @@ def _run(args: argparse.Namespace) -> int:
         zookeeper = zookeeper_extensions(args)
         return serve_main(args, extensions=[groups, *zookeeper], claims=[groups.claim])
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
+
+
+def _assumed(pairs: list[str]) -> dict[str, str]:
+    assumed = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key or not value.strip().lstrip("-").isdigit():
+            raise UsageError(f"--assume wants KEY=MILLISECONDS-OR-COUNT, not {pair!r}")
+        assumed[key.strip()] = value.strip()
+    return assumed
 
 
 def _analytics(command: str, rest: list[str]) -> int:

@@ -52,7 +52,7 @@ def test_every_section_and_image_is_there(demo_report: Path) -> None:
 def test_the_group_page_puts_its_episodes_beside_its_timeline(demo_report: Path) -> None:
     page = (demo_report / "group-01.html").read_text()
     for section in ("episodes", "timeline", "partitions"):
-        assert f'<section id="{section}">' in page
+        assert f'<section id="group-01-{section}">' in page
     rows = re.findall(r"<tr><td>(\d+)</td>(.*?)</tr>", page)
     assert [int(n) for n, _ in rows] == [1, 2, 3, 4, 5]
     cells = {int(n): re.findall(r"<td>(.*?)</td>", rest) for n, rest in rows}

@@ -97,6 +97,38 @@ def test_zookeeper_events_make_episodes_and_nothing_is_quarantined(
     assert "ZooKeeper-coordinated groups" in page
     assert (tmp_path / "report" / "zookeeper_runs.png").stat().st_size > 0
 
+    # ownership from the consumers' runs: released at their next run, at a clean leave
+    ownership = spark.read.parquet(str(out / "ownership")).where("group = 'zg'")
+    got = sorted(
+        (r["member"], [p["partition"] for p in r["partitions"]], r["start_ts"] - T0,
+         None if r["end_ts"] is None else r["end_ts"] - T0, r["ended_by"])
+        for r in ownership.collect()
+    )  # fmt: skip
+    assert got == [
+        ("a", [0, 1], 120, 505, "consumers_changed"),
+        ("a", [0, 1, 2, 3], 11, 102, "consumers_changed"),
+        ("a", [0, 1, 2, 3], 525, None, None),
+        ("b", [2, 3], 310, 500, "member_left"),
+    ]
+
+    # two group types in the log: side by side, keyed on group_type
+    protocols = {r["group_type"]: r for r in spark.read.parquet(str(out / "protocols")).collect()}
+    assert set(protocols) == {"classic", "zookeeper"}
+    zk_type, classic = protocols["zookeeper"], protocols["classic"]
+    assert (zk_type["groups"], zk_type["churn_events"], zk_type["rebalances"]) == (1, 2, 3)
+    assert (zk_type["duration_p50_ms"], zk_type["duration_p99_ms"]) == (20, pytest.approx(206.2))
+    assert zk_type["partitions_moved"] == 8  # 4 first claimed, then 2 and 2
+    assert zk_type["member_seconds_without_partitions"] == pytest.approx(0.258)
+    assert zk_type["partitions_moved_per_churn_event"] == 4
+    assert (classic["rebalances"], classic["partitions_moved"], classic["churn_events"]) == (
+        1,
+        1,
+        0,
+    )
+    assert classic["rebalances_per_churn_event"] is None  # no churn logged: nothing to divide by
+    assert '<section id="protocols">' in page
+    assert (tmp_path / "report" / "protocols.png").read_bytes().startswith(b"\x89PNG")
+
 
 def test_a_consumer_that_gives_up_fails_its_episode(spark: SparkSession, tmp_path: Path) -> None:
     log = tmp_path / "zk.jsonl"

@@ -307,3 +307,69 @@ async def test_offset_delete_still_reports_the_group_error(client: WireClient) -
         ErrorCode.group_id_not_found,
         {},
     )
+
+
+METADATA, DESCRIBE_CLUSTER = 3, 60
+NOT_REQUESTED = -(2**31)
+# Bit n for Kafka's ACL operation code n: what a broker without an authorizer allows.
+GROUP_OPS = {3, 6, 8, 10, 11}  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+TOPIC_OPS = {3, 4, 5, 6, 7, 8, 10, 11}  # READ WRITE CREATE DELETE ALTER DESCRIBE *_CONFIGS
+CLUSTER_OPS = {5, 7, 8, 9, 10, 11, 12}  # CREATE ALTER DESCRIBE CLUSTER_ACTION *_CONFIGS IDEMP.
+
+
+def operations(bits: int) -> set[int]:
+    return {n for n in range(32) if bits & (1 << n)}
+
+
+@pytest.mark.parametrize("version", [3, 4, 5])
+async def test_describe_groups_gives_the_group_operations_when_asked(
+    client: WireClient, version: int
+) -> None:
+    """KIP-430, as Kafka answers without an authorizer: every operation on a group."""
+    await commit(client, 9, "described", {"t1": [(0, 1)]})
+    for asked in (True, False):
+        response = await client.request(
+            DESCRIBE_GROUPS,
+            version,
+            {"groups": ["described", "never-seen"], "include_authorized_operations": asked},
+        )
+        for group in response.groups:
+            assert group.error_code is ErrorCode.none
+            if asked:
+                assert operations(group.authorized_operations) == GROUP_OPS
+            else:
+                assert group.authorized_operations == NOT_REQUESTED
+
+
+@pytest.mark.parametrize("version", [8, 10, 11, 13])
+async def test_metadata_gives_topic_and_cluster_operations_when_asked(
+    client: WireClient, version: int
+) -> None:
+    values: dict[str, Any] = {
+        "topics": [{"name": "t1"}, {"name": "nope"}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True,
+    }
+    if version <= 10:
+        values["include_cluster_authorized_operations"] = True
+    response = await client.request(METADATA, version, values)
+    assert [operations(t.topic_authorized_operations) for t in response.topics] == [TOPIC_OPS] * 2
+    if version <= 10:
+        assert operations(response.cluster_authorized_operations) == CLUSTER_OPS
+    plain = await client.request(METADATA, version, {"topics": [{"name": "t1"}]})
+    assert plain.topics[0].topic_authorized_operations == NOT_REQUESTED
+    if version <= 10:
+        assert plain.cluster_authorized_operations == NOT_REQUESTED
+
+
+async def test_describe_cluster_gives_the_cluster_operations_when_asked(
+    client: WireClient,
+) -> None:
+    asked = await client.request(
+        DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
+    )
+    assert operations(asked.cluster_authorized_operations) == CLUSTER_OPS
+    plain = await client.request(
+        DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}
+    )
+    assert plain.cluster_authorized_operations == NOT_REQUESTED

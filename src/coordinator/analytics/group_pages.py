@@ -129,14 +129,15 @@ def write_group_pages(
     """One page and timeline per story (and the partition view with `partitions`)."""
     pages = []
     for n, story in enumerate(stories, start=1):
-        timeline, page_name = f"ownership-{n:02d}.png", f"group-{n:02d}.html"
+        stem = f"group-{n:02d}"  # section ids stay unique when the pages join one file
+        timeline, page_name = f"ownership-{n:02d}.png", f"{stem}.html"
         draw_timeline(story, out_dir / timeline)
         extra = ""
         if partitions:
             partition_png = f"partitions-{n:02d}.png"
             draw_partitions(story, out_dir / partition_png)
             extra = (
-                f'<section id="partitions"><h2>Partitions</h2><img src="{partition_png}" '
+                f'<section id="{stem}-partitions"><h2>Partitions</h2><img src="{partition_png}" '
                 f'alt="which member held each partition of {html.escape(story.group)}"></section>'
             )
         shown = len(story.episodes)
@@ -144,9 +145,9 @@ def write_group_pages(
         body = f"""<p><a href="index.html">← report</a></p>
 <h1>Group {html.escape(story.group)}</h1>
 <div class="side-by-side">
-<section id="episodes"><h2>Episodes{first}</h2>
+<section id="{stem}-episodes"><h2>Episodes{first}</h2>
 {html_table(EPISODE_HEADERS, episode_rows(story, fenced[story.group]))}</section>
-<section id="timeline"><h2>Ownership</h2>
+<section id="{stem}-timeline"><h2>Ownership</h2>
 <img src="{timeline}" alt="ownership timeline of {html.escape(story.group)}"></section>
 </div>
 {extra}"""

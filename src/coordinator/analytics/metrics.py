@@ -10,6 +10,8 @@ from coordinator.analytics.schema import ORDER_COLUMNS, PARTITION_EVENT_TYPES
 TOP_TRIGGERS = 3
 MS_PER_HOUR = 3_600_000
 DURATION_QUANTILES = (0.5, 0.95, 0.99)
+CHURN_EVENT_TYPES = ("member_joined", "member_left", "member_expired", "zk_session_expired")
+"""Membership changes: what makes a group rebalance, whatever its protocol."""
 
 
 def _count_of(event_type: str) -> Column:
@@ -36,22 +38,26 @@ def group_activity(checked: DataFrame) -> DataFrame:
         _count_of("member_expired").alias("expirations"),
         F.sum((F.col("group_type") == "zookeeper").cast("long")).alias("zookeeper_events"),
         F.collect_list(_member_note()).alias("member_notes"),
+        F.sum(F.col("type").isin(*CHURN_EVENT_TYPES).cast("long")).alias("churn_events"),
+        # One type per group: events without `group_type` are a classic group's.
+        F.max(F.coalesce(F.col("group_type"), F.lit("classic"))).alias("group_type"),
     )
 
 
 def _member_note() -> Column:
-    """What the ownership table needs to know of a member, from `member_joined` (its client id)
-    and a session expiry (when it was last heard from: one session timeout before); null for
-    other events, which `collect_list` skips."""
+    """What the ownership table needs to know of a member, from `member_joined` (its client id),
+    a session expiry (when it was last heard from: one session timeout before) and
+    `member_left`; null for other events, which `collect_list` skips."""
     kind = F.col("type")
     expired = (kind == "member_expired") & (F.col("reason") == "session_timeout")
     return F.when(
-        (kind == "member_joined") | expired,
+        kind.isin("member_joined", "member_left") | expired,
         F.struct(
             F.struct(*(F.col(c) for c in ORDER_COLUMNS)).alias("at"),
             F.col("member").alias("member"),
             F.when(kind == "member_joined", F.col("client_id")).alias("client_id"),
             F.when(expired, F.col("ts") - F.col("session_timeout_ms")).alias("last_heard_ts"),
+            F.when(kind == "member_left", F.col("ts")).alias("left_ts"),
         ),
     )
 

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from coordinator.analytics.group_pages import PAGE_GROUPS, collect_stories, write_group_pages
+from coordinator.analytics.protocols import protocols_section
 from coordinator.analytics.report_html import html_table, inline_images, page
 from coordinator.analytics.report_style import (
     OUTCOME_COLOURS,
@@ -49,11 +50,12 @@ class LogCounts:
 
 @dataclass(frozen=True)
 class ReportInputs:
-    """The tables the ownership part of the report reads: `ownership/`, and the valid events
-    (only the busiest groups' member events are collected from them)."""
+    """The tables the ownership and comparison parts of the report read: `ownership/`, the valid
+    events (only the busiest groups' member events are collected from them), `protocols/`."""
 
     ownership: DataFrame
     events: DataFrame
+    protocols: DataFrame | None = None
 
 
 def _date_number(ts_ms: int) -> float:
@@ -215,7 +217,9 @@ def write_report(
     group_rows = [[r[c] for c in GROUP_COLUMNS] for r in top]
     bad = quarantine_summary.collect()
     bad_rows = [[r["reason"], r["lines"], " | ".join(r["examples"])] for r in bad]
-    ownership, group_pages = "", ""
+    ownership, group_pages, protocols = "", "", ""
+    if inputs is not None and inputs.protocols is not None:
+        protocols = protocols_section(inputs.protocols, out_dir)
     if inputs is not None:
         ownership, group_pages = _ownership_section(
             out_dir, inputs, metrics, episodes, partitions=partitions,
@@ -228,6 +232,7 @@ def write_report(
 <section id="groups"><h2>Groups (the {TABLE_GROUPS} that rebalance most)</h2>
 {html_table(GROUP_COLUMNS, group_rows)}</section>
 {ownership}
+{protocols}
 <section id="timeline"><h2>Timeline</h2><p>Groups: {html.escape(", ".join(busiest)) or "none"}</p>
 <img src="timeline.png" alt="rebalance timeline per group"></section>
 <section id="durations"><h2>Duration distribution</h2>

@@ -17,7 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.apis.metadata import NO_AUTHORIZED_OPERATIONS
+from coordinator.apis.operations import CLUSTER_OPERATIONS, if_requested
 
 API_KEY = 60
 VERSIONS = range(0, 3)
@@ -44,7 +44,9 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
                 "is_fenced": False,
             }
         ],
-        "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "cluster_authorized_operations": if_requested(
+            getattr(request, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
+        ),
     }
     if endpoint_type != BROKER_ENDPOINTS:
         answer.update(

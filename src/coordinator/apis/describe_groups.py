@@ -1,6 +1,8 @@
-"""DescribeGroups (key 15). v1: throttle time; v3: authorized operations; v4: member
-GroupInstanceId; v5: flexible. v6 (GROUP_ID_NOT_FOUND for unknown groups) is not advertised:
-before it, an unknown group is described as "Dead" with no error, which admin tools expect."""
+"""DescribeGroups (key 15). v1: throttle time; v3: authorized operations (asked for with
+IncludeAuthorizedOperations: every group operation, as a broker without an authorizer answers,
+see `coordinator.apis.operations`); v4: member GroupInstanceId; v5: flexible. v6
+(GROUP_ID_NOT_FOUND for unknown groups) is not advertised: before it, an unknown group is
+described as "Dead" with no error, which admin tools expect."""
 
 from __future__ import annotations
 
@@ -8,17 +10,17 @@ from typing import Any
 
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.apis.operations import GROUP_OPERATIONS, NOT_REQUESTED, if_requested
 from rebalance.commands import DescribeGroups
+from rebalance.errors import ErrorCode
 
 API_KEY = 15
 VERSIONS = range(0, 6)
 
-#: Kafka's "authorized operations not requested" sentinel (INT32_MIN).
-OPERATIONS_OMITTED = -(2**31)
-
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(DescribeGroups(tuple(request.groups)))
+    asked = getattr(request, "include_authorized_operations", False)
     return {
         "throttle_time": 0,
         "groups": [
@@ -39,7 +41,12 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
                     }
                     for m in g.members
                 ],
-                "authorized_operations": OPERATIONS_OMITTED,
+                # Kafka fills it only for groups described without an error.
+                "authorized_operations": (
+                    if_requested(asked, GROUP_OPERATIONS)
+                    if g.error is ErrorCode.NONE
+                    else NOT_REQUESTED
+                ),
             }
             for g in reply.groups
         ],

@@ -4,7 +4,8 @@ Versions: v1 `topics=null` means all topics (v0: empty list means all), adds con
 is_internal; v2 cluster_id; v3 throttle_time; v4 allow_auto_topic_creation; v5
 offline_replicas; v7 leader_epoch; v8 authorized-operations flags; v9 flexible; v10 topic_id in
 both directions; v12 topic name nullable in requests (lookup by id only); v13 top-level
-error_code. aiokafka sends v5, kafka-python and librdkafka v13.
+error_code. aiokafka sends v5, kafka-python and librdkafka v13. Authorized operations (v8+,
+cluster only to v10) are every operation, as without an authorizer (`coordinator.apis.operations`).
 
 Unknown topics are created when `auto.create.topics.enable` is true and the request allows it
 (always below v4; aiokafka/kafka-python allow it, librdkafka does not). Topic ids are real and
@@ -22,13 +23,19 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.apis.operations import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    if_requested,
+)
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
 
 API_KEY = 3
 VERSIONS = range(0, 14)
 
-NO_AUTHORIZED_OPERATIONS = -(2**31)
+NO_AUTHORIZED_OPERATIONS = NOT_REQUESTED
 LEADER_EPOCH = 0
 
 
@@ -106,12 +113,17 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             _requested_topic(t.name, getattr(t, "topic_id", None), may_create, ctx)
             for t in requested
         ]
+    if getattr(request, "include_topic_authorized_operations", False):
+        for topic in topics:
+            if topic["name"] is not None:  # Kafka leaves unknown topic ids out
+                topic["topic_authorized_operations"] = TOPIC_OPERATIONS
+    asked_cluster = getattr(request, "include_cluster_authorized_operations", False)
     return {
         "throttle_time": 0,
         "brokers": [{"node_id": broker.node_id, "host": broker.host, "port": broker.port}],
         "cluster_id": broker.config.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,
-        "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "cluster_authorized_operations": if_requested(asked_cluster, CLUSTER_OPERATIONS),
         "error_code": ErrorCode.none,
     }

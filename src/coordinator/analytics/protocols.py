@@ -1,0 +1,117 @@
+"""Group types side by side (the `protocols` table and the report's comparison): how much each
+protocol made its groups suffer for the same kind of churn.
+
+Keyed on `group_type` ("classic", "zookeeper"; KIP-848's "consumer" and others join as their
+episodes are appended to `episodes/` with their type), so a new type needs no change here. Per
+type: groups, membership changes (joins, leaves, expiries: the churn that makes groups
+rebalance), rebalances, duration percentiles, partitions moved and member-seconds without
+partitions, the last three also per churn event, so that logs with different churn compare.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from coordinator.analytics.metrics import DURATION_QUANTILES
+from coordinator.analytics.report_html import html_table
+from coordinator.analytics.report_style import OKABE_ITO, save, spans_decades
+
+PLOT_FILE = "protocols.png"
+COLUMNS = [
+    "group_type", "groups", "churn_events", "rebalances", "completed", "duration_p50_ms",
+    "duration_p95_ms", "duration_p99_ms", "partitions_moved", "member_seconds_without_partitions",
+    "rebalances_per_churn_event", "partitions_moved_per_churn_event",
+    "member_seconds_without_partitions_per_churn_event",
+]  # fmt: skip
+
+
+def protocol_comparison(activity: DataFrame, episodes: DataFrame) -> DataFrame:
+    """One row per group type (columns: `COLUMNS`), from `group_activity` and `episodes`."""
+    groups = (
+        activity.where(F.col("valid") & F.col("group").isNotNull())
+        .groupBy("group_type")
+        .agg(F.count(F.lit(1)).alias("groups"), F.sum("churn_events").alias("churn_events"))
+    )
+    per_episode = episodes.groupBy("group_type").agg(
+        F.count(F.lit(1)).alias("rebalances"),
+        F.sum((F.col("outcome") == "completed").cast("long")).alias("completed"),
+        F.percentile("duration_ms", list(DURATION_QUANTILES)).alias("q"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        (F.sum("stop_the_world_total_ms") / 1000).alias("member_seconds_without_partitions"),
+    )
+    churn = F.col("churn_events")
+
+    def per_churn(column: str) -> Any:
+        return F.when(churn > 0, F.col(column) / churn).alias(f"{column}_per_churn_event")
+
+    joined = groups.join(per_episode, "group_type", "left").fillna(0, ["rebalances", "completed"])
+    return joined.select(
+        "group_type", "groups", "churn_events", "rebalances", "completed",
+        *(F.col("q")[i].alias(f"duration_p{round(q * 100)}_ms")
+          for i, q in enumerate(DURATION_QUANTILES)),
+        "partitions_moved", "member_seconds_without_partitions",
+        per_churn("rebalances"), per_churn("partitions_moved"),
+        per_churn("member_seconds_without_partitions"),
+    ).orderBy("group_type")  # fmt: skip
+
+
+def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Four panels, one bar per group type in each: duration percentiles, and per churn event
+    the rebalances, partitions moved and member-seconds without partitions."""
+    types = [r["group_type"] for r in rows]
+    colours = [OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(types))]
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
+    duration = axes[0]
+    width = 0.8 / max(len(types), 1)
+    for i, r in enumerate(rows):
+        values = [r[f"duration_p{q}_ms"] or 0 for q in (50, 95, 99)]
+        duration.bar([x + i * width for x in range(3)], values, width, color=colours[i])
+    duration.set_xticks([x + width * (len(types) - 1) / 2 for x in range(3)], ["p50", "p95", "p99"])
+    all_durations = [r[f"duration_p{q}_ms"] or 0 for r in rows for q in (50, 95, 99)]
+    if spans_decades(all_durations):
+        duration.set_yscale("log")
+    duration.set_ylabel("rebalance duration (ms)")
+    duration.set_title("Duration percentiles")
+    panels = [
+        ("rebalances_per_churn_event", "rebalances per churn event", "Rebalances"),
+        ("partitions_moved_per_churn_event", "partitions moved per churn event", "Moves"),
+        ("member_seconds_without_partitions_per_churn_event",
+         "member-seconds without partitions\nper churn event", "Stopped"),
+    ]  # fmt: skip
+    for ax, (column, label, title) in zip(axes[1:], panels, strict=True):
+        ax.bar(range(len(types)), [r[column] or 0 for r in rows], color=colours)
+        ax.set_xticks(range(len(types)), types)
+        ax.set_ylabel(label)
+        ax.set_title(title)
+    fig.suptitle("Group types side by side (churn event: a member joined, left or expired)")
+    handles = [Patch(color=c, label=t) for c, t in zip(colours, types, strict=True)]
+    fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(types),
+               frameon=False, title="group type")  # fmt: skip
+    save(fig, path)
+    plt.close(fig)
+
+
+def protocols_section(table: DataFrame, out_dir: Path) -> str:
+    """The section's HTML (and its plot in `out_dir`) when the log holds more than one group
+    type; empty otherwise, since there is nothing to compare."""
+    rows = [r.asDict() for r in table.collect()]
+    if len(rows) < 2:
+        return ""
+    _plot(rows, out_dir / PLOT_FILE)
+    return f"""<section id="protocols"><h2>Group types side by side</h2>
+<p>The same churn costs each protocol differently: per group type, how often its groups
+rebalanced, for how long, how many partitions changed owner and how long members went without
+partitions, in all and per membership change (join, leave, expiry).</p>
+{html_table(COLUMNS, [[r[c] for c in COLUMNS] for r in rows])}
+<img src="{PLOT_FILE}" alt="group types compared"></section>
+"""

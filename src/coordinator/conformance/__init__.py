@@ -1,0 +1,14 @@
+"""Conformance of any Kafka-compatible broker's group coordinator with Kafka's rules.
+
+`rebalance conformance --bootstrap HOST:PORT` runs wire scenarios (`scenarios`) against a broker:
+each names the rule it checks (a section of the group protocol spec, Kafka's behaviour and the
+request versions it applies to) and the settings it assumes. Settings are read from the broker's
+DescribeConfigs where it has it, else taken from `--assume KEY=VALUE`; a scenario whose
+assumption cannot hold is skipped with the reason. Results go to a terminal table, JSON and
+JUnit XML (`output`), and the exit status is 1 on any failure.
+
+* `broker`     the broker under test: versions it advertises, its settings, member connections;
+* `scenarios`  the rules, one async function each, registered with their metadata;
+* `runner`     runs them (each in a group of its own), with timeouts and skips;
+* `output`     the table, JSON and JUnit XML.
+"""

@@ -1,0 +1,299 @@
+"""The broker under test: what it advertises, what it is configured with, and member connections.
+
+Every request is built from kio's types at a version both sides speak: the highest the broker
+advertises, capped at the version whose semantics the scenarios are written for (`PREFERRED`).
+A member is one connection to the group's coordinator (found with FindCoordinator), as a real
+consumer has: its JoinGroup may park, and the connection answers in order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.wire.client import WireClient
+from coordinator.wire.codec import kio_versions
+
+API_VERSIONS = 18
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+DELETE_GROUPS = 42
+DESCRIBE_CONFIGS = 32
+CREATE_TOPICS = 19
+BROKER_RESOURCE = 4
+
+#: The newest version of each API whose behaviour the scenarios are written against.
+PREFERRED: Mapping[int, int] = {
+    FIND_COORDINATOR: 3,
+    JOIN_GROUP: 7,
+    HEARTBEAT: 4,
+    LEAVE_GROUP: 4,
+    SYNC_GROUP: 5,
+    DESCRIBE_GROUPS: 5,
+    LIST_GROUPS: 4,
+    OFFSET_COMMIT: 8,
+    OFFSET_FETCH: 7,
+    DELETE_GROUPS: 2,
+    DESCRIBE_CONFIGS: 4,
+    CREATE_TOPICS: 4,
+}
+
+#: The settings scenarios may assume, and Kafka's defaults for them.
+KAFKA_DEFAULTS: Mapping[str, str] = {
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": "2147483647",
+    "offsets.topic.num.partitions": "50",
+}
+
+
+class BrokerError(RuntimeError):
+    """The broker cannot be tested: unreachable, or it lacks an API every scenario needs."""
+
+
+@dataclass
+class BrokerUnderTest:
+    host: str
+    port: int
+    versions: dict[int, int] = field(default_factory=dict)
+    #: Settings as the broker reported them (DescribeConfigs) or as `--assume` gave them.
+    settings: dict[str, str] = field(default_factory=dict)
+    #: Where each setting came from: "broker" or "assumed".
+    sources: dict[str, str] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    @classmethod
+    async def connect(cls, bootstrap: str, assume: Mapping[str, str]) -> BrokerUnderTest:
+        host, _, port = bootstrap.rpartition(":")
+        if not host or not port.isdigit():
+            raise BrokerError(f"--bootstrap must be HOST:PORT, not {bootstrap!r}")
+        broker = cls(host, int(port))
+        try:
+            client = await WireClient.connect(broker.host, broker.port)
+        except OSError as exc:
+            raise BrokerError(f"cannot connect to {bootstrap}: {exc.strerror or exc}") from None
+        try:
+            advertised = await client.request(API_VERSIONS, 0, {})
+            for key in advertised.api_keys:
+                ours = kio_versions(int(key.api_key))
+                top = min(int(key.max_version), ours.stop - 1, PREFERRED.get(int(key.api_key), 99))
+                if top >= max(int(key.min_version), ours.start):
+                    broker.versions[int(key.api_key)] = top
+            missing = [k for k in (JOIN_GROUP, SYNC_GROUP, HEARTBEAT) if k not in broker.versions]
+            if missing:
+                raise BrokerError(f"the broker does not answer the group APIs {missing}")
+            await broker._read_settings(client, assume)
+        finally:
+            await client.close()
+        return broker
+
+    async def _read_settings(self, client: WireClient, assume: Mapping[str, str]) -> None:
+        if DESCRIBE_CONFIGS in self.versions:
+            metadata = await client.request(3, 1, {"topics": []})
+            node = str(metadata.brokers[0].node_id) if metadata.brokers else "0"
+            response = await client.request(
+                DESCRIBE_CONFIGS,
+                self.versions[DESCRIBE_CONFIGS],
+                {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": node,
+                                "configuration_keys": list(KAFKA_DEFAULTS)}],
+                 "include_synonyms": False, "include_documentation": False},
+            )  # fmt: skip
+            for result in response.results:
+                for config in result.configs:
+                    if config.value is not None:
+                        self.settings[config.name] = config.value
+                        self.sources[config.name] = "broker"
+        for key, value in assume.items():
+            self.settings[key] = value
+            self.sources[key] = "assumed"
+
+    def setting_ms(self, key: str) -> int | None:
+        value = self.settings.get(key)
+        return int(value) if value is not None else None
+
+    def group_id(self, scenario: str) -> str:
+        """A group of the scenario's own, new on every run."""
+        return f"conformance-{self.run_id}-{scenario}"
+
+    async def ensure_topic(self, name: str, partitions: int = 1) -> bool:
+        """Create `name` with CreateTopics (an existing one is fine); False if the broker
+        cannot create topics for us."""
+        version = self.versions.get(CREATE_TOPICS)
+        if version is None:
+            return False
+        client = await WireClient.connect(self.host, self.port)
+        try:
+            response = await client.request(
+                CREATE_TOPICS,
+                version,
+                {"topics": [{"name": name, "num_partitions": partitions,
+                             "replication_factor": -1, "assignments": [], "configs": []}],
+                 "timeout": 30_000, "validate_only": False},
+            )  # fmt: skip
+        finally:
+            await client.close()
+        return response.topics[0].error_code.name in ("none", "topic_already_exists")
+
+    async def member(self, group_id: str) -> Member:
+        """A connection to `group_id`'s coordinator."""
+        client = await WireClient.connect(self.host, self.port)
+        version = self.versions.get(FIND_COORDINATOR)
+        if version is None:
+            return Member(client, self, group_id)
+        values: dict[str, Any] = {"key_type": 0}
+        values |= {"coordinator_keys": [group_id]} if version >= 4 else {"key": group_id}
+        found = await client.request(FIND_COORDINATOR, version, values)
+        if version >= 4:
+            (found,) = found.coordinators
+        if (found.host, found.port) != (self.host, self.port):
+            await client.close()
+            client = await WireClient.connect(found.host, found.port)
+        return Member(client, self, group_id)
+
+
+@dataclass
+class Member:
+    """One consumer's connection and the identity the coordinator gave it."""
+
+    client: WireClient
+    broker: BrokerUnderTest
+    group_id: str
+    member_id: str = ""
+    generation: int = -1
+    instance_id: str | None = None
+
+    def version(self, api_key: int) -> int:
+        return self.broker.versions[api_key]
+
+    async def join(
+        self,
+        *,
+        session_ms: int,
+        rebalance_ms: int | None = None,
+        protocol_type: str = "consumer",
+        protocols: Sequence[tuple[str, bytes]] = (("range", b"\x00\x00\x00\x00\x00\x00"),),
+        member_id: str | None = None,
+    ) -> Any:
+        response = await self.client.request(
+            JOIN_GROUP,
+            self.version(JOIN_GROUP),
+            {
+                "group_id": self.group_id,
+                "session_timeout": session_ms,
+                "rebalance_timeout": rebalance_ms if rebalance_ms is not None else session_ms,
+                "member_id": self.member_id if member_id is None else member_id,
+                "group_instance_id": self.instance_id,
+                "protocol_type": protocol_type,
+                "protocols": [{"name": n, "metadata": m} for n, m in protocols],
+                "reason": None,
+            },
+        )
+        if response.member_id:
+            self.member_id = response.member_id
+        if response.generation_id >= 0:
+            self.generation = response.generation_id
+        return response
+
+    async def join_fully(self, *, session_ms: int, rebalance_ms: int | None = None) -> Any:
+        """Join, answering MEMBER_ID_REQUIRED (v4+) by joining again with the id given."""
+        response = await self.join(session_ms=session_ms, rebalance_ms=rebalance_ms)
+        if response.error_code.name == "member_id_required":
+            response = await self.join(session_ms=session_ms, rebalance_ms=rebalance_ms)
+        return response
+
+    async def sync(self, assignments: Mapping[str, bytes] | None = None) -> Any:
+        return await self.client.request(
+            SYNC_GROUP,
+            self.version(SYNC_GROUP),
+            {
+                "group_id": self.group_id,
+                "generation_id": self.generation,
+                "member_id": self.member_id,
+                "group_instance_id": self.instance_id,
+                "protocol_type": "consumer",
+                "protocol_name": "range",
+                "assignments": [
+                    {"member_id": m, "assignment": a} for m, a in (assignments or {}).items()
+                ],
+            },
+        )
+
+    async def heartbeat(self, generation: int | None = None, member_id: str | None = None) -> Any:
+        response = await self.client.request(
+            HEARTBEAT,
+            self.version(HEARTBEAT),
+            {
+                "group_id": self.group_id,
+                "generation_id": self.generation if generation is None else generation,
+                "member_id": self.member_id if member_id is None else member_id,
+                "group_instance_id": self.instance_id,
+            },
+        )
+        return response.error_code
+
+    async def leave(self) -> Any:
+        version = self.version(LEAVE_GROUP)
+        values: dict[str, Any] = {"group_id": self.group_id}
+        if version >= 3:
+            values["members"] = [
+                {"member_id": self.member_id, "group_instance_id": self.instance_id,
+                 "reason": None}
+            ]  # fmt: skip
+        else:
+            values["member_id"] = self.member_id
+        return await self.client.request(LEAVE_GROUP, version, values)
+
+    async def commit(self, topic: str, partition: int, offset: int, generation: int) -> Any:
+        response = await self.client.request(
+            OFFSET_COMMIT,
+            self.version(OFFSET_COMMIT),
+            {
+                "group_id": self.group_id,
+                "generation_id_or_member_epoch": generation,
+                "generation_id": generation,
+                "member_id": self.member_id,
+                "group_instance_id": self.instance_id,
+                "retention_time": -1,
+                "topics": [
+                    {"name": topic, "partitions": [
+                        {"partition_index": partition, "committed_offset": offset,
+                         "committed_leader_epoch": -1, "committed_metadata": "",
+                         "commit_timestamp": -1}
+                    ]}
+                ],
+            },
+        )  # fmt: skip
+        return response.topics[0].partitions[0].error_code
+
+    async def describe(self) -> Any:
+        response = await self.client.request(
+            DESCRIBE_GROUPS,
+            self.version(DESCRIBE_GROUPS),
+            {"groups": [self.group_id], "include_authorized_operations": False},
+        )
+        return response.groups[0]
+
+    async def list_groups(self) -> Any:
+        version = self.version(LIST_GROUPS)
+        values: dict[str, Any] = {"states_filter": [], "types_filter": []}
+        response = await self.client.request(LIST_GROUPS, version, values)
+        return response.groups
+
+    async def delete(self) -> Any:
+        response = await self.client.request(
+            DELETE_GROUPS, self.version(DELETE_GROUPS), {"groups_names": [self.group_id]}
+        )
+        return response.results[0].error_code
+
+    async def close(self) -> None:
+        await self.client.close()

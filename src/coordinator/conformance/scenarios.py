@@ -1,0 +1,454 @@
+"""The classic group rules as wire scenarios, each naming the rule it checks.
+
+A scenario is an async function taking a `Context` (the broker, a group id of its own, members on
+demand, `expect`), registered with `@scenario(name, rule=..., kafka=..., assumes=...)`. `rule`
+points into the group protocol spec (`spec/group-protocol.md` §...), `kafka` says what Kafka does
+and from which request version; `assumes` are the conditions on the broker's settings and
+versions under which the scenario's expectations hold (unmet: skipped, with the reason).
+
+To add a scenario: write the function here with its decorator; the runner, the CLI and the test
+suite pick it up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.conformance.broker import (
+    CREATE_TOPICS,
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    JOIN_GROUP,
+    LIST_GROUPS,
+    OFFSET_COMMIT,
+    BrokerUnderTest,
+    Member,
+)
+
+#: A condition on the broker: the reason it does not hold, or None.
+Assumption = Callable[[BrokerUnderTest], str | None]
+
+
+class ScenarioFailed(AssertionError):
+    """The broker answered differently from Kafka."""
+
+
+@dataclass
+class Context:
+    broker: BrokerUnderTest
+    group_id: str
+    members: list[Member] = field(default_factory=list)
+
+    async def member(self) -> Member:
+        joined = await self.broker.member(self.group_id)
+        self.members.append(joined)
+        return joined
+
+    @property
+    def session_ms(self) -> int:
+        """The shortest session timeout the broker accepts: timeouts fire soon."""
+        return self.broker.setting_ms("group.min.session.timeout.ms") or 6000
+
+    @property
+    def initial_delay_ms(self) -> int:
+        return self.broker.setting_ms("group.initial.rebalance.delay.ms") or 0
+
+    async def formed(self, count: int) -> list[Member]:
+        """`count` members joined (in one round) and synced; the leader first."""
+        members = [await self.member() for _ in range(count)]
+        for m in members:  # v4+: take the id the coordinator hands out first
+            await m.join(session_ms=self.session_ms * 3)
+        replies = await asyncio.gather(*(m.join(session_ms=self.session_ms * 3) for m in members))
+        for reply in replies:
+            expect(reply.error_code.name, "none", "JoinGroup of a forming group")
+        leaders = {r.leader for r in replies}
+        expect(len(leaders), 1, "leaders named in one generation")
+        members.sort(key=lambda m: m.member_id != replies[0].leader)
+        leader = members[0]
+        syncs = [leader.sync({m.member_id: m.member_id.encode() for m in members})]
+        syncs += [m.sync() for m in members[1:]]
+        for reply in await asyncio.gather(*syncs):
+            expect(reply.error_code.name, "none", "SyncGroup of a forming group")
+        return members
+
+    async def close(self) -> None:
+        for m in self.members:
+            await m.close()
+
+
+def expect(actual: Any, expected: Any, what: str) -> None:
+    if actual != expected:
+        raise ScenarioFailed(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def error_name(code: Any) -> str:
+    return str(code.name)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    rule: str
+    kafka: str
+    assumes: tuple[Assumption, ...]
+    run: Callable[[Context], Awaitable[None]]
+
+
+SCENARIOS: list[Scenario] = []
+
+
+def scenario(
+    name: str, *, rule: str, kafka: str, assumes: tuple[Assumption, ...] = ()
+) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
+    def register(run: Callable[[Context], Awaitable[None]]) -> Callable[[Context], Awaitable[None]]:
+        SCENARIOS.append(Scenario(name, rule, kafka, assumes, run))
+        return run
+
+    return register
+
+
+def setting_at_most(key: str, limit: int) -> Assumption:
+    def check(broker: BrokerUnderTest) -> str | None:
+        value = broker.setting_ms(key)
+        if value is None:
+            return f"{key} unknown (the broker has no DescribeConfigs: pass --assume {key}=...)"
+        return None if value <= limit else f"{key}={value} > {limit}: the scenario would be slow"
+
+    return check
+
+
+def setting_at_least(key: str, floor: int) -> Assumption:
+    def check(broker: BrokerUnderTest) -> str | None:
+        value = broker.setting_ms(key)
+        if value is None:
+            return f"{key} unknown (pass --assume {key}=...)"
+        return None if value >= floor else f"{key}={value} < {floor}: nothing to observe"
+
+    return check
+
+
+def version_at_least(api_key: int, version: int) -> Assumption:
+    def check(broker: BrokerUnderTest) -> str | None:
+        have = broker.versions.get(api_key)
+        if have is not None and have >= version:
+            return None
+        return f"needs api {api_key} v{version}+ (the broker offers {have})"
+
+    return check
+
+
+QUICK_SESSIONS = setting_at_most("group.min.session.timeout.ms", 10_000)
+QUICK_DELAY = setting_at_most("group.initial.rebalance.delay.ms", 5_000)
+#: KIP-394's two-step join (JoinGroup v4, Kafka 2.2) is what every scenario's members speak.
+BASE = (QUICK_SESSIONS, QUICK_DELAY, version_at_least(JOIN_GROUP, 4))
+
+
+@scenario(
+    "join.member_id_required",
+    rule="§1.6 step 3 (KIP-394): a new member without an id is given one and must rejoin",
+    kafka="JoinGroup v4+: MEMBER_ID_REQUIRED with the member id; the rejoin with it is admitted",
+    assumes=BASE,
+)
+async def member_id_required(ctx: Context) -> None:
+    m = await ctx.member()
+    first = await m.join(session_ms=ctx.session_ms)
+    expect(error_name(first.error_code), "member_id_required", "first JoinGroup")
+    expect(bool(first.member_id), True, "a member id handed out")
+    second = await m.join(session_ms=ctx.session_ms)
+    expect(error_name(second.error_code), "none", "JoinGroup with the handed-out id")
+    expect(second.leader, m.member_id, "the only member leads")
+    expect(second.generation_id >= 1, True, "a generation formed")
+
+
+@scenario(
+    "join.unknown_member_rejected",
+    rule="§1.6: an unknown member id is refused, and the group is untouched",
+    kafka="UNKNOWN_MEMBER_ID for a JoinGroup with a member id the group does not know",
+    assumes=BASE,
+)
+async def unknown_member(ctx: Context) -> None:
+    (owner,) = await ctx.formed(1)
+    stranger = await ctx.member()
+    reply = await stranger.join(session_ms=ctx.session_ms, member_id="not-a-member")
+    expect(error_name(reply.error_code), "unknown_member_id", "JoinGroup with an unknown id")
+    expect(error_name(await owner.heartbeat()), "none", "the member's heartbeat afterwards")
+
+
+@scenario(
+    "join.inconsistent_protocol_type",
+    rule="§1.6 (supportsProtocols): a member must share the group's protocol type",
+    kafka="INCONSISTENT_GROUP_PROTOCOL for a JoinGroup with another protocol type",
+    assumes=BASE,
+)
+async def inconsistent_protocol(ctx: Context) -> None:
+    await ctx.formed(1)
+    other = await ctx.member()
+    reply = await other.join(session_ms=ctx.session_ms, protocol_type="connect")
+    expect(error_name(reply.error_code), "inconsistent_group_protocol", "JoinGroup as connect")
+
+
+@scenario(
+    "join.session_timeout_bounds",
+    rule="§1.6 step 1: the session timeout must lie within the group.*.session.timeout.ms",
+    kafka="INVALID_SESSION_TIMEOUT below group.min.session.timeout.ms",
+    assumes=(*BASE, setting_at_least("group.min.session.timeout.ms", 2)),
+)
+async def session_timeout_bounds(ctx: Context) -> None:
+    m = await ctx.member()
+    reply = await m.join(session_ms=ctx.session_ms - 1)
+    expect(error_name(reply.error_code), "invalid_session_timeout", "JoinGroup below the min")
+
+
+@scenario(
+    "sync.leader_assignment_relayed",
+    rule="§1.5: the leader's SyncGroup assignment is handed to every member",
+    kafka="each member's SyncGroup returns the bytes the leader assigned it",
+    assumes=BASE,
+)
+async def assignment_relayed(ctx: Context) -> None:
+    members = await ctx.formed(2)
+    for m in members:
+        reply = await m.sync()
+        expect(error_name(reply.error_code), "none", "SyncGroup in a stable group")
+        expect(bytes(reply.assignment), m.member_id.encode(), "the assignment the leader gave")
+        expect(error_name(await m.heartbeat()), "none", "heartbeat in a stable group")
+
+
+@scenario(
+    "heartbeat.rebalance_in_progress",
+    rule="§1.5: a join starts a rebalance; members learn it from their heartbeat and rejoin",
+    kafka="REBALANCE_IN_PROGRESS on Heartbeat while the group prepares a rebalance",
+    assumes=BASE,
+)
+async def rebalance_in_progress(ctx: Context) -> None:
+    (first,) = await ctx.formed(1)
+    newcomer = await ctx.member()
+    await newcomer.join(session_ms=ctx.session_ms * 3)  # v4+: the id; older: parks
+    waiting = asyncio.ensure_future(newcomer.join(session_ms=ctx.session_ms * 3))
+    await asyncio.sleep(0.2)
+    expect(error_name(await first.heartbeat()), "rebalance_in_progress", "old member's heartbeat")
+    rejoined = await first.join(session_ms=ctx.session_ms * 3)
+    joined = await waiting
+    expect(error_name(rejoined.error_code), "none", "the old member's rejoin")
+    expect(error_name(joined.error_code), "none", "the newcomer's join")
+    expect(rejoined.generation_id, joined.generation_id, "one generation for both")
+    expect(rejoined.leader, joined.leader, "one leader for both")
+    expect(rejoined.leader in (first.member_id, newcomer.member_id), True, "the leader a member")
+
+
+@scenario(
+    "heartbeat.illegal_generation",
+    rule="§1.5: requests of an old generation are fenced",
+    kafka="ILLEGAL_GENERATION for a Heartbeat with another generation",
+    assumes=BASE,
+)
+async def illegal_generation(ctx: Context) -> None:
+    (m,) = await ctx.formed(1)
+    expect(error_name(await m.heartbeat(m.generation - 1)), "illegal_generation", "old gen")
+
+
+@scenario(
+    "leave.group_becomes_empty",
+    rule="§1.5, §2: a leaving member is removed at once; the last one leaves the group Empty",
+    kafka="LeaveGroup NONE; DescribeGroups shows Empty with no members; the old id is unknown",
+    assumes=BASE,
+)
+async def leave_empty(ctx: Context) -> None:
+    (m,) = await ctx.formed(1)
+    reply = await m.leave()
+    expect(error_name(reply.error_code), "none", "LeaveGroup")
+    described = await m.describe()
+    expect((described.group_state, len(described.members)), ("Empty", 0), "the group after")
+    expect(error_name(await m.heartbeat()), "unknown_member_id", "heartbeat of the old id")
+
+
+@scenario(
+    "session.expiry_removes_member",
+    rule="§1.5 heartbeat expiry: a member silent for its session timeout is removed",
+    kafka="after the session timeout the member is gone (UNKNOWN_MEMBER_ID) and the group Empty",
+    assumes=BASE,
+)
+async def session_expiry(ctx: Context) -> None:
+    m = await ctx.member()
+    await m.join(session_ms=ctx.session_ms)
+    reply = await m.join(session_ms=ctx.session_ms)
+    expect(error_name(reply.error_code), "none", "JoinGroup")
+    expect(error_name((await m.sync({m.member_id: b""})).error_code), "none", "SyncGroup")
+    await asyncio.sleep(ctx.session_ms / 1000 * 1.5 + 0.5)
+    expect(error_name(await m.heartbeat()), "unknown_member_id", "heartbeat after the timeout")
+    described = await m.describe()
+    expect(described.group_state, "Empty", "the group after the expiry")
+
+
+@scenario(
+    "commit.stale_generation_fenced",
+    rule="§3.1: a commit carries the member's generation; an old generation is fenced",
+    kafka="OffsetCommit ILLEGAL_GENERATION for the previous generation, NONE for the current",
+    assumes=(*BASE, version_at_least(OFFSET_COMMIT, 1), version_at_least(CREATE_TOPICS, 0)),
+)
+async def stale_commit(ctx: Context) -> None:
+    topic = f"{ctx.group_id}-t"
+    expect(await ctx.broker.ensure_topic(topic), True, "topic created for the commit")
+    (m,) = await ctx.formed(1)
+    expect(error_name(await m.commit(topic, 0, 5, m.generation - 1)), "illegal_generation",
+           "commit from the previous generation")  # fmt: skip
+    expect(error_name(await m.commit(topic, 0, 5, m.generation)), "none", "commit now")
+
+
+@scenario(
+    "commit.unknown_member_fenced",
+    rule="§3.1: a commit with a generation must come from a member of it",
+    kafka="OffsetCommit UNKNOWN_MEMBER_ID for a member id the group does not know",
+    assumes=(*BASE, version_at_least(OFFSET_COMMIT, 1), version_at_least(CREATE_TOPICS, 0)),
+)
+async def unknown_member_commit(ctx: Context) -> None:
+    topic = f"{ctx.group_id}-t"
+    expect(await ctx.broker.ensure_topic(topic), True, "topic created for the commit")
+    (m,) = await ctx.formed(1)
+    real_id, m.member_id = m.member_id, "not-a-member"
+    code = await m.commit(topic, 0, 5, m.generation)
+    m.member_id = real_id
+    expect(error_name(code), "unknown_member_id", "commit from a stranger")
+
+
+@scenario(
+    "static.replacement_fences_old_id",
+    rule="§2 (KIP-345): a static member rejoining with its instance id replaces its old id",
+    kafka="a new member id for the instance; the old id gets FENCED_INSTANCE_ID",
+    assumes=(*BASE, version_at_least(JOIN_GROUP, 5)),
+)
+async def static_replacement(ctx: Context) -> None:
+    old = await ctx.member()
+    old.instance_id = f"{ctx.group_id}-instance"
+    await old.join_fully(session_ms=ctx.session_ms * 3)
+    expect(error_name((await old.sync({old.member_id: b"x"})).error_code), "none", "SyncGroup")
+    new = await ctx.member()
+    new.instance_id = old.instance_id
+    reply = await new.join(session_ms=ctx.session_ms * 3)
+    expect(error_name(reply.error_code), "none", "JoinGroup of the restarted instance")
+    expect(new.member_id != old.member_id, True, "a new member id")
+    expect(error_name(await old.heartbeat()), "fenced_instance_id", "the old id's heartbeat")
+
+
+@scenario(
+    "delete.only_empty_groups",
+    rule="§5 (DeleteGroups): only an Empty group is deleted",
+    kafka="NON_EMPTY_GROUP while it has members; NONE once empty; then DescribeGroups shows Dead",
+    assumes=(*BASE, version_at_least(DELETE_GROUPS, 0), version_at_least(DESCRIBE_GROUPS, 0)),
+)
+async def delete_groups(ctx: Context) -> None:
+    (m,) = await ctx.formed(1)
+    expect(error_name(await m.delete()), "non_empty_group", "DeleteGroups with a member")
+    await m.leave()
+    expect(error_name(await m.delete()), "none", "DeleteGroups once empty")
+    expect((await m.describe()).group_state, "Dead", "the group after deletion")
+
+
+@scenario(
+    "join.initial_delay",
+    rule="§9 rule 1: the first join of an empty group waits group.initial.rebalance.delay.ms",
+    kafka="the JoinGroup reply comes no earlier than the initial delay",
+    assumes=(*BASE, setting_at_least("group.initial.rebalance.delay.ms", 200)),
+)
+async def initial_delay(ctx: Context) -> None:
+    m = await ctx.member()
+    await m.join(session_ms=ctx.session_ms * 3)  # v4+: the id
+    started = time.monotonic()
+    reply = await m.join(session_ms=ctx.session_ms * 3)
+    waited_ms = (time.monotonic() - started) * 1000
+    expect(error_name(reply.error_code), "none", "JoinGroup")
+    expect(waited_ms >= ctx.initial_delay_ms * 0.9, True,
+           f"waited {waited_ms:.0f} ms for a {ctx.initial_delay_ms} ms initial delay")  # fmt: skip
+
+
+@scenario(
+    "sync.timeout_removes_silent_members",
+    rule="§1.5 pending sync: members that never send SyncGroup within the rebalance timeout go",
+    kafka="the silent follower is removed (UNKNOWN_MEMBER_ID); the leader that synced stays and "
+    "hears REBALANCE_IN_PROGRESS",
+    assumes=BASE,
+)
+async def sync_timeout(ctx: Context) -> None:
+    # The pending-sync timer fires one rebalance timeout after the join completes; the rebalance
+    # it starts times the leader out one more rebalance timeout later: look in between.
+    rebalance_ms = ctx.session_ms * 2
+    members = [await ctx.member() for _ in range(2)]
+    for m in members:
+        await m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    replies = await asyncio.gather(
+        *(m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms) for m in members)
+    )
+    leader = next(m for m in members if m.member_id == replies[0].leader)
+    follower = next(m for m in members if m is not leader)
+    synced = await leader.sync({m.member_id: b"" for m in members})
+    expect(error_name(synced.error_code), "none", "the leader's SyncGroup")
+    await asyncio.sleep(rebalance_ms / 1000 * 1.4)
+    expect(error_name(await follower.heartbeat()), "unknown_member_id", "the silent follower")
+    expect(error_name(await leader.heartbeat()), "rebalance_in_progress", "the leader")
+
+
+@scenario(
+    "join.rebalance_timeout_removes_absent_members",
+    rule="§1.5: a join phase ends after the rebalance timeout without members that did not rejoin",
+    kafka="the round completes with the members that rejoined; the absent one is UNKNOWN_MEMBER_ID",
+    assumes=BASE,
+)
+async def rebalance_timeout(ctx: Context) -> None:
+    rebalance_ms = ctx.session_ms
+    members = [await ctx.member() for _ in range(2)]
+    for m in members:
+        await m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    replies = await asyncio.gather(
+        *(m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms) for m in members)
+    )
+    leader = next(m for m in members if m.member_id == replies[0].leader)
+    follower = next(m for m in members if m is not leader)
+    await asyncio.gather(leader.sync({m.member_id: b"" for m in members}), follower.sync())
+    newcomer = await ctx.member()
+    await newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    waiting = asyncio.ensure_future(
+        newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    )
+    await asyncio.sleep(0.2)
+    rejoined = await leader.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
+    joined = await waiting
+    expect(error_name(rejoined.error_code), "none", "the leader's rejoin")
+    expect(error_name(joined.error_code), "none", "the newcomer's join")
+    expect(rejoined.generation_id, joined.generation_id, "one generation")
+    expect(error_name(await follower.heartbeat()), "unknown_member_id", "the absent member")
+
+
+@scenario(
+    "list.stable_group_listed",
+    rule="§5 (ListGroups): every group of the coordinator is listed with its protocol type",
+    kafka="ListGroups lists the group with protocol type consumer (v4+: state Stable)",
+    assumes=(*BASE, version_at_least(LIST_GROUPS, 0)),
+)
+async def list_groups(ctx: Context) -> None:
+    (m,) = await ctx.formed(1)
+    listed = {g.group_id: g for g in await m.list_groups()}
+    expect(ctx.group_id in listed, True, "the group in ListGroups")
+    entry = listed[ctx.group_id]
+    expect(entry.protocol_type, "consumer", "its protocol type")
+    if m.version(LIST_GROUPS) >= 4:
+        expect(entry.group_state, "Stable", "its state")
+
+
+@scenario(
+    "join.max_size_refused",
+    rule="§1.6 step 2: group.max.size members at the most",
+    kafka="GROUP_MAX_SIZE_REACHED for a new member of a full group; the group is untouched",
+    assumes=(*BASE, setting_at_most("group.max.size", 5)),
+)
+async def max_size(ctx: Context) -> None:
+    limit = int(ctx.broker.settings["group.max.size"])
+    members = await ctx.formed(limit)
+    extra = await ctx.member()
+    reply = await extra.join(session_ms=ctx.session_ms * 3)
+    expect(error_name(reply.error_code), "group_max_size_reached", "the member beyond the max")
+    for m in members:
+        expect(error_name(await m.heartbeat()), "none", "a member of the full group")

@@ -1,0 +1,123 @@
+"""`rebalance conformance` checked on our own server, as every commit runs it: every scenario
+passes against it, a fault injected into the coordinator makes exactly the scenarios of that
+rule fail, unmet assumptions skip, and the command's outputs and exit statuses are as documented."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from coordinator.cli import main
+from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.conformance.runner import Outcome, run_scenarios, select
+from coordinator.conformance.scenarios import SCENARIOS
+from coordinator.testing import RunningServer, running_server, server_in_thread
+from rebalance import ErrorCode
+from rebalance.classic import expiry, liveness
+from rebalance.effects import Result
+from rebalance.offsets import Offsets
+
+# Short timeouts, as a test broker is configured: the time-dependent rules run in seconds.
+QUICK = [
+    "group.initial.rebalance.delay.ms=300",
+    "group.min.session.timeout.ms=1000",
+    "group.max.size=3",
+]
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningServer]:
+    async with running_server(settings=QUICK) as server:
+        yield server
+
+
+def by_status(outcomes: list[Outcome]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {"passed": set(), "failed": set(), "skipped": set()}
+    for o in outcomes:
+        found[o.status].add(o.scenario.name)
+    return found
+
+
+async def test_every_scenario_passes_against_our_server(node: RunningServer) -> None:
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    outcomes = await run_scenarios(broker, select(None))
+    assert [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"] == []
+    assert len(outcomes) == len(SCENARIOS) >= 18
+    assert broker.sources["group.min.session.timeout.ms"] == "broker"  # read by DescribeConfigs
+
+
+async def test_unfenced_commits_fail_the_commit_rules(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Offsets, "_validate_commit", lambda *args: None)
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select("commit.")))
+    assert found["failed"] == {"commit.stale_generation_fenced", "commit.unknown_member_fenced"}
+
+
+async def test_a_heartbeat_that_always_says_ok_fails_the_liveness_rules(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(liveness, "_heartbeat", lambda *args: ErrorCode.NONE)
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select(None)))
+    assert {
+        "heartbeat.rebalance_in_progress",
+        "heartbeat.illegal_generation",
+        "leave.group_becomes_empty",
+        "session.expiry_removes_member",
+        "static.replacement_fences_old_id",
+    } <= found["failed"]
+    assert {"join.member_id_required", "commit.stale_generation_fenced"} <= found["passed"]
+
+
+async def test_an_ignored_sync_timeout_fails_its_rule(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(expiry, "expire_sync", lambda *args: Result())
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select("sync.")))
+    assert found["failed"] == {"sync.timeout_removes_silent_members"}
+    assert found["passed"] == {"sync.leader_assignment_relayed"}
+
+
+async def test_scenarios_whose_assumptions_fail_are_skipped_with_the_reason(
+    node: RunningServer,
+) -> None:
+    slow = {"group.min.session.timeout.ms": "45000"}  # as if the broker said so
+    broker = await BrokerUnderTest.connect(node.bootstrap, slow)
+    assert broker.sources["group.min.session.timeout.ms"] == "assumed"
+    outcomes = await run_scenarios(broker, select("session."))
+    assert [(o.status, o.detail) for o in outcomes] == [
+        ("skipped", "group.min.session.timeout.ms=45000 > 10000: the scenario would be slow")
+    ]
+
+
+def test_the_command_writes_json_and_junit_and_exits_0(tmp_path: Path) -> None:
+    with server_in_thread(settings=QUICK) as server:
+        reports = ["--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml")]
+        status = main(["conformance", "--bootstrap", server.bootstrap, "-k", "join.", *reports])
+    assert status == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    joins = [s for s in SCENARIOS if "join." in s.name]
+    assert report["summary"] == f"{len(joins)} passed, 0 failed, 0 skipped"
+    assert {s["status"] for s in report["scenarios"]} == {"passed"}
+    suite = ElementTree.parse(tmp_path / "r.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures")) == (str(len(joins)), "0")
+
+
+def test_an_unreachable_broker_is_one_line_and_status_1(
+    capsys: pytest.CaptureFixture[str], unused_tcp_port: int
+) -> None:
+    assert main(["conformance", "--bootstrap", f"127.0.0.1:{unused_tcp_port}"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot connect to 127.0.0.1:" in err[0]
+
+
+def test_a_malformed_assumption_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "--bootstrap", "h:1", "--assume", "nonsense"]) == 2
+    assert "--assume wants KEY=" in capsys.readouterr().err
