@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from rebalance.event_schema import EventType
+from rebalance.event_schema import ENUM_FIELDS, EventType
 from rebalance.events import Event
 from rebalance.records import Record
 from rebalance.replies import AnyReply
@@ -68,11 +67,12 @@ class Result:
         member: str | None = None,
         **fields: Any,
     ) -> None:
-        for key, value in fields.items():
-            if isinstance(value, StrEnum):
+        for key in ENUM_FIELDS:
+            value = fields.get(key)
+            if value is not None:
                 # Plain strings from here on: the log writer's channel (marshal) and every
                 # reader of the line see the value, not our enum.
-                fields[key] = value.value
+                fields[key] = str(value)
         self.events.append(Event(type, ts, group, generation, member, fields))
 
     def extend(self, other: Result) -> None:

@@ -266,6 +266,9 @@ EVENTS: Mapping[EventType, EventSpec] = {
     EventType.PARTITION_UNLOADED: EventSpec(("partition", "groups"), about_group=False),
 }
 
+#: The fields whose values the core passes as enums (turned into plain strings in `Result.event`).
+ENUM_FIELDS = ("trigger", "reason")
+
 #: The fields every line carries, and their kinds (`group`, `generation`, `member` may be null).
 COMMON: Mapping[str, Kind] = {
     "v": Kind.INT,

@@ -25,7 +25,7 @@ def _claimed(ts: int, member: str, partitions: list[int], consumers: list[str]) 
 
 def zookeeper_group(t0: int) -> list[dict[str, Any]]:
     """x starts alone, y joins and they split six partitions, z joins (everyone rebalances),
-    z crashes (its session expires, the others take its partitions back)."""
+    z crashes (its session expires, the others take its partitions back: z's end at 9000)."""
     joined = {"client_id": "zk-billing", "instance_id": None, "protocols": ["range"]}
     started = {"trigger": "consumers_changed", "watch_events": 1}
     return [

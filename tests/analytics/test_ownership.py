@@ -16,6 +16,7 @@ from reference_comparison import as_json_assignment
 from reference_ownership import ownership as reference_ownership
 
 from coordinator.analytics.pipeline import run_pipeline
+from coordinator.analytics.zookeeper_ownership import zookeeper_ownership
 
 pytestmark = pytest.mark.spark
 
@@ -117,3 +118,31 @@ def test_cooperative_members_keep_what_does_not_move(spark: SparkSession, tmp_pa
     expected = reference_ownership(log, sorted(episodes, key=lambda e: e["episode"]))
     assert [(r["member"], [p for _, p in r["partitions"]], r["start_ts"], r["end_ts"],
              r["ended_by"], r["kept"]) for r in expected] == got  # fmt: skip
+
+
+RUNS_SCHEMA = (
+    "group string, member string, run int, start_ts long, end_ts long, outcome string, "
+    "trigger string, held_after array<struct<topic:string,partitions:array<int>>>"
+)
+NOTES_SCHEMA = "group string, member string, client_id string, last_heard_ts long, left_ts long"
+
+
+def test_a_dead_zookeeper_consumer_owns_until_another_claims(spark: SparkSession) -> None:
+    runs = spark.createDataFrame(
+        [
+            ("zg", "x", 1, 0, 20, "completed", "started", [("t", [0, 1])]),
+            ("zg", "y", 1, 100, 150, "completed", "started", [("t", [2, 3])]),
+            # y is SIGKILLed: no run, no leave; its session expires, x's watch fires at 9000
+            ("zg", "x", 2, 9000, 9150, "completed", "consumers_changed", [("t", [0, 1, 2, 3])]),
+        ],
+        RUNS_SCHEMA,
+    )
+    notes = spark.createDataFrame([("zg", "y", "billing", None, None)], NOTES_SCHEMA)
+    rows = zookeeper_ownership(runs, notes).orderBy("member", "start_ts").collect()
+    got = [(r["member"], r["client_id"], [p["partition"] for p in r["partitions"]], r["start_ts"],
+            r["end_ts"], r["ended_by"]) for r in rows]  # fmt: skip
+    assert got == [
+        ("x", None, [0, 1], 20, 9000, "consumers_changed"),
+        ("x", None, [0, 1, 2, 3], 9150, None, None),
+        ("y", "billing", [2, 3], 150, 9000, "taken_over"),
+    ]

@@ -97,6 +97,20 @@ def test_zookeeper_events_make_episodes_and_nothing_is_quarantined(
     assert "ZooKeeper-coordinated groups" in page
     assert (tmp_path / "report" / "zookeeper_runs.png").stat().st_size > 0
 
+    # ownership from the consumers' runs: released at their next run, at a clean leave
+    ownership = spark.read.parquet(str(out / "ownership")).where("group = 'zg'")
+    got = sorted(
+        (r["member"], [p["partition"] for p in r["partitions"]], r["start_ts"] - T0,
+         None if r["end_ts"] is None else r["end_ts"] - T0, r["ended_by"])
+        for r in ownership.collect()
+    )  # fmt: skip
+    assert got == [
+        ("a", [0, 1], 120, 505, "consumers_changed"),
+        ("a", [0, 1, 2, 3], 11, 102, "consumers_changed"),
+        ("a", [0, 1, 2, 3], 525, None, None),
+        ("b", [2, 3], 310, 500, "member_left"),
+    ]
+
     # two group types in the log: side by side, keyed on group_type
     protocols = {r["group_type"]: r for r in spark.read.parquet(str(out / "protocols")).collect()}
     assert set(protocols) == {"classic", "zookeeper"}

@@ -45,18 +45,19 @@ def group_activity(checked: DataFrame) -> DataFrame:
 
 
 def _member_note() -> Column:
-    """What the ownership table needs to know of a member, from `member_joined` (its client id)
-    and a session expiry (when it was last heard from: one session timeout before); null for
-    other events, which `collect_list` skips."""
+    """What the ownership table needs to know of a member, from `member_joined` (its client id),
+    a session expiry (when it was last heard from: one session timeout before) and
+    `member_left`; null for other events, which `collect_list` skips."""
     kind = F.col("type")
     expired = (kind == "member_expired") & (F.col("reason") == "session_timeout")
     return F.when(
-        (kind == "member_joined") | expired,
+        kind.isin("member_joined", "member_left") | expired,
         F.struct(
             F.struct(*(F.col(c) for c in ORDER_COLUMNS)).alias("at"),
             F.col("member").alias("member"),
             F.when(kind == "member_joined", F.col("client_id")).alias("client_id"),
             F.when(expired, F.col("ts") - F.col("session_timeout_ms")).alias("last_heard_ts"),
+            F.when(kind == "member_left", F.col("ts")).alias("left_ts"),
         ),
     )
 

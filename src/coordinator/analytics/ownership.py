@@ -29,7 +29,7 @@ HANDED_OUT = "assignment"
 """`ended_by` of a kept row: the episode's new assignment takes over at its end."""
 
 
-def _partitions(entries: Column) -> Column:
+def partitions_of(entries: Column) -> Column:
     """One member's assignment entries as a sorted, distinct array of (topic, partition)."""
     flat = F.flatten(
         F.transform(
@@ -50,8 +50,9 @@ def _measurable(assignment: Column) -> Column:
 
 
 def member_notes(activity: DataFrame) -> DataFrame:
-    """Per (group, member): `client_id` (of its first `member_joined`) and `last_heard_ts` (of
-    its first session expiry), from `metrics.group_activity`'s `member_notes`."""
+    """Per (group, member): `client_id` (of its first `member_joined`), `last_heard_ts` (of
+    its first session expiry) and `left_ts` (its last `member_left`), from
+    `metrics.group_activity`'s `member_notes`."""
     notes = activity.where(F.col("valid") & F.col("group").isNotNull()).select(
         "group", F.explode("member_notes").alias("n")
     )
@@ -60,6 +61,7 @@ def member_notes(activity: DataFrame) -> DataFrame:
     return notes.groupBy("group", F.col("n.member").alias("member")).agg(
         F.min_by("n.client_id", joined_at).alias("client_id"),
         F.min_by("n.last_heard_ts", expired_at).alias("last_heard_ts"),
+        F.max("n.left_ts").alias("left_ts"),
     )
 
 
@@ -95,7 +97,7 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
             "episode",
             "end_ts",
             "next",
-            _partitions(F.col("entries")).alias("partitions"),
+            partitions_of(F.col("entries")).alias("partitions"),
         )
         .where(F.size("partitions") > 0)
     )
@@ -112,14 +114,13 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         F.lit(False).alias("kept"),
     )
     keeps = (nxt["outcome"] == "completed") & is_cooperative(nxt["protocol"])
+    next_partitions = partitions_of(nxt["assignment"][F.col("member")])
     kept = (
         holders.where(keeps & _measurable(nxt["assignment"]))
         .select(
             "group",
             "member",
-            F.array_intersect("partitions", _partitions(nxt["assignment"][F.col("member")])).alias(
-                "partitions"
-            ),
+            F.array_intersect("partitions", next_partitions).alias("partitions"),
             nxt["start_ts"].alias("start_ts"),
             nxt["end_ts"].alias("end_ts"),
             nxt["episode"].alias("start_episode"),
@@ -129,7 +130,7 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         )
         .where(F.size("partitions") > 0)
     )
-    rows = held.unionByName(kept).join(notes, ["group", "member"], "left")
+    rows = held.unionByName(kept).join(notes.drop("left_ts"), ["group", "member"], "left")
     last_heard = F.col("last_heard_ts")
     cut = (
         last_heard.isNotNull()

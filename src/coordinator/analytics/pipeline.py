@@ -24,6 +24,7 @@ from coordinator.analytics.progress import spark_progress
 from coordinator.analytics.protocols import protocol_comparison
 from coordinator.analytics.report import LogCounts, ReportInputs, write_report
 from coordinator.analytics.zookeeper import RUN_EVENT_TYPES, zookeeper_episodes, zookeeper_runs
+from coordinator.analytics.zookeeper_ownership import zookeeper_ownership
 from coordinator.analytics.zookeeper_report import zookeeper_section
 
 TABLES = ("episodes", "groups", "ownership", "protocols", "quarantine", "quarantine_summary")
@@ -60,7 +61,8 @@ def run_pipeline(
     activity = group_activity(loaded.checked).persist(StorageLevel.MEMORY_AND_DISK)
     sections: list[str] = []
     try:
-        if _total(activity.where(F.col("valid")), "zookeeper_events"):
+        has_zookeeper = bool(_total(activity.where(F.col("valid")), "zookeeper_events"))
+        if has_zookeeper:
             with spark_progress(context, "ZooKeeper groups", enabled=show_progress):
                 _write_zookeeper_tables(spark, loaded.events_of(RUN_EVENT_TYPES), base)
             episodes = spark.read.parquet(f"{base}/episodes")
@@ -76,7 +78,11 @@ def run_pipeline(
         with spark_progress(context, "computing group metrics", enabled=show_progress):
             group_metrics(activity, episodes).write.mode("overwrite").parquet(f"{base}/groups")
         with spark_progress(context, "computing partition ownership", enabled=show_progress):
-            ownership = build_ownership(episodes, member_notes(activity))
+            notes = member_notes(activity)
+            ownership = build_ownership(episodes, notes)
+            if has_zookeeper:
+                runs = spark.read.parquet(f"{base}/zookeeper_runs")
+                ownership = ownership.unionByName(zookeeper_ownership(runs, notes))
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
             protocols = protocol_comparison(activity, episodes)
             protocols.write.mode("overwrite").parquet(f"{base}/protocols")
