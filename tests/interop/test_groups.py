@@ -38,7 +38,15 @@ PARTITIONS = 3
 RECORDS = 30
 LIBRARIES = ["aiokafka", "kafka-python", "confluent"]
 GROUP_CONFIG = CoordinatorConfig.from_properties(
-    {"group.initial.rebalance.delay.ms": "300", "group.min.session.timeout.ms": "1000"}
+    {
+        "group.initial.rebalance.delay.ms": "300",
+        "group.min.session.timeout.ms": "1000",
+        # KIP-848 groups: the coordinator sets the session and the heartbeat interval.
+        "group.consumer.min.session.timeout.ms": "1000",
+        "group.consumer.session.timeout.ms": "4000",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.heartbeat.interval.ms": "300",
+    }
 )
 PROC = Path(__file__).with_name("consumer_proc.py")
 ALL = {(TOPIC, p) for p in range(PARTITIONS)}
@@ -290,3 +298,34 @@ def confluent_admin_view(bootstrap: str) -> tuple[set[str], str, int]:
     names = {g.group_id for g in listed.valid}
     described = admin.describe_consumer_groups(["watched"])["watched"].result(timeout=30)
     return names, described.state.name, len(described.members)
+
+
+# ============================================================ KIP-848 (group.protocol=consumer)
+KIP848 = "confluent-consumer"
+
+
+async def test_kip848_one_member_gets_everything_and_consumes_every_record() -> None:
+    async with node() as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        member = await start_member(server, KIP848, "solo-848")
+        async with members_of(member):
+            await eventually(lambda: member.assignment == ALL, "the member owns every partition")
+            await eventually(lambda: len(member.records) >= RECORDS, "every record is consumed")
+            values = sorted(r["value"] for r in member.records)
+            assert values == sorted(f"r{i}" for i in range(RECORDS))
+            await member.stop()
+            assert member.closed
+
+
+async def test_kip848_three_members_split_then_survivors_take_over() -> None:
+    async with node() as server:
+        members = [await start_member(server, KIP848, "trio-848", name=f"m{i}") for i in range(3)]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "three members split 3 partitions")
+            # Never two owners: no partition reported by two members at once, at any time.
+            await members[0].stop()  # a clean leave (epoch -1)
+            await eventually(lambda: split_cleanly(members[1:]), "two survivors own everything")
+            await members[1].kill()  # a crash: the session (4 s) expires
+            started = time.monotonic()
+            await eventually(lambda: members[2].assignment == ALL, "the last member owns all")
+            assert time.monotonic() - started >= 2.0
