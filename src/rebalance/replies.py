@@ -138,6 +138,19 @@ class DeleteGroupsReply:
     results: tuple[tuple[str, ErrorCode], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatReply:
+    """KIP-848's heartbeat answer. `assignment` (topic id, partitions) is None when unchanged
+    since the last reply and the request was not a full one (the wire sends null then)."""
+
+    error: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+
+
 AnyReply = (
     JoinGroupReply
     | SyncGroupReply
@@ -149,4 +162,5 @@ AnyReply = (
     | DescribeGroupsReply
     | ListGroupsReply
     | DeleteGroupsReply
+    | ConsumerGroupHeartbeatReply
 )
