@@ -329,3 +329,66 @@ async def test_kip848_three_members_split_then_survivors_take_over() -> None:
             started = time.monotonic()
             await eventually(lambda: members[2].assignment == ALL, "the last member owns all")
             assert time.monotonic() - started >= 2.0
+
+
+async def test_kip848_static_member_restart_keeps_its_partitions_and_the_others_untouched() -> None:
+    async with node() as server:
+        steady = await start_member(server, KIP848, "static-848", name="steady", instance_id="s1")
+        bouncing = await start_member(
+            server, KIP848, "static-848", name="bouncing", instance_id="s2"
+        )
+        async with members_of(steady, bouncing):
+            await eventually(lambda: split_cleanly([steady, bouncing]), "two static members split")
+            reports_before = len(steady.assignments)
+            owned = bouncing.assignment
+            # A static member closes with epoch -2 (a temporary leave): its partitions wait for
+            # it; the restarted process takes the instance id over with them.
+            await bouncing.stop()
+            again = await start_member(
+                server, KIP848, "static-848", name="bouncing", instance_id="s2"
+            )
+            async with members_of(again):
+                await eventually(lambda: again.assignment == owned, "the restart gets its own back")
+                await asyncio.sleep(1.5)
+                assert len(steady.assignments) == reports_before, "the steady member moved"
+
+
+async def test_kip848_commit_restart_resume_from_committed_offsets(tmp_path: Path) -> None:
+    async with node(tmp_path) as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        first = await start_member(server, KIP848, "resume-848")
+        async with members_of(first):
+            await eventually(
+                lambda: sum(first.committed.values()) == RECORDS, "every record is committed"
+            )
+            await first.stop()
+    # The server restarts on the same data dir: the group and its offsets come back.
+    async with node(tmp_path) as server:
+        await asyncio.to_thread(produce, server.bootstrap, RECORDS, 9)
+        second = await start_member(server, KIP848, "resume-848")
+        async with members_of(second):
+            await eventually(lambda: len(second.records) >= 9, "the new records are consumed")
+            await asyncio.sleep(1.0)
+            assert sorted(r["value"] for r in second.records) == sorted(
+                f"r{i}" for i in range(RECORDS, RECORDS + 9)
+            )
+            await second.stop()
+
+
+async def test_kip848_partitions_added_while_the_group_runs() -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    async with node() as server:
+        members = [await start_member(server, KIP848, "grow-848", name=f"m{i}") for i in range(2)]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "two members split 3 partitions")
+            admin = AdminClient({"bootstrap.servers": server.bootstrap})
+            futures = admin.create_partitions([NewPartitions(TOPIC, 5)])
+            await asyncio.to_thread(futures[TOPIC].result, 30)
+            grown = {(TOPIC, p) for p in range(5)}
+
+            def split_five() -> bool:
+                owned = [m.assignment for m in members]
+                return set().union(*owned) == grown and sum(map(len, owned)) == 5
+
+            await eventually(split_five, "the new partitions are assigned once each")

@@ -9,6 +9,7 @@ from rebalance.commands import (
     CommitPartition,
     CommitTopic,
     DeleteGroups,
+    DescribeGroups,
     JoinGroup,
     ListGroups,
     OffsetCommit,
@@ -20,6 +21,8 @@ from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType, check_event
 from rebalance.replies import (
     DeleteGroupsReply,
+    DescribedGroup,
+    DescribeGroupsReply,
     JoinGroupReply,
     ListGroupsReply,
     OffsetCommitReply,
@@ -436,6 +439,9 @@ def test_a_classic_request_to_a_consumer_group_is_group_id_not_found() -> None:
     h.join(G, "a")
     token = h.send(JoinGroup(G, "", "consumer", (("range", b""),), 10000, 10000))
     assert h.reply(token) == JoinGroupReply(ErrorCode.GROUP_ID_NOT_FOUND)
+    # DescribeGroups (v0-v5) describes it as it describes an unknown group
+    reply = h.reply(h.send(DescribeGroups((G,))))
+    assert reply == DescribeGroupsReply((DescribedGroup(G, ErrorCode.NONE, state="Dead"),))
 
 
 def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets() -> None:

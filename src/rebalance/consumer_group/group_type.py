@@ -62,7 +62,6 @@ from rebalance.records import GroupMetadataRecord, Record
 from rebalance.replies import (
     ConsumerGroupHeartbeatReply,
     DescribedGroup,
-    DescribedMember,
     ListedGroup,
 )
 from rebalance.state import CoordinatorState
@@ -642,20 +641,12 @@ class ConsumerGroupType:
         return records
 
     # ========================================================================== views
-    def describe(self, group: ConsumerGroup) -> DescribedGroup:
-        """DescribeGroups of a consumer group: Kafka answers it with the group's state and
-        protocol type "consumer", members without classic metadata or assignment bytes."""
-        return DescribedGroup(
-            group.group_id,
-            ErrorCode.NONE,
-            state=group.kafka_state,
-            protocol_type="consumer",
-            protocol_data="",
-            members=tuple(
-                DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
-                for m in group.members.values()
-            ),
-        )
+    @staticmethod
+    def describe(group: ConsumerGroup) -> DescribedGroup:
+        """DescribeGroups is the classic groups' API: Kafka describes a consumer group as it
+        describes an unknown one ("Group X is not a classic group": Dead with no error before
+        v6, GROUP_ID_NOT_FOUND from v6). ConsumerGroupDescribe is the API for these groups."""
+        return DescribedGroup(group.group_id, ErrorCode.NONE, state="Dead")
 
     @staticmethod
     def listed(group: ConsumerGroup) -> ListedGroup:
