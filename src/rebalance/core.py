@@ -40,7 +40,7 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.group_type import ConsumerGroupType
 from rebalance.effects import Result, single_reply
@@ -50,7 +50,9 @@ from rebalance.group_types import GroupType
 from rebalance.offsets import Offsets
 from rebalance.records import OffsetCommitRecord, Record
 from rebalance.replies import (
+    ConsumerGroupDescribeReply,
     DeleteGroupsReply,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsReply,
     HeartbeatReply,
@@ -93,6 +95,7 @@ class GroupCoordinatorCore:
             ListGroups: self.list_groups,
             DeleteGroups: self.delete_groups,
             ConsumerGroupHeartbeat: self.consumer_group_heartbeat,
+            ConsumerGroupDescribe: self.consumer_group_describe,
         }
 
     def _add_group_type(self, group_type: GroupType) -> None:
@@ -364,6 +367,33 @@ class GroupCoordinatorCore:
         if group is None or group.group_type != group_type.name:
             return Result()
         return group_type.on_timer(key, group, now_ms)
+
+    def consumer_group_describe(
+        self, cmd: ConsumerGroupDescribe, now_ms: int, token: Hashable
+    ) -> Result:
+        described = []
+        for group_id in cmd.group_ids:
+            error = self._availability(group_id)
+            group = self.state.groups.get(group_id)
+            if error is not ErrorCode.NONE:
+                described.append(DescribedConsumerGroup(group_id, error))
+            elif group is None:
+                described.append(
+                    DescribedConsumerGroup(
+                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                    )
+                )
+            elif group.group_type != self._consumer.name:
+                described.append(
+                    DescribedConsumerGroup(
+                        group_id,
+                        ErrorCode.GROUP_ID_NOT_FOUND,
+                        f"Group {group_id} is not a consumer group.",
+                    )
+                )
+            else:
+                described.append(self._consumer.describe_consumer_group(group))
+        return single_reply(token, ConsumerGroupDescribeReply(tuple(described)))
 
     # =================================================================== topic metadata
     def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:

@@ -392,3 +392,32 @@ async def test_kip848_partitions_added_while_the_group_runs() -> None:
                 return set().union(*owned) == grown and sum(map(len, owned)) == 5
 
             await eventually(split_five, "the new partitions are assigned once each")
+
+
+async def test_kip848_admin_clients_see_the_consumer_group() -> None:
+    from confluent_kafka import ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    async with node() as server:
+        members = [await start_member(server, KIP848, "admin-848", name=f"m{i}") for i in range(2)]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "two members split 3 partitions")
+            admin = AdminClient({"bootstrap.servers": server.bootstrap})
+
+            def describe() -> Any:
+                return admin.describe_consumer_groups(["admin-848"])["admin-848"].result(30)
+
+            def listed() -> Any:
+                return admin.list_consumer_groups().result(30).valid
+
+            described = await asyncio.to_thread(describe)
+            assert described.type == ConsumerGroupType.CONSUMER
+            assert described.state.name == "STABLE"
+            owned = {
+                (tp.topic, tp.partition)
+                for m in described.members
+                for tp in m.assignment.topic_partitions
+            }
+            assert owned == ALL and {m.client_id for m in described.members} == {"m0", "m1"}
+            (group,) = [g for g in await asyncio.to_thread(listed) if g.group_id == "admin-848"]
+            assert group.type == ConsumerGroupType.CONSUMER

@@ -15,11 +15,12 @@ from rebalance.commands import (
     OffsetCommit,
 )
 from rebalance.config import ConfigError, CoordinatorConfig
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import MemberState
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType, check_event
 from rebalance.replies import (
+    ConsumerGroupDescribeReply,
     DeleteGroupsReply,
     DescribedGroup,
     DescribeGroupsReply,
@@ -502,3 +503,27 @@ def test_every_event_follows_the_schema() -> None:
     for event in h.events:
         line = event.to_json_dict(1)
         assert check_event(line) is None, line
+
+
+def test_consumer_group_describe_shows_epochs_assignor_and_both_assignments() -> None:
+    h = ConsumerHarness(t=2)
+    a = Client(h, G, "a")
+    a.heartbeat()
+    h.join(G, "b", server_assignor="range")
+    reply = h.reply(h.send(ConsumerGroupDescribe((G, "nobody"))))
+    assert isinstance(reply, ConsumerGroupDescribeReply)
+    described, missing = reply.groups
+    assert (described.state, described.group_epoch, described.assignment_epoch) == (
+        "Reconciling",
+        2,
+        2,
+    )
+    assert described.assignor == "range"
+    members = {m.member_id: m for m in described.members}
+    assert members["a"].assignment == ((T, "t", (0, 1)),)
+    assert members["a"].target_assignment == ((T, "t", (0,)),)
+    assert members["b"].assignment == () and members["b"].target_assignment == ((T, "t", (1,)),)
+    assert (missing.error, missing.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nobody not found.",
+    )

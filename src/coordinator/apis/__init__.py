@@ -17,6 +17,7 @@ from types import ModuleType
 from coordinator.apis import (
     alter_configs,
     api_versions,
+    consumer_group_describe,
     consumer_group_heartbeat,
     create_partitions,
     create_topics,
@@ -74,6 +75,7 @@ GROUP_APIS: tuple[ModuleType, ...] = (
     delete_groups,
     offset_delete,
     consumer_group_heartbeat,
+    consumer_group_describe,
 )
 
 

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 from rebalance.commands import Command
 from rebalance.errors import ErrorCode
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.replies import (
+    ConsumerGroupDescribeReply,
+    ConsumerGroupHeartbeatReply,
+    DescribedConsumerGroup,
+)
 
 #: Kafka's special member epochs.
 JOIN_EPOCH = 0
@@ -42,3 +46,15 @@ class ConsumerGroupHeartbeat(Command[ConsumerGroupHeartbeatReply]):
 
     def error_reply(self, code: ErrorCode) -> ConsumerGroupHeartbeatReply:
         return ConsumerGroupHeartbeatReply(code, member_id=self.member_id or None)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribe(Command[ConsumerGroupDescribeReply]):
+    """KIP-848's describe: epochs, assignor, each member's current and target assignment."""
+
+    group_ids: tuple[str, ...]
+
+    def error_reply(self, code: ErrorCode) -> ConsumerGroupDescribeReply:
+        return ConsumerGroupDescribeReply(
+            tuple(DescribedConsumerGroup(g, code) for g in self.group_ids)
+        )

@@ -61,8 +61,11 @@ from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord, Record
 from rebalance.replies import (
     ConsumerGroupHeartbeatReply,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
     DescribedGroup,
     ListedGroup,
+    NamedAssignment,
 )
 from rebalance.state import CoordinatorState
 from rebalance.timers import (
@@ -647,6 +650,38 @@ class ConsumerGroupType:
         describes an unknown one ("Group X is not a classic group": Dead with no error before
         v6, GROUP_ID_NOT_FOUND from v6). ConsumerGroupDescribe is the API for these groups."""
         return DescribedGroup(group.group_id, ErrorCode.NONE, state="Dead")
+
+    def describe_consumer_group(self, group: ConsumerGroup) -> DescribedConsumerGroup:
+        """ConsumerGroupDescribe of a live group (Kafka's `ConsumerGroup.asDescribedGroup`)."""
+        by_id = self.metadata.by_id()
+
+        def named(partitions: Partitions) -> NamedAssignment:
+            # Kafka leaves out topics the metadata no longer has.
+            return tuple((t, by_id[t].name, ps) for t, ps in freeze(partitions) if t in by_id)
+
+        return DescribedConsumerGroup(
+            group.group_id,
+            ErrorCode.NONE,
+            state=group.kafka_state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.target_epoch,
+            assignor=chosen_assignor(group, self.state.config),
+            members=tuple(
+                DescribedConsumerMember(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.member_epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=m.subscribed_topic_names,
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    assignment=named(m.assigned),
+                    target_assignment=named(group.target.get(m.member_id, {})),
+                )
+                for m in group.members.values()
+            ),
+        )
 
     @staticmethod
     def listed(group: ConsumerGroup) -> ListedGroup:
