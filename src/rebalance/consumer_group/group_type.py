@@ -119,7 +119,10 @@ class ConsumerGroupType:
             return self._leave(result, group, cmd, now_ms)
         member, trigger = self._member(result, group, cmd, now_ms)
         trigger = self._update_subscription(result, group, member, cmd) or trigger
-        self._maybe_bump(result, group, trigger, now_ms)
+        # Without a join or a subscription change, the subscribed topics' metadata can only
+        # have moved through `topics_changed`, which bumped the epoch then: a plain heartbeat
+        # skips that check (it walks every member: quadratic over a round of heartbeats).
+        self._maybe_bump(result, group, trigger, now_ms, check_metadata=trigger is not None)
         before = member.current_value()
         owned = None if cmd.topic_partitions is None else thaw(cmd.topic_partitions)
         self._reconcile(result, group, member, owned, now_ms)
@@ -371,14 +374,22 @@ class ConsumerGroupType:
         )
 
     def _maybe_bump(
-        self, result: Result, group: ConsumerGroup, trigger: ConsumerTrigger | None, now_ms: int
+        self,
+        result: Result,
+        group: ConsumerGroup,
+        trigger: ConsumerTrigger | None,
+        now_ms: int,
+        *,
+        check_metadata: bool = True,
     ) -> None:
         """Bump the group epoch if `trigger` says so or the subscribed topics' metadata moved,
         then bring the target assignment up to the group epoch."""
-        metadata = self._subscribed_metadata(group)
-        if metadata != group.subscribed_metadata and trigger is None:
+        metadata = (
+            self._subscribed_metadata(group) if check_metadata or trigger is not None else None
+        )
+        if trigger is None and metadata is not None and metadata != group.subscribed_metadata:
             trigger = ConsumerTrigger.METADATA_CHANGED
-        if trigger is not None:
+        if trigger is not None and metadata is not None:
             self._apply(result, group.group_id, GroupEpochValue(group.group_epoch + 1, metadata))
             result.event(
                 EventType.GROUP_EPOCH_BUMPED,
