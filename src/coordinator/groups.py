@@ -25,9 +25,11 @@ from coordinator.described_configs import model_entries
 from coordinator.errors import OperationalError
 from coordinator.event_log import EventLog
 from coordinator.partition_log.internal import GROUP_METADATA_TOPIC
+from coordinator.partition_log.topics import TopicStore
 from coordinator.runtime import GroupRuntime
 from coordinator.store.sqlite import SqliteStore
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.group import TopicInfo, TopicMetadata
 from rebalance.core import GroupCoordinatorCore
 from rebalance.rng import SplitMix64
 
@@ -85,6 +87,8 @@ class GroupCoordinatorExtension:
             stack.callback(store.close)
             events, lock = self._open_event_log(broker, stack) if self.event_log else (None, None)
             core = GroupCoordinatorCore(self.config, SplitMix64(seed))
+            # The topics first: loading a consumer group compares them with its records.
+            core.topics_changed(topic_metadata(broker.topics), 0)
             runtime = GroupRuntime(core, store, events)
             stack.push_async_callback(runtime.close)
             await runtime.start()
@@ -98,6 +102,16 @@ class GroupCoordinatorExtension:
             broker.groups = runtime
             broker.settings.add(lambda: model_entries(self.config))
             stack.callback(broker.topics.on_deleted(runtime.topics_deleted))
+            topics = broker.topics
+
+            def topics_changed(_: object = None) -> None:
+                runtime.topics_changed(topic_metadata(topics))
+
+            async def topics_deleted(_: list[str]) -> None:
+                topics_changed()
+
+            stack.callback(topics.subscribe(topics_changed))
+            stack.callback(topics.on_deleted(topics_deleted))
             self.runtime = runtime
             if lock is not None:
                 lock.keep()  # started: from now on the directory holds the log, a failure or not
@@ -127,3 +141,10 @@ class GroupCoordinatorExtension:
             ) from exc
         stack.callback(events.close)
         return events, lock
+
+
+def topic_metadata(topics: TopicStore) -> TopicMetadata:
+    """The core's view of the node's topics (consumer groups assign from it)."""
+    return TopicMetadata.of(
+        TopicInfo(topic.name, str(topic.topic_id), len(topic.partitions)) for topic in topics
+    )

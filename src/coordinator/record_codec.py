@@ -13,6 +13,17 @@ import json
 from typing import Any
 
 from coordinator.store.base import StoredRecord
+from rebalance.consumer_group.records import (
+    Assignment,
+    ConsumerGroupRecord,
+    CurrentAssignmentValue,
+    GroupEpochValue,
+    MemberValue,
+    RecordKind,
+    TargetEpochValue,
+    TargetMemberValue,
+    Tombstone,
+)
 from rebalance.records import (
     GroupMetadataRecord,
     GroupMetadataValue,
@@ -24,6 +35,8 @@ from rebalance.records import (
 
 GROUP_KIND = "group"
 OFFSET_KIND = "offset"
+#: KIP-848 consumer-group rows, keyed by (group, record kind, member id or "").
+CONSUMER_KIND = "consumer"
 VALUE_VERSION = 1
 
 
@@ -36,6 +49,8 @@ def _b64(data: bytes) -> str:
 
 
 def encode(record: Record) -> StoredRecord:
+    if isinstance(record, ConsumerGroupRecord):
+        return _encode_consumer(record)
     if isinstance(record, OffsetCommitRecord):
         key = json.dumps([record.group_id, record.topic, record.partition], ensure_ascii=False)
         offset = record.value
@@ -79,6 +94,8 @@ def encode(record: Record) -> StoredRecord:
 
 def decode(row: StoredRecord) -> Record:
     try:
+        if row.kind == CONSUMER_KIND:
+            return _decode_consumer(row)
         if row.kind == OFFSET_KIND:
             group_id, topic, partition = json.loads(row.key)
             if row.value is None:
@@ -137,3 +154,92 @@ def _versioned(row: StoredRecord) -> dict[str, Any]:
             f"version {VALUE_VERSION} (written by a newer release?)"
         )
     return value
+
+
+# -- consumer groups ------------------------------------------------------------------------
+def _assignment(value: Assignment) -> list[Any]:
+    return [[topic_id, list(partitions)] for topic_id, partitions in value]
+
+
+def _read_assignment(value: list[Any]) -> Assignment:
+    return tuple((str(topic_id), tuple(int(p) for p in ps)) for topic_id, ps in value)
+
+
+def _encode_consumer(record: ConsumerGroupRecord) -> StoredRecord:
+    kind, member_id = record.key()
+    key = json.dumps([record.group_id, str(kind), member_id], ensure_ascii=False)
+    value = record.value
+    if value is None or isinstance(value, Tombstone):
+        return StoredRecord(CONSUMER_KIND, key, None)
+    body: dict[str, Any] = {"v": VALUE_VERSION}
+    if isinstance(value, GroupEpochValue):
+        body |= {"epoch": value.epoch, "topics": [list(t) for t in value.topics]}
+    elif isinstance(value, MemberValue):
+        body |= {
+            "instance": value.instance_id,
+            "rack": value.rack_id,
+            "client_id": value.client_id,
+            "client_host": value.client_host,
+            "rebalance_timeout": value.rebalance_timeout_ms,
+            "topics": list(value.subscribed_topic_names),
+            "regex": value.subscribed_topic_regex,
+            "assignor": value.server_assignor,
+        }
+    elif isinstance(value, TargetMemberValue):
+        body |= {"partitions": _assignment(value.partitions)}
+    elif isinstance(value, TargetEpochValue):
+        body |= {"epoch": value.epoch}
+    else:
+        body |= {
+            "epoch": value.member_epoch,
+            "previous_epoch": value.previous_member_epoch,
+            "state": value.state,
+            "assigned": _assignment(value.assigned),
+            "revoking": _assignment(value.pending_revocation),
+        }
+    return StoredRecord(CONSUMER_KIND, key, json.dumps(body).encode())
+
+
+def _decode_consumer(row: StoredRecord) -> ConsumerGroupRecord:
+    group_id, kind_name, member_id = json.loads(row.key)
+    kind = RecordKind(kind_name)
+    if row.value is None:
+        if kind is RecordKind.GROUP_EPOCH:
+            return ConsumerGroupRecord(group_id, None)
+        return ConsumerGroupRecord(group_id, Tombstone(kind, member_id))
+    v = _versioned(row)
+    if kind is RecordKind.GROUP_EPOCH:
+        topics = tuple((str(n), str(i), int(p)) for n, i, p in v["topics"])
+        return ConsumerGroupRecord(group_id, GroupEpochValue(v["epoch"], topics))
+    if kind is RecordKind.MEMBER:
+        return ConsumerGroupRecord(
+            group_id,
+            MemberValue(
+                member_id,
+                v["instance"],
+                v["rack"],
+                v["client_id"],
+                v["client_host"],
+                v["rebalance_timeout"],
+                tuple(v["topics"]),
+                v["regex"],
+                v["assignor"],
+            ),
+        )
+    if kind is RecordKind.TARGET_MEMBER:
+        return ConsumerGroupRecord(
+            group_id, TargetMemberValue(member_id, _read_assignment(v["partitions"]))
+        )
+    if kind is RecordKind.TARGET_EPOCH:
+        return ConsumerGroupRecord(group_id, TargetEpochValue(v["epoch"]))
+    return ConsumerGroupRecord(
+        group_id,
+        CurrentAssignmentValue(
+            member_id,
+            v["epoch"],
+            v["previous_epoch"],
+            v["state"],
+            _read_assignment(v["assigned"]),
+            _read_assignment(v["revoking"]),
+        ),
+    )

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from coordinator import record_codec
 from coordinator.event_log import EventLog, epoch_offset_ms
 from rebalance.commands import Command, Heartbeat
+from rebalance.consumer_group.group import TopicMetadata
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result
 from rebalance.errors import ErrorCode
@@ -152,6 +153,13 @@ class GroupRuntime:
             return await future
         finally:
             self._waiting.pop(token, None)
+
+    def topics_changed(self, metadata: TopicMetadata) -> None:
+        """The node's topics changed (created, grown, deleted): consumer groups subscribed to
+        them get a new group epoch and target assignment; their records go to the store like
+        any other write."""
+        self._running_loop()
+        self._carry_out(self.core.topics_changed(metadata, self._clock.now_ms()))
 
     async def topics_deleted(self, topics: list[str]) -> None:
         """Remove the committed offsets of deleted topics; returns once that is durable (a

@@ -10,9 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 INT32_MAX = 2**31 - 1
+#: The server assignors a consumer group may name (`assignors` package names).
+SERVER_ASSIGNORS = frozenset({"uniform", "range"})
 
 
 class ConfigError(ValueError):
@@ -50,6 +59,59 @@ class CoordinatorConfig(BaseModel):
     offset_metadata_max_bytes: int = Field(
         4096, alias="offset.metadata.max.bytes", ge=0, le=INT32_MAX
     )
+    # -- consumer groups (KIP-848) ----------------------------------------------------------
+    group_consumer_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.session.timeout.ms", ge=1, le=INT32_MAX
+    )
+    group_consumer_min_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.min.session.timeout.ms", ge=1, le=INT32_MAX
+    )
+    group_consumer_max_session_timeout_ms: int = Field(
+        60000, alias="group.consumer.max.session.timeout.ms", ge=1, le=INT32_MAX
+    )
+    group_consumer_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.heartbeat.interval.ms", ge=1, le=INT32_MAX
+    )
+    group_consumer_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1, le=INT32_MAX
+    )
+    group_consumer_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1, le=INT32_MAX
+    )
+    group_consumer_max_size: int = Field(
+        INT32_MAX, alias="group.consumer.max.size", ge=1, le=INT32_MAX
+    )
+    #: Server assignors by name, the first the default (Kafka lists class names; we list the
+    #: names members send as ServerAssignor).
+    group_consumer_assignors: tuple[str, ...] = Field(
+        ("uniform", "range"), alias="group.consumer.assignors", min_length=1
+    )
+    #: Only Kafka 4.0's default is implemented: see `rebalance.consumer_group`.
+    group_consumer_migration_policy: str = Field(
+        "bidirectional", alias="group.consumer.migration.policy"
+    )
+
+    @field_validator("group_consumer_assignors", mode="before")
+    @classmethod
+    def _assignor_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
+
+    @field_validator("group_consumer_assignors")
+    @classmethod
+    def _known_assignors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [name for name in value if name not in SERVER_ASSIGNORS]
+        if unknown:
+            raise ValueError(f"unknown server assignor {unknown[0]!r} (known: uniform, range)")
+        return value
+
+    @field_validator("group_consumer_migration_policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        if value.lower() != "bidirectional":
+            raise ValueError("only bidirectional (Kafka's default) is implemented")
+        return value.lower()
 
     @model_validator(mode="after")
     def _session_bounds_ordered(self) -> CoordinatorConfig:
@@ -57,6 +119,30 @@ class CoordinatorConfig(BaseModel):
             raise ValueError(
                 "must not exceed group.max.session.timeout.ms "
                 f"({self.group_min_session_timeout_ms} > {self.group_max_session_timeout_ms})"
+            )
+        # Kafka's GroupCoordinatorConfig requirements for consumer groups.
+        for name, low, value, high in (
+            (
+                "group.consumer.session.timeout.ms",
+                self.group_consumer_min_session_timeout_ms,
+                self.group_consumer_session_timeout_ms,
+                self.group_consumer_max_session_timeout_ms,
+            ),
+            (
+                "group.consumer.heartbeat.interval.ms",
+                self.group_consumer_min_heartbeat_interval_ms,
+                self.group_consumer_heartbeat_interval_ms,
+                self.group_consumer_max_heartbeat_interval_ms,
+            ),
+        ):
+            if not low <= value <= high:
+                raise ValueError(
+                    f"{name} must be within its min and max ({low} <= {value} <= {high})"
+                )
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError(
+                "group.consumer.heartbeat.interval.ms must be less than "
+                "group.consumer.session.timeout.ms"
             )
         return self
 

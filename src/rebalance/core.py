@@ -40,14 +40,19 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from rebalance.consumer_group.group import TopicMetadata
+from rebalance.consumer_group.group_type import ConsumerGroupType
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import DeleteReason, EventType
 from rebalance.group_types import GroupType
 from rebalance.offsets import Offsets
-from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from rebalance.records import OffsetCommitRecord, Record
 from rebalance.replies import (
+    ConsumerGroupDescribeReply,
     DeleteGroupsReply,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsReply,
     HeartbeatReply,
@@ -73,7 +78,9 @@ class GroupCoordinatorCore:
         #: The group types this core holds, by name; each group names its own.
         self.group_types: dict[str, GroupType] = {}
         self._types_by_timer: dict[str, GroupType] = {}
+        self._consumer = ConsumerGroupType(self.state)
         self._add_group_type(self._classic)
+        self._add_group_type(self._consumer)
         self._offsets = Offsets(self.state)
         #: The one dispatch table: command type -> handler.
         self._routes: dict[type[Command[Any]], _Route] = {
@@ -87,6 +94,8 @@ class GroupCoordinatorCore:
             DescribeGroups: self.describe_groups,
             ListGroups: self.list_groups,
             DeleteGroups: self.delete_groups,
+            ConsumerGroupHeartbeat: self.consumer_group_heartbeat,
+            ConsumerGroupDescribe: self.consumer_group_describe,
         }
 
     def _add_group_type(self, group_type: GroupType) -> None:
@@ -98,7 +107,7 @@ class GroupCoordinatorCore:
         for kind in group_type.timer_kinds:
             self._types_by_timer[kind] = group_type
 
-    def _type_of(self, group: Group) -> GroupType:
+    def _type_of(self, group: Any) -> GroupType:
         return self.group_types[group.group_type]
 
     @property
@@ -197,6 +206,25 @@ class GroupCoordinatorCore:
         return route(command, now_ms, token)
 
     # ===================================================================== group APIs
+    def _not_classic(self, group_id: str) -> ErrorCode:
+        """GROUP_ID_NOT_FOUND for a classic request to a group of another type (Kafka's
+        "Group X is not a classic group"). DIFFERS: Kafka lets classic members into a
+        consumer group (online migration, `group.consumer.migration.policy`) and turns an
+        empty consumer group into a classic one on JoinGroup; neither is implemented yet."""
+        group = self.state.groups.get(group_id)
+        if group is not None and group.group_type != self._classic.name:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.NONE
+
+    def consumer_group_heartbeat(
+        self, cmd: ConsumerGroupHeartbeat, now_ms: int, token: Hashable
+    ) -> Result:
+        # An empty group id is the type's INVALID_REQUEST (Kafka validates before routing).
+        error = self._availability(cmd.group_id) if cmd.group_id.strip() else ErrorCode.NONE
+        if error is not ErrorCode.NONE:
+            return single_reply(token, cmd.error_reply(error))
+        return self._consumer.heartbeat(cmd, now_ms, token)
+
     def join_group(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:
         cfg = self.state.config
         error = ErrorCode.NONE
@@ -210,6 +238,8 @@ class GroupCoordinatorCore:
             error = ErrorCode.INVALID_SESSION_TIMEOUT
         else:
             error = self._availability(cmd.group_id)
+        if error is ErrorCode.NONE:
+            error = self._not_classic(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._classic.join(cmd, now_ms, token)
@@ -222,6 +252,8 @@ class GroupCoordinatorCore:
             error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         else:
             error = self._availability(cmd.group_id)
+        if error is ErrorCode.NONE:
+            error = self._not_classic(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._classic.sync(cmd, now_ms, token)
@@ -231,12 +263,16 @@ class GroupCoordinatorCore:
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # Both Kafka coordinators answer blindly OK while loading.
             return single_reply(token, HeartbeatReply(ErrorCode.NONE))
+        if error is ErrorCode.NONE:
+            error = self._not_classic(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._classic.heartbeat(cmd, now_ms, token)
 
     def leave_group(self, cmd: LeaveGroup, now_ms: int, token: Hashable) -> Result:
         error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is ErrorCode.NONE:
+            error = self._not_classic(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._classic.leave(cmd, now_ms, token)
@@ -305,7 +341,8 @@ class GroupCoordinatorCore:
             if error is ErrorCode.NONE and group is not None:
                 for topic, partition in sorted(group.offsets):
                     self.state.apply(result, OffsetCommitRecord(group_id, topic, partition, None))
-                self.state.apply(result, GroupMetadataRecord(group_id, None))
+                for record in self._type_of(group).tombstones(group):
+                    self.state.apply(result, record)
                 result.event(
                     EventType.GROUP_DELETED, now_ms, group_id, reason=DeleteReason.DELETE_GROUPS
                 )
@@ -331,6 +368,41 @@ class GroupCoordinatorCore:
             return Result()
         return group_type.on_timer(key, group, now_ms)
 
+    def consumer_group_describe(
+        self, cmd: ConsumerGroupDescribe, now_ms: int, token: Hashable
+    ) -> Result:
+        described = []
+        for group_id in cmd.group_ids:
+            error = self._availability(group_id)
+            group = self.state.groups.get(group_id)
+            if error is not ErrorCode.NONE:
+                described.append(DescribedConsumerGroup(group_id, error))
+            elif group is None:
+                described.append(
+                    DescribedConsumerGroup(
+                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                    )
+                )
+            elif group.group_type != self._consumer.name:
+                described.append(
+                    DescribedConsumerGroup(
+                        group_id,
+                        ErrorCode.GROUP_ID_NOT_FOUND,
+                        f"Group {group_id} is not a consumer group.",
+                    )
+                )
+            else:
+                described.append(self._consumer.describe_consumer_group(group))
+        return single_reply(token, ConsumerGroupDescribeReply(tuple(described)))
+
+    # =================================================================== topic metadata
+    def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:
+        """The shell's snapshot of the cluster's topics, sent at start and whenever a topic is
+        created, grows or is deleted. Consumer groups assign on the server, so the core must
+        know the topics; a snapshot pushed on change (rather than one per request) keeps
+        heartbeats small and makes every epoch bump a recorded, replayable decision."""
+        return self._consumer.topics_changed(metadata, now_ms)
+
     # =================================================================== deleted topics
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> Result:
         """Remove every group's committed offsets of `topics`, which were deleted: records
@@ -349,7 +421,7 @@ class GroupCoordinatorCore:
         for group_id in sorted(owned.groups):
             group = self.state.groups.get(group_id)
             if group is not None:
-                result.extend(self._offsets.expire(group, now_ms))
+                result.extend(self._offsets.expire(group, now_ms, self._type_of(group).tombstones))
         self.state.schedule(
             result,
             retention_key(partition),

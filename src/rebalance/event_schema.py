@@ -13,7 +13,8 @@ Schema version 1, one JSON object a line:
 
 `group` is null for the events about a partition, not a group. An optional `group_type` names a
 group type other than the classic one (absent): "zookeeper" for Kafka 0.8's ZooKeeper-coordinated
-consumers, which write this schema with types of their own (`coordinator.zookeeper.events`).
+consumers, which write this schema with types of their own (`coordinator.zookeeper.events`), and
+"consumer" for KIP-848 consumer groups (`rebalance.consumer_group`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class EventType(StrEnum):
     ZK_REBALANCE_COMPLETED = "zk_rebalance_completed"
     ZK_REBALANCE_FAILED = "zk_rebalance_failed"
     ZK_SESSION_EXPIRED = "zk_session_expired"
+    GROUP_EPOCH_BUMPED = "group_epoch_bumped"
+    TARGET_ASSIGNMENT = "target_assignment"
+    MEMBER_RECONCILED = "member_reconciled"
     PARTITION_LOADED = "partition_loaded"
     PARTITION_UNLOADED = "partition_unloaded"
 
@@ -59,6 +63,16 @@ class Trigger(StrEnum):
     STATIC_REPLACED = "static_replaced"
     SYNC_TIMEOUT = "sync_timeout"
     OVER_MAX_SIZE = "over_max_size"
+
+
+class ConsumerTrigger(StrEnum):
+    """Why a consumer (KIP-848) group's epoch was bumped (`group_epoch_bumped.trigger`)."""
+
+    MEMBER_JOINED = "member_joined"
+    MEMBER_LEFT = "member_left"
+    MEMBER_EXPIRED = "member_expired"
+    SUBSCRIPTION_CHANGED = "subscription_changed"
+    METADATA_CHANGED = "metadata_changed"
 
 
 class ZooKeeperTrigger(StrEnum):
@@ -88,6 +102,9 @@ class ExpiryReason(StrEnum):
     SYNC_TIMEOUT = "sync_timeout"
     MAX_SIZE = "max_size"
     REPLACED = "replaced"
+    #: A consumer-group member that did not acknowledge a revocation within its rebalance
+    #: timeout (KIP-848 fences it).
+    REVOCATION_TIMEOUT = "revocation_timeout"
 
 
 class DeleteReason(StrEnum):
@@ -140,7 +157,9 @@ FIELDS: Mapping[str, Field] = {
     "partitions": Field(Kind.INT, "offsets stored"),
     "partition": Field(Kind.INT, "the __consumer_offsets partition"),
     "groups": Field(Kind.INT, "groups on it"),
-    "group_type": Field(Kind.STRING, 'the group type ("zookeeper"; absent: classic)', late=True),
+    "group_type": Field(
+        Kind.STRING, 'the group type ("zookeeper", "consumer"; absent: classic)', late=True
+    ),
     "attempt": Field(Kind.INT, "the rebalance attempt, from 1", late=True),
     "zk_ops": Field(Kind.LONG, "ZooKeeper requests of the whole rebalance", late=True),
     "partitions_total": Field(Kind.INT, "partitions of the subscribed topics", late=True),
@@ -151,6 +170,11 @@ FIELDS: Mapping[str, Field] = {
     "session_timeout_ms": Field(Kind.LONG, "the expired member's session timeout", late=True),
     "conflicts": Field(Kind.PAIRS, "partitions another consumer still owned", late=True),
     "rolled_back": Field(Kind.INT, "claims undone after the conflict", late=True),
+    "member_state": Field(Kind.STRING, "a consumer-group member's reconciliation state", late=True),
+    "assigned": Field(Kind.INT, "how many partitions a member holds now", late=True),
+    "revoking": Field(Kind.INT, "how many it is asked to give up", late=True),
+    "target_epoch": Field(Kind.INT, "the target assignment's epoch", late=True),
+    "assignor": Field(Kind.STRING, "the server assignor that computed it", late=True),
 }
 
 
@@ -171,18 +195,21 @@ class EventSpec:
 CLASSIC = ("classic",)
 BOTH = ("classic", "zookeeper")
 ZOOKEEPER = ("zookeeper",)
+CONSUMER = ("consumer",)
+ALL_THREE = ("classic", "zookeeper", "consumer")
 
 EVENTS: Mapping[EventType, EventSpec] = {
     EventType.MEMBER_JOINED: EventSpec(
         ("member",),
         ("client_id", "instance_id", "protocols"),
-        BOTH,
+        ALL_THREE,
         note="the optional fields are always written; the report does not need them",
     ),
-    EventType.MEMBER_LEFT: EventSpec(("member", "reason"), (), BOTH, reasons=LeaveReason),
+    EventType.MEMBER_LEFT: EventSpec(("member", "reason"), (), ALL_THREE, reasons=LeaveReason),
     EventType.MEMBER_EXPIRED: EventSpec(
         ("member", "reason"),
         ("session_timeout_ms",),
+        ("classic", "consumer"),
         reasons=ExpiryReason,
         note="session_timeout_ms for session_timeout (the last heartbeat was then)",
     ),
@@ -201,7 +228,27 @@ EVENTS: Mapping[EventType, EventSpec] = {
     EventType.GROUP_STABLE: EventSpec(("generation",), note="the assignment is handed out"),
     EventType.OFFSET_COMMIT: EventSpec(("partitions",), (), BOTH),
     EventType.COMMIT_FENCED: EventSpec(("error", "code"), note="generation and member as sent"),
-    EventType.GROUP_DELETED: EventSpec(("reason",), reasons=DeleteReason),
+    EventType.GROUP_DELETED: EventSpec(
+        ("reason",), (), ("classic", "consumer"), reasons=DeleteReason
+    ),
+    EventType.GROUP_EPOCH_BUMPED: EventSpec(
+        ("trigger", "generation"),
+        ("members",),
+        CONSUMER,
+        note="`generation` is the new group epoch; members: how many the group has now",
+    ),
+    EventType.TARGET_ASSIGNMENT: EventSpec(
+        ("generation", "assignments", "assignor"),
+        (),
+        CONSUMER,
+        note="`generation` is the target epoch; assignments by topic name",
+    ),
+    EventType.MEMBER_RECONCILED: EventSpec(
+        ("member", "generation", "member_state", "assigned"),
+        ("revoking", "target_epoch"),
+        CONSUMER,
+        note="`generation` is the member epoch; one line whenever a member's assignment moves",
+    ),
     EventType.ZK_CLAIMS_FAILED: EventSpec(
         ("member", "attempt"), ("conflicts", "rolled_back"), ZOOKEEPER
     ),
@@ -290,6 +337,8 @@ def check_event(line: Mapping[str, Any]) -> str | None:
     values = spec.reasons
     if values is not None and "reason" in line and line["reason"] not in set(values):
         return f"{event_type}: reason {line['reason']!r} is not one of {[str(v) for v in values]}"
+    if event_type is EventType.GROUP_EPOCH_BUMPED and line["trigger"] not in set(ConsumerTrigger):
+        return f"group_epoch_bumped: trigger {line['trigger']!r} is unknown"
     if event_type is EventType.REBALANCE_STARTED:
         triggers = ZooKeeperTrigger if line.get("group_type") == "zookeeper" else Trigger
         if line["trigger"] not in set(triggers):
@@ -308,7 +357,9 @@ def markdown_table() -> str:
             text = name
             if name == "reason" and spec.reasons is not None:
                 text += ": " + ", ".join(spec.reasons)
-            if name == "trigger":
+            if name == "trigger" and event_type is EventType.GROUP_EPOCH_BUMPED:
+                text += ": " + ", ".join(ConsumerTrigger)
+            elif name == "trigger":
                 text += (
                     ": " + ", ".join(Trigger) + " (ZooKeeper: " + ", ".join(ZooKeeperTrigger) + ")"
                 )

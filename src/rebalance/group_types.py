@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
+from rebalance.records import Record
 from rebalance.replies import DescribedGroup, ListedGroup
 from rebalance.timers import TimerKey
 
@@ -45,6 +46,11 @@ class GroupType(Protocol):
 
     def replay(self, group: Any, value: Any) -> None:
         """Apply one of this type's record values (not a tombstone) to `group`."""
+        ...
+
+    def tombstones(self, group: Any) -> list[Record]:
+        """The records that delete `group` (DeleteGroups; an empty group whose offsets
+        expired), its offsets aside."""
         ...
 
     def describe(self, group: Any) -> DescribedGroup: ...

@@ -8,15 +8,17 @@ tools and consumers with manual assignment). Accepted offsets become records; `r
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit, OffsetDelete, OffsetFetch
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import DeleteReason, EventType
 from rebalance.lifecycle import GroupState
-from rebalance.records import GroupMetadataRecord, OffsetAndMetadata, OffsetCommitRecord
+from rebalance.records import OffsetAndMetadata, OffsetCommitRecord, Record
 from rebalance.replies import (
     FetchedOffset,
     OffsetCommitReply,
@@ -100,6 +102,9 @@ class Offsets:
             )
         if cmd.generation_id < 0 and group.empty:
             return  # no member or instance validation (spec §3.1 rule 3)
+        if isinstance(group, ConsumerGroup):
+            _validate_consumer_commit(group, cmd)
+            return
         if cmd.generation_id >= 0 or cmd.member_id or cmd.group_instance_id is not None:
             member = group.validate_member(cmd.member_id, cmd.group_instance_id)
             if cmd.generation_id != group.generation:
@@ -171,7 +176,9 @@ class Offsets:
         return result
 
     # ============================================================================= expiry
-    def expire(self, group: Group, now_ms: int) -> Result:
+    def expire(
+        self, group: Group, now_ms: int, tombstones: Callable[[Any], list[Record]]
+    ) -> Result:
         """Drop expired offsets of one group; delete the group if it is empty and bare."""
         result = Result()
         retention = self.state.config.offsets_retention_ms
@@ -205,11 +212,23 @@ class Offsets:
             if expired:
                 self.state.apply(result, OffsetCommitRecord(group.group_id, topic, partition, None))
         if empty and not group.offsets:
-            self.state.apply(result, GroupMetadataRecord(group.group_id, None))
+            for record in tombstones(group):  # the group type's records that delete it
+                self.state.apply(result, record)
             result.event(
                 EventType.GROUP_DELETED, now_ms, group.group_id, reason=DeleteReason.EXPIRED
             )
         return result
+
+
+def _validate_consumer_commit(group: ConsumerGroup, cmd: OffsetCommit) -> None:
+    """Kafka's `ConsumerGroup.validateOffsetCommit`: the committer must be a member, commit
+    with v9+ (members of this protocol do), and carry its current member epoch."""
+    if cmd.member_id not in group.members:
+        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if cmd.version < 9:
+        raise CoordinatorError(ErrorCode.UNSUPPORTED_VERSION)
+    if cmd.generation_id != group.members[cmd.member_id].member_epoch:
+        raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
 
 
 def _fetched(partition: int, stored: OffsetAndMetadata | None) -> FetchedOffset:

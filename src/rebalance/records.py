@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rebalance.consumer_group.records import ConsumerGroupRecord
+
 
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
@@ -58,4 +60,4 @@ class OffsetCommitRecord:
     value: OffsetAndMetadata | None  # None: tombstone, the offset is deleted
 
 
-Record = GroupMetadataRecord | OffsetCommitRecord
+Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord

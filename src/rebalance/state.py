@@ -20,6 +20,7 @@ from typing import Any
 
 from rebalance.classic.group import Group
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.records import ConsumerGroupRecord
 from rebalance.effects import Cancel, Result, Schedule
 from rebalance.lifecycle import GroupState
 from rebalance.placement import partition_for
@@ -48,8 +49,10 @@ class CoordinatorState:
     def __init__(self, config: CoordinatorConfig, rng: RandomSource) -> None:
         self.config = config
         self.rng = rng
-        #: Every loaded group by id; DOWN groups are never here (they leave in the same step).
-        self.groups: dict[str, Group] = {}
+        #: Every loaded group by id, of any group type (`group.group_type` names it); DOWN
+        #: groups are never here (they leave in the same step). Typed Any: each group type's
+        #: handlers know their own class, and the core reaches a group only through its type.
+        self.groups: dict[str, Any] = {}
         self.partitions: dict[int, OwnedPartition] = {}
         #: Armed timers and their deadlines: the core's own view, used to drop stale firings.
         self.timers: dict[TimerKey, int] = {}
@@ -93,15 +96,20 @@ class CoordinatorState:
             group = self._materialise(record.group_id)
         group.offsets[tp] = record.value
 
-    def _replay_group(self, record: GroupMetadataRecord) -> None:
+    def _replay_group(self, record: GroupMetadataRecord | ConsumerGroupRecord) -> None:
         group_class, apply_value = self.group_records[type(record)]
         group = self.groups.get(record.group_id)
         if record.value is None:
-            if group is not None:
+            # A group's tombstone deletes only a group of its own type: when an empty group
+            # changes type, the new type's records come first and the old type's tombstone
+            # then only clears the old row from the store.
+            if group is not None and isinstance(group, group_class):
                 self._drop(group)
             return
         if group is None:
             group = self._materialise(record.group_id, group_class)
+        elif not isinstance(group, group_class):
+            group = self._convert(group, group_class)
         apply_value(group, record.value)
 
     def _materialise(self, group_id: str, group_class: type[Any] = Group) -> Group:
@@ -120,7 +128,19 @@ class CoordinatorState:
         self.groups[group_id] = group
         return group
 
-    def _drop(self, group: Group) -> None:
+    def _convert(self, group: Any, group_class: type[Any]) -> Any:
+        """An empty group becomes a group of another type (Kafka converts an empty classic
+        group to a consumer group on a consumer heartbeat, and back on a JoinGroup); its
+        committed offsets stay with the id."""
+        if group.members:
+            raise ValueError(f"group {group.group_id!r} has members: it cannot change type")
+        converted = group_class(group.group_id, group.partition)
+        converted.state = group.state
+        converted.offsets = group.offsets
+        self.groups[group.group_id] = converted
+        return converted
+
+    def _drop(self, group: Any) -> None:
         group.transition("unload" if group.state is GroupState.INITIALIZE else "delete", None)
         del self.groups[group.group_id]
         owned = self.partitions.get(group.partition)

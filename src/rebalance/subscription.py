@@ -13,16 +13,20 @@ from assignors.consumer_protocol import (
     decode_subscription,
 )
 from rebalance.classic.group import Group
+from rebalance.consumer_group.group import ConsumerGroup
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
-def group_subscriptions(group: Group) -> set[str] | None:
+def group_subscriptions(group: Group | ConsumerGroup) -> set[str] | None:
     """Topics any member of a non-empty consumer group subscribes to.
 
     None means "unknown": a non-consumer protocol, or metadata that cannot be parsed (which
     Kafka treats as subscribed to every topic).
     """
+    if isinstance(group, ConsumerGroup):
+        # The topics its group epoch was computed for: names and regex matches that exist.
+        return {name for name, _, _ in group.subscribed_metadata}
     if group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.protocol_name is None:
         return None
     topics: set[str] = set()

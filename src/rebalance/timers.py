@@ -34,3 +34,15 @@ def sync_key(group_id: str) -> TimerKey:
 
 def retention_key(partition: int) -> TimerKey:
     return (RETENTION, "", str(partition))
+
+
+CONSUMER_SESSION = "consumer_session"  # a consumer-group member's session (KIP-848)
+CONSUMER_REVOCATION = "consumer_revocation"  # a member's rebalance timeout while it revokes
+
+
+def consumer_session_key(group_id: str, member_id: str) -> TimerKey:
+    return (CONSUMER_SESSION, group_id, member_id)
+
+
+def consumer_revocation_key(group_id: str, member_id: str) -> TimerKey:
+    return (CONSUMER_REVOCATION, group_id, member_id)

@@ -289,9 +289,23 @@ async def test_delete_topics_refusals(node: RunningServer, client: WireClient) -
         ("t1", ErrorCode.invalid_request),
     ]
     unknown = uuid.uuid4()
+    by_id = await delete(client, 6, unknown, unknown)
+    assert [r.error_code for r in by_id.responses] == [ErrorCode.invalid_request] * 2
     by_id = await delete(client, 6, unknown)
     assert by_id.responses[0].error_code is ErrorCode.unknown_topic_id
+    t1_id = node.broker.topics.get("t1").topic_id  # type: ignore[union-attr]
+    both = await client.request(
+        DELETE_TOPICS, 6, {"topics": [{"name": "t1", "topic_id": t1_id}], "timeout": 5000}
+    )
+    assert both.responses[0].error_code is ErrorCode.invalid_request
+    v6_by_name = await delete(client, 6, "missing")
+    assert v6_by_name.responses[0].error_code is ErrorCode.unknown_topic_or_partition
     assert node.broker.topics.get("t1") is not None
+    by_name_at_v6 = await delete(client, 6, "t1")
+    assert (by_name_at_v6.responses[0].error_code, by_name_at_v6.responses[0].topic_id) == (
+        ErrorCode.none,
+        t1_id,
+    )
 
 
 async def test_delete_topics_can_be_disabled() -> None:

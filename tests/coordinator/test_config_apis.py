@@ -3,8 +3,10 @@ advertised version, and the settings that only matter on a cluster."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -327,3 +329,30 @@ async def test_the_internal_offsets_topic_is_described_but_not_altered(
     assert altered == [ErrorCode.invalid_request]
     answer = await incremental(client, 1, "__consumer_offsets", ("retention.ms", SET, "1"))
     assert answer[0] is ErrorCode.invalid_request
+
+
+async def test_rebalance_serve_accepts_cluster_only_settings_and_says_so_once(
+    tmp_path: Path,
+) -> None:
+    from serve_process import REBALANCE, STARTED, stop
+
+    process = await asyncio.create_subprocess_exec(
+        *REBALANCE, "serve", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "data"),
+        "--set", "offsets.topic.replication.factor=1", "--set", "transaction.state.log.min.isr=1",
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    STARTED.append(process.pid)
+    assert process.stderr is not None
+    before_listening = []
+    while "listening on" not in (line := (await process.stderr.readline()).decode()):
+        assert line, "the server exited before listening"
+        before_listening.append(line)
+    port = int(line.rsplit(":", 1)[1].split()[0])
+    client = await WireClient.connect("127.0.0.1", port)
+    shown = by_name(await describe(client, 4, BROKER, "1", ["offsets.topic.replication.factor"]))
+    assert shown["offsets.topic.replication.factor"].value == "1"
+    await client.close()
+    rest = await stop(process)
+    announced = [line for line in before_listening + rest.splitlines() if "only matter" in line]
+    assert len(announced) == 1
+    assert "offsets.topic.replication.factor=1, transaction.state.log.min.isr=1" in announced[0]

@@ -189,9 +189,62 @@ def run_confluent(args: argparse.Namespace) -> None:
     say(event="closed")
 
 
+def run_confluent_consumer_protocol(args: argparse.Namespace) -> None:
+    """librdkafka with `group.protocol=consumer` (KIP-848): the coordinator assigns; the
+    callbacks are incremental, so the full assignment is tracked here."""
+    from confluent_kafka import Consumer
+
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "group.protocol": "consumer",
+        "client.id": args.client_id,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": args.metadata_max_age_ms or 1000,
+    }
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
+    consumer = Consumer(config)
+    owned: set[tuple[str, int]] = set()
+
+    def on_assign(_: Any, partitions: Any) -> None:
+        owned.update((p.topic, p.partition) for p in partitions)
+        say(event="assigned", partitions=sorted([t, p] for t, p in owned))
+
+    def on_revoke(_: Any, partitions: Any) -> None:
+        owned.difference_update((p.topic, p.partition) for p in partitions)
+        say(event="assigned", partitions=sorted([t, p] for t, p in owned))
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    while not stop_requested:
+        messages = consumer.consume(num_messages=100, timeout=0.2)
+        offsets: dict[tuple[str, int], int] = {}
+        for m in messages:
+            if m.error() is not None:
+                continue
+            say(
+                event="record",
+                topic=m.topic(),
+                partition=m.partition(),
+                offset=m.offset(),
+                value=m.value().decode(),
+            )
+            offsets[(m.topic(), m.partition())] = m.offset() + 1
+        if offsets:
+            consumer.commit(asynchronous=False)
+            say(event="committed", offsets=sorted([t, p, o] for (t, p), o in offsets.items()))
+    consumer.close()
+    say(event="closed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--lib", choices=["aiokafka", "kafka-python", "confluent"], required=True)
+    parser.add_argument(
+        "--lib",
+        choices=["aiokafka", "kafka-python", "confluent", "confluent-consumer"],
+        required=True,
+    )
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--group", required=True)
     parser.add_argument("--topic", required=True)
@@ -211,6 +264,8 @@ def main() -> None:
         asyncio.run(run_aiokafka(args))
     elif args.lib == "kafka-python":
         run_kafka_python(args)
+    elif args.lib == "confluent-consumer":
+        run_confluent_consumer_protocol(args)
     else:
         run_confluent(args)
 

@@ -38,7 +38,15 @@ PARTITIONS = 3
 RECORDS = 30
 LIBRARIES = ["aiokafka", "kafka-python", "confluent"]
 GROUP_CONFIG = CoordinatorConfig.from_properties(
-    {"group.initial.rebalance.delay.ms": "300", "group.min.session.timeout.ms": "1000"}
+    {
+        "group.initial.rebalance.delay.ms": "300",
+        "group.min.session.timeout.ms": "1000",
+        # KIP-848 groups: the coordinator sets the session and the heartbeat interval.
+        "group.consumer.min.session.timeout.ms": "1000",
+        "group.consumer.session.timeout.ms": "4000",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.heartbeat.interval.ms": "300",
+    }
 )
 PROC = Path(__file__).with_name("consumer_proc.py")
 ALL = {(TOPIC, p) for p in range(PARTITIONS)}
@@ -290,3 +298,126 @@ def confluent_admin_view(bootstrap: str) -> tuple[set[str], str, int]:
     names = {g.group_id for g in listed.valid}
     described = admin.describe_consumer_groups(["watched"])["watched"].result(timeout=30)
     return names, described.state.name, len(described.members)
+
+
+# ============================================================ KIP-848 (group.protocol=consumer)
+KIP848 = "confluent-consumer"
+
+
+async def test_kip848_one_member_gets_everything_and_consumes_every_record() -> None:
+    async with node() as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        member = await start_member(server, KIP848, "solo-848")
+        async with members_of(member):
+            await eventually(lambda: member.assignment == ALL, "the member owns every partition")
+            await eventually(lambda: len(member.records) >= RECORDS, "every record is consumed")
+            values = sorted(r["value"] for r in member.records)
+            assert values == sorted(f"r{i}" for i in range(RECORDS))
+            await member.stop()
+            assert member.closed
+
+
+async def test_kip848_three_members_split_then_survivors_take_over() -> None:
+    async with node() as server:
+        members = [await start_member(server, KIP848, "trio-848", name=f"m{i}") for i in range(3)]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "three members split 3 partitions")
+            # Never two owners: no partition reported by two members at once, at any time.
+            await members[0].stop()  # a clean leave (epoch -1)
+            await eventually(lambda: split_cleanly(members[1:]), "two survivors own everything")
+            await members[1].kill()  # a crash: the session (4 s) expires
+            started = time.monotonic()
+            await eventually(lambda: members[2].assignment == ALL, "the last member owns all")
+            assert time.monotonic() - started >= 2.0
+
+
+async def test_kip848_static_member_restart_keeps_its_partitions_and_the_others_untouched() -> None:
+    async with node() as server:
+        steady = await start_member(server, KIP848, "static-848", name="steady", instance_id="s1")
+        bouncing = await start_member(
+            server, KIP848, "static-848", name="bouncing", instance_id="s2"
+        )
+        async with members_of(steady, bouncing):
+            await eventually(lambda: split_cleanly([steady, bouncing]), "two static members split")
+            reports_before = len(steady.assignments)
+            owned = bouncing.assignment
+            # A static member closes with epoch -2 (a temporary leave): its partitions wait for
+            # it; the restarted process takes the instance id over with them.
+            await bouncing.stop()
+            again = await start_member(
+                server, KIP848, "static-848", name="bouncing", instance_id="s2"
+            )
+            async with members_of(again):
+                await eventually(lambda: again.assignment == owned, "the restart gets its own back")
+                await asyncio.sleep(1.5)
+                assert len(steady.assignments) == reports_before, "the steady member moved"
+
+
+async def test_kip848_commit_restart_resume_from_committed_offsets(tmp_path: Path) -> None:
+    async with node(tmp_path) as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        first = await start_member(server, KIP848, "resume-848")
+        async with members_of(first):
+            await eventually(
+                lambda: sum(first.committed.values()) == RECORDS, "every record is committed"
+            )
+            await first.stop()
+    # The server restarts on the same data dir: the group and its offsets come back.
+    async with node(tmp_path) as server:
+        await asyncio.to_thread(produce, server.bootstrap, RECORDS, 9)
+        second = await start_member(server, KIP848, "resume-848")
+        async with members_of(second):
+            await eventually(lambda: len(second.records) >= 9, "the new records are consumed")
+            await asyncio.sleep(1.0)
+            assert sorted(r["value"] for r in second.records) == sorted(
+                f"r{i}" for i in range(RECORDS, RECORDS + 9)
+            )
+            await second.stop()
+
+
+async def test_kip848_partitions_added_while_the_group_runs() -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    async with node() as server:
+        members = [await start_member(server, KIP848, "grow-848", name=f"m{i}") for i in range(2)]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "two members split 3 partitions")
+            admin = AdminClient({"bootstrap.servers": server.bootstrap})
+            futures = admin.create_partitions([NewPartitions(TOPIC, 5)])
+            await asyncio.to_thread(futures[TOPIC].result, 30)
+            grown = {(TOPIC, p) for p in range(5)}
+
+            def split_five() -> bool:
+                owned = [m.assignment for m in members]
+                return set().union(*owned) == grown and sum(map(len, owned)) == 5
+
+            await eventually(split_five, "the new partitions are assigned once each")
+
+
+async def test_kip848_admin_clients_see_the_consumer_group() -> None:
+    from confluent_kafka import ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    async with node() as server:
+        members = [await start_member(server, KIP848, "admin-848", name=f"m{i}") for i in range(2)]
+        async with members_of(*members):
+            await eventually(lambda: split_cleanly(members), "two members split 3 partitions")
+            admin = AdminClient({"bootstrap.servers": server.bootstrap})
+
+            def describe() -> Any:
+                return admin.describe_consumer_groups(["admin-848"])["admin-848"].result(30)
+
+            def listed() -> Any:
+                return admin.list_consumer_groups().result(30).valid
+
+            described = await asyncio.to_thread(describe)
+            assert described.type == ConsumerGroupType.CONSUMER
+            assert described.state.name == "STABLE"
+            owned = {
+                (tp.topic, tp.partition)
+                for m in described.members
+                for tp in m.assignment.topic_partitions
+            }
+            assert owned == ALL and {m.client_id for m in described.members} == {"m0", "m1"}
+            (group,) = [g for g in await asyncio.to_thread(listed) if g.group_id == "admin-848"]
+            assert group.type == ConsumerGroupType.CONSUMER

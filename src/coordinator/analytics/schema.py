@@ -60,11 +60,17 @@ CLASSIC_GROUP_EVENT_TYPES = tuple(
     str(t) for t, s in EVENTS.items() if s.about_group and "classic" in s.written_by
 )
 ZOOKEEPER_EVENT_TYPES = tuple(
-    str(t) for t, s in EVENTS.items() if s.about_group and "classic" not in s.written_by
+    str(t)
+    for t, s in EVENTS.items()
+    if s.about_group and "classic" not in s.written_by and "zookeeper" in s.written_by
 )
 """Written by ZooKeeper-coordinated consumers (`group_type` "zookeeper"), next to the classic
 types they share (member_joined, member_left, rebalance_started, offset_commit)."""
-GROUP_EVENT_TYPES = CLASSIC_GROUP_EVENT_TYPES + ZOOKEEPER_EVENT_TYPES
+CONSUMER_EVENT_TYPES = tuple(
+    str(t) for t, s in EVENTS.items() if s.about_group and s.written_by == ("consumer",)
+)
+"""Written only by KIP-848 consumer groups (`group_type` "consumer")."""
+GROUP_EVENT_TYPES = CLASSIC_GROUP_EVENT_TYPES + ZOOKEEPER_EVENT_TYPES + CONSUMER_EVENT_TYPES
 PARTITION_EVENT_TYPES = tuple(str(t) for t, s in EVENTS.items() if not s.about_group)
 EVENT_TYPES = GROUP_EVENT_TYPES + PARTITION_EVENT_TYPES
 

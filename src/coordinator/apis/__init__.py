@@ -17,6 +17,8 @@ from types import ModuleType
 from coordinator.apis import (
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -72,6 +74,8 @@ GROUP_APIS: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     offset_delete,
+    consumer_group_heartbeat,
+    consumer_group_describe,
 )
 
 

@@ -23,7 +23,7 @@ from rebalance.effects import Result
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import Trigger
 from rebalance.lifecycle import GroupState
-from rebalance.records import GroupMetadataRecord, GroupMetadataValue
+from rebalance.records import GroupMetadataRecord, GroupMetadataValue, Record
 from rebalance.replies import (
     DescribedGroup,
     DescribedMember,
@@ -123,6 +123,10 @@ class ClassicGroupType:
         group.protocol_name = value.protocol_name
         group.leader_id = value.leader_id
         group.current_state_timestamp_ms = value.current_state_timestamp_ms
+
+    @staticmethod
+    def tombstones(group: Group) -> list[Record]:
+        return [GroupMetadataRecord(group.group_id, None)]
 
     # -- views -------------------------------------------------------------------------------
     @staticmethod

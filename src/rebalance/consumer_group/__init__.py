@@ -1,0 +1,16 @@
+"""The consumer group type: KIP-848's coordinator-driven, incremental protocol (spec §7).
+
+Seed 001's design made real: members register and ping with one heartbeat, the coordinator
+computes the assignment and tells each member what to stop and what to start, one member at a
+time, without a global barrier.
+
+* `commands`    the ConsumerGroupHeartbeat command (its reply is in `rebalance.replies`);
+* `records`     the durable state, one keyed record per fact, replayed on load;
+* `group`       group and member data, the topic metadata snapshot, the partition owners;
+* `validation`  Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR, ...);
+* `target`      the target assignment of a group epoch, by a server assignor;
+* `reconcile`   one member's next step: revoke before assign, never two owners;
+* `group_type`  `ConsumerGroupType`, what the core sees: heartbeats, timers, replay, views.
+
+This module imports nothing, so `rebalance.records` can name the record class.
+"""

@@ -1,0 +1,264 @@
+"""Consumer group and member data (Kafka's `ConsumerGroup` / `ConsumerGroupMember`).
+
+The group holds three layers, each with its epoch, as KIP-848 does:
+
+* the *group epoch* and each member's subscription: what the group wants (bumped whenever the
+  membership, a subscription or the metadata of a subscribed topic changes);
+* the *target assignment* and its epoch: what the server assignor computed for that group epoch;
+* each member's *current assignment* and *member epoch*: how far that member has reconciled
+  towards the target (`reconcile.py`). A member epoch never exceeds the target epoch.
+
+`partition_epochs` maps every (topic id, partition) some member holds (assigned or still being
+revoked) to that member: a partition listed there is not free, so nobody else may be given it.
+That map is the "never two owners" rule made into data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar
+
+from rebalance.consumer_group.records import (
+    Assignment,
+    CurrentAssignmentValue,
+    MemberValue,
+)
+from rebalance.lifecycle import GroupState
+from rebalance.records import OffsetAndMetadata
+
+#: topic id -> set of partitions: the working form of an assignment.
+Partitions = dict[str, set[int]]
+
+
+class MemberState(StrEnum):
+    """Kafka's `MemberState` (the names ConsumerGroupDescribe shows)."""
+
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: str
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """What the core knows of the cluster's topics: a snapshot the shell hands over whenever
+    topics are created, grow or are deleted (`GroupCoordinatorCore.topics_changed`)."""
+
+    topics: Mapping[str, TopicInfo] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, topics: Iterable[TopicInfo]) -> TopicMetadata:
+        return cls({t.name: t for t in topics})
+
+    def by_id(self) -> dict[str, TopicInfo]:
+        return {t.topic_id: t for t in self.topics.values()}
+
+
+def freeze(partitions: Partitions) -> Assignment:
+    """The sorted tuple form (records, replies) of an assignment; empty topics dropped."""
+    return tuple((t, tuple(sorted(ps))) for t, ps in sorted(partitions.items()) if ps)
+
+
+def thaw(assignment: Assignment) -> Partitions:
+    return {t: set(ps) for t, ps in assignment}
+
+
+def count(partitions: Partitions) -> int:
+    return sum(len(ps) for ps in partitions.values())
+
+
+@dataclass(slots=True, eq=False)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = 300_000
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    # -- reconciliation -----------------------------------------------------------------
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    assigned: Partitions = field(default_factory=dict)
+    pending_revocation: Partitions = field(default_factory=dict)
+    #: The assignment last sent to the client: the next reply carries it only if it changed.
+    sent: Assignment | None = None
+
+    def subscription_value(self) -> MemberValue:
+        return MemberValue(
+            self.member_id,
+            self.instance_id,
+            self.rack_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.subscribed_topic_names,
+            self.subscribed_topic_regex,
+            self.server_assignor,
+        )
+
+    def apply_subscription(self, value: MemberValue) -> None:
+        self.instance_id = value.instance_id
+        self.rack_id = value.rack_id
+        self.client_id = value.client_id
+        self.client_host = value.client_host
+        self.rebalance_timeout_ms = value.rebalance_timeout_ms
+        self.subscribed_topic_names = value.subscribed_topic_names
+        self.subscribed_topic_regex = value.subscribed_topic_regex
+        self.server_assignor = value.server_assignor
+
+    def current_value(self) -> CurrentAssignmentValue:
+        return CurrentAssignmentValue(
+            self.member_id,
+            self.member_epoch,
+            self.previous_member_epoch,
+            str(self.state),
+            freeze(self.assigned),
+            freeze(self.pending_revocation),
+        )
+
+    def subscribed_topics(self, metadata: TopicMetadata) -> set[str]:
+        """Names and regex matches, of topics that exist. DIFFERS: Kafka evaluates the regex
+        with RE2/J; Python's `re` (full match, as Java's `matches`) agrees on the RE2 syntax
+        clients use in practice, but also accepts what RE2 refuses (backreferences,
+        lookaround), and RE2's `\\C` or `\\pN` classes are not Python's."""
+        topics = {t for t in self.subscribed_topic_names if t in metadata.topics}
+        if self.subscribed_topic_regex:
+            pattern = re.compile(self.subscribed_topic_regex)
+            topics.update(t for t in metadata.topics if pattern.fullmatch(t))
+        return topics
+
+
+class ConsumerGroup:
+    """A KIP-848 consumer group. `state` is the lifecycle's (loading, live); `kafka_state` is
+    what ListGroups shows (Empty, Assigning, Reconciling, Stable)."""
+
+    group_type = "consumer"
+    protocol_type = "consumer"
+
+    __slots__ = (
+        "current_state_timestamp_ms",
+        "group_epoch",
+        "group_id",
+        "members",
+        "offsets",
+        "partition",
+        "partition_owners",
+        "state",
+        "static_members",
+        "subscribed_metadata",
+        "target",
+        "target_epoch",
+    )
+
+    def __init__(self, group_id: str, partition: int) -> None:
+        self.group_id = group_id
+        self.partition = partition
+        self.state = GroupState.DOWN
+        self.group_epoch = 0
+        #: (name, id, partitions) of the subscribed topics the group epoch was computed for.
+        self.subscribed_metadata: tuple[tuple[str, str, int], ...] = ()
+        self.members: dict[str, ConsumerMember] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.target: dict[str, Partitions] = {}  # member id -> target partitions
+        self.target_epoch = 0
+        #: (topic id, partition) -> the member holding it (assigned or being revoked).
+        self.partition_owners: dict[tuple[str, int], str] = {}
+        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        self.current_state_timestamp_ms: int | None = None
+
+    # -- lifecycle (the shared part of `rebalance.lifecycle`: load, loaded, unload, delete) --
+    _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
+        ("load", GroupState.DOWN): GroupState.INITIALIZE,
+        ("loaded", GroupState.INITIALIZE): GroupState.STABLE,
+        ("unload", GroupState.INITIALIZE): GroupState.DOWN,
+        ("unload", GroupState.STABLE): GroupState.DOWN,
+        ("delete", GroupState.STABLE): GroupState.DOWN,
+    }
+
+    def transition(self, trigger: str, now_ms: int | None) -> None:
+        dest = self._EDGES.get((trigger, self.state))
+        if dest is None:
+            raise ValueError(f"{trigger!r} is not allowed in state {self.state.name}")
+        self.state = dest
+        if now_ms is not None:
+            self.current_state_timestamp_ms = now_ms
+
+    # -- views -----------------------------------------------------------------------------
+    @property
+    def empty(self) -> bool:
+        return not self.members
+
+    @property
+    def kafka_state(self) -> str:
+        """Kafka's `ConsumerGroupState`: Empty, Assigning (target behind the group epoch),
+        Reconciling (a member behind the target or not stable), Stable."""
+        if self.state is GroupState.DOWN:
+            return "Dead"
+        if not self.members:
+            return "Empty"
+        if self.target_epoch != self.group_epoch:
+            return "Assigning"
+        for member in self.members.values():
+            if member.member_epoch != self.target_epoch or member.state is not MemberState.STABLE:
+                return "Reconciling"
+        return "Stable"
+
+    def subscribed_topic_names(self, metadata: TopicMetadata) -> set[str]:
+        topics: set[str] = set()
+        for member in self.members.values():
+            topics |= member.subscribed_topics(metadata)
+        return topics
+
+    # -- bookkeeping kept consistent with the members -------------------------------------
+    def set_current(self, member: ConsumerMember, value: CurrentAssignmentValue) -> None:
+        """Replace `member`'s current assignment, moving its entries in `partition_owners`."""
+        self.release_all(member)
+        member.member_epoch = value.member_epoch
+        member.previous_member_epoch = value.previous_member_epoch
+        member.state = MemberState(value.state)
+        member.assigned = thaw(value.assigned)
+        member.pending_revocation = thaw(value.pending_revocation)
+        for held in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in held.items():
+                for p in partitions:
+                    owner = self.partition_owners.setdefault((topic_id, p), member.member_id)
+                    if owner != member.member_id:
+                        raise ValueError(
+                            f"partition {topic_id}-{p} given to {member.member_id} while "
+                            f"{owner} holds it"
+                        )
+
+    def release_all(self, member: ConsumerMember) -> None:
+        for held in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in held.items():
+                for p in partitions:
+                    if self.partition_owners.get((topic_id, p)) == member.member_id:
+                        del self.partition_owners[(topic_id, p)]
+
+    def owner_of(self, topic_id: str, partition: int) -> str | None:
+        return self.partition_owners.get((topic_id, partition))
+
+    def remove_member(self, member_id: str) -> None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return
+        self.release_all(member)
+        self.target.pop(member_id, None)
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == (
+            member_id
+        ):
+            del self.static_members[member.instance_id]

@@ -1,0 +1,95 @@
+"""One member's next step towards the target assignment (Kafka's `CurrentAssignmentBuilder`).
+
+Revoke before assign, never two owners:
+
+* partitions the member holds but the target takes away are *pending revocation*; while any are
+  still owned by the client, the member stays at its epoch in UNREVOKED_PARTITIONS and is given
+  nothing new (its reply lists only the partitions it keeps: the missing ones are the
+  revocation — seed 001's StopFetcher);
+* once the client's heartbeat shows it no longer owns them, the member advances to the target
+  epoch and receives the target partitions that are free; a target partition still held by
+  another member (assigned to it, or pending its revocation) is withheld, and the member waits in
+  UNRELEASED_PARTITIONS until a later heartbeat finds it released;
+* otherwise the member is STABLE at the target epoch.
+
+The function is pure: the group applies the returned value through a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rebalance.consumer_group.group import ConsumerMember, MemberState, Partitions, freeze
+from rebalance.consumer_group.records import CurrentAssignmentValue
+
+#: (topic id, partition) -> the member holding it, or None when free.
+OwnerOf = Callable[[str, int], str | None]
+
+
+def next_assignment(
+    member: ConsumerMember,
+    target: Partitions,
+    target_epoch: int,
+    owner_of: OwnerOf,
+    owned: Partitions | None,
+) -> CurrentAssignmentValue:
+    """Where `member` goes now, given the target and what its heartbeat says it owns (None:
+    the heartbeat did not say)."""
+    if member.state is MemberState.UNREVOKED_PARTITIONS:
+        if owned is None or _still_owns(owned, member.pending_revocation):
+            return member.current_value()  # still waiting for the client to revoke
+        return _compute(member, target, target_epoch, owner_of, owned)
+    if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
+        return member.current_value()
+    return _compute(member, target, target_epoch, owner_of, owned)
+
+
+def _still_owns(owned: Partitions, revoking: Partitions) -> bool:
+    return any(owned.get(t, set()) & ps for t, ps in revoking.items())
+
+
+def _compute(
+    member: ConsumerMember,
+    target: Partitions,
+    target_epoch: int,
+    owner_of: OwnerOf,
+    owned: Partitions | None,
+) -> CurrentAssignmentValue:
+    member_epoch, current = member.member_epoch, member.assigned
+    kept: Partitions = {}
+    revoking: Partitions = {}
+    gaining: Partitions = {}
+    unreleased = False
+    for topic_id in sorted(set(current) | set(target)):
+        now = current.get(topic_id, set())
+        wanted = target.get(topic_id, set())
+        if now & wanted:
+            kept[topic_id] = now & wanted
+        if now - wanted:
+            revoking[topic_id] = now - wanted
+        free = set()
+        for p in wanted - now:
+            holder = owner_of(topic_id, p)
+            if holder is None or holder == member.member_id:
+                free.add(p)
+            else:
+                unreleased = True
+        if free:
+            gaining[topic_id] = free
+    # Kafka's `ownsRevokedPartitions`: a client that already dropped them need not be asked.
+    if revoking and (owned is None or _still_owns(owned, revoking)):
+        return CurrentAssignmentValue(
+            member.member_id,
+            member_epoch,
+            member.previous_member_epoch,
+            str(MemberState.UNREVOKED_PARTITIONS),
+            freeze(kept),
+            freeze(revoking),
+        )
+    for topic_id, partitions in gaining.items():
+        kept.setdefault(topic_id, set()).update(partitions)
+    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    previous = member_epoch if target_epoch != member_epoch else member.previous_member_epoch
+    return CurrentAssignmentValue(
+        member.member_id, target_epoch, previous, str(state), freeze(kept), ()
+    )

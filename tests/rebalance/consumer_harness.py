@@ -1,0 +1,120 @@
+"""A harness for KIP-848 consumer groups over `GroupHarness`: topics, heartbeats, a client model.
+
+`Client` plays a well-behaved consumer: it heartbeats with the partitions it owns, drops the
+partitions a reply no longer lists (StopFetcher) at once, and starts the ones it adds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.core import GroupCoordinatorCore
+from rebalance.errors import ErrorCode
+from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.rng import SplitMix64
+from rebalance.testing import GroupHarness, ManualTimer
+
+Owned = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+def topic_id(name: str) -> str:
+    return f"id-{name}"
+
+
+class ConsumerHarness(GroupHarness):
+    def __init__(self, config: CoordinatorConfig | None = None, **topics: int) -> None:
+        super().__init__(config or CoordinatorConfig())
+        self.metadata = TopicMetadata()
+        if topics:
+            self.set_topics(**topics)
+
+    def set_topics(self, **topics: int) -> None:
+        self.metadata = TopicMetadata.of(TopicInfo(n, topic_id(n), p) for n, p in topics.items())
+        self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
+
+    def hb(self, command: ConsumerGroupHeartbeat) -> ConsumerGroupHeartbeatReply:
+        reply = self.reply(self.send(command))
+        assert isinstance(reply, ConsumerGroupHeartbeatReply)
+        return reply
+
+    def join(
+        self,
+        group: str,
+        member: str,
+        topics: tuple[str, ...] = ("t",),
+        **fields: object,
+    ) -> ConsumerGroupHeartbeatReply:
+        return self.hb(
+            ConsumerGroupHeartbeat(
+                group,
+                member,
+                0,
+                rebalance_timeout_ms=fields.pop("rebalance_timeout_ms", 30000),  # type: ignore[arg-type]
+                subscribed_topic_names=topics,
+                topic_partitions=(),
+                **fields,  # type: ignore[arg-type]
+            )
+        )
+
+    def group(self, group_id: str) -> ConsumerGroup:  # type: ignore[override]
+        group = self.core.group(group_id)
+        assert isinstance(group, ConsumerGroup)
+        return group
+
+    def failover(self, config: CoordinatorConfig | None = None) -> None:
+        """A new core that learns the topics first (as the shell does), then loads the records."""
+        partitions = range(self.config.offsets_topic_num_partitions)
+        for partition in partitions:
+            self._absorb(self.core.unload(partition, self.clock.now_ms()))
+        self.core = GroupCoordinatorCore(config or self.config, SplitMix64(self.seed + 1))
+        self.timer = ManualTimer()
+        self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
+        for partition in partitions:
+            mine = [r for r in self.records if self.core.partition_for(r.group_id) == partition]
+            self._absorb(self.core.load(partition, mine, self.clock.now_ms()))
+
+
+@dataclass
+class Client:
+    """A consumer that follows the protocol: it owns what the last reply listed."""
+
+    harness: ConsumerHarness
+    group_id: str
+    member_id: str
+    topics: tuple[str, ...] = ("t",)
+    epoch: int = 0
+    owned: dict[str, set[int]] = field(default_factory=dict)
+    fenced: bool = False
+
+    def owned_tuple(self) -> Owned:
+        return tuple((t, tuple(sorted(ps))) for t, ps in sorted(self.owned.items()) if ps)
+
+    def heartbeat(self) -> ConsumerGroupHeartbeatReply:
+        if self.epoch == 0:
+            reply = self.harness.join(self.group_id, self.member_id, self.topics)
+        else:
+            reply = self.harness.hb(
+                ConsumerGroupHeartbeat(
+                    self.group_id, self.member_id, self.epoch, topic_partitions=self.owned_tuple()
+                )
+            )
+        if reply.error is ErrorCode.FENCED_MEMBER_EPOCH or reply.error is (
+            ErrorCode.UNKNOWN_MEMBER_ID
+        ):
+            self.owned = {}
+            self.epoch = 0
+            self.fenced = True
+            return reply
+        assert reply.error is ErrorCode.NONE, reply
+        self.epoch = reply.member_epoch
+        if reply.assignment is not None:
+            self.owned = {t: set(ps) for t, ps in reply.assignment}
+        return reply
+
+    def leave(self) -> ConsumerGroupHeartbeatReply:
+        reply = self.harness.hb(ConsumerGroupHeartbeat(self.group_id, self.member_id, -1))
+        self.owned = {}
+        return reply
