@@ -35,7 +35,7 @@ def test_spark_matches_the_reference(spark: SparkSession, tmp_path: Path, seed: 
     metrics = group_metrics(activity, build_episodes(loaded.events))
     assert_metrics_match(metrics.collect(), log, expected)
 
-    ownership = build_ownership(build_episodes(loaded.events), member_notes(activity))
+    ownership = build_ownership(build_episodes(loaded.events), member_notes(loaded.events))
     order = ("group", "member", "start_ts", "start_episode", "kept")
     actual = [_as_dict(r) for r in ownership.orderBy(*order).collect()]
     wanted = reference_ownership(log, expected)

@@ -20,6 +20,9 @@ from coordinator.testing import RunningServer, server_in_thread
 pytestmark = [
     pytest.mark.interop,
     pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:DeprecationWarning"),
+    # kafka-python runs in this process here; under load its close() can leave one of its own
+    # sockets to the garbage collector (seen once in a full run), which is not ours to fix.
+    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
 ]
 
 SETTINGS = ["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=4"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from coordinator.analytics.schema import ORDER_COLUMNS, PARTITION_EVENT_TYPES
+from coordinator.analytics.schema import PARTITION_EVENT_TYPES
 
 TOP_TRIGGERS = 3
 MS_PER_HOUR = 3_600_000
@@ -37,28 +37,7 @@ def group_activity(checked: DataFrame) -> DataFrame:
         _count_of("commit_fenced").alias("fenced_commits"),
         _count_of("member_expired").alias("expirations"),
         F.sum((F.col("group_type") == "zookeeper").cast("long")).alias("zookeeper_events"),
-        F.collect_list(_member_note()).alias("member_notes"),
         F.sum(F.col("type").isin(*CHURN_EVENT_TYPES).cast("long")).alias("churn_events"),
-        # One type per group: events without `group_type` are a classic group's.
-        F.max(F.coalesce(F.col("group_type"), F.lit("classic"))).alias("group_type"),
-    )
-
-
-def _member_note() -> Column:
-    """What the ownership table needs to know of a member, from `member_joined` (its client id),
-    a session expiry (when it was last heard from: one session timeout before) and
-    `member_left`; null for other events, which `collect_list` skips."""
-    kind = F.col("type")
-    expired = (kind == "member_expired") & (F.col("reason") == "session_timeout")
-    return F.when(
-        kind.isin("member_joined", "member_left") | expired,
-        F.struct(
-            F.struct(*(F.col(c) for c in ORDER_COLUMNS)).alias("at"),
-            F.col("member").alias("member"),
-            F.when(kind == "member_joined", F.col("client_id")).alias("client_id"),
-            F.when(expired, F.col("ts") - F.col("session_timeout_ms")).alias("last_heard_ts"),
-            F.when(kind == "member_left", F.col("ts")).alias("left_ts"),
-        ),
     )
 
 

@@ -12,7 +12,7 @@ nothing. Only classic groups (`group_type` "classic") are read here.
 
 One row per member and stretch of constant ownership; the partitions of the row are owned for
 its whole stretch. Computed from the `episodes` table (one window over each group's episodes and
-row-local array functions) and the member notes of the activity scan: no scan of the log.
+row-local array functions) and per-member notes from a scan of the membership events.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE, is_cooperative
+from coordinator.analytics.schema import ORDER_COLUMNS
 
 PARTITION = "struct<topic:string,partition:int>"
 LAST_HEARTBEAT = "last_heartbeat"
@@ -49,19 +50,28 @@ def _measurable(assignment: Column) -> Column:
     return assignment.isNotNull() & F.forall(F.map_values(assignment), lambda v: v.isNotNull())
 
 
-def member_notes(activity: DataFrame) -> DataFrame:
-    """Per (group, member): `client_id` (of its first `member_joined`), `last_heard_ts` (of
-    its first session expiry) and `left_ts` (its last `member_left`), from
-    `metrics.group_activity`'s `member_notes`."""
-    notes = activity.where(F.col("valid") & F.col("group").isNotNull()).select(
-        "group", F.explode("member_notes").alias("n")
-    )
-    joined_at = F.when(F.col("n.client_id").isNotNull(), F.col("n.at"))
-    expired_at = F.when(F.col("n.last_heard_ts").isNotNull(), F.col("n.at"))
-    return notes.groupBy("group", F.col("n.member").alias("member")).agg(
-        F.min_by("n.client_id", joined_at).alias("client_id"),
-        F.min_by("n.last_heard_ts", expired_at).alias("last_heard_ts"),
-        F.max("n.left_ts").alias("left_ts"),
+NOTE_TYPES = ("member_joined", "member_left", "member_expired")
+"""The events `member_notes` reads."""
+
+
+def member_notes(events: DataFrame) -> DataFrame:
+    """Per (group, member): `client_id` (of its first `member_joined`), `last_heard_ts` (its
+    first session expiry's time less its session timeout) and `left_ts` (its last
+    `member_left`), from the valid events (a scan that keeps only `NOTE_TYPES`; the notes are
+    not collected in the activity scan, where string aggregates made every group's aggregation
+    sort-based and the scan three times slower)."""
+    kind = F.col("type")
+    at = F.struct(*(F.col(c) for c in ORDER_COLUMNS))
+    expired = (kind == "member_expired") & (F.col("reason") == "session_timeout")
+    expired_at = F.when(expired & F.col("session_timeout_ms").isNotNull(), at)
+    return (
+        events.where(kind.isin(*NOTE_TYPES) & F.col("group").isNotNull())
+        .groupBy("group", "member")
+        .agg(
+            F.min_by("client_id", F.when(kind == "member_joined", at)).alias("client_id"),
+            F.min_by(F.col("ts") - F.col("session_timeout_ms"), expired_at).alias("last_heard_ts"),
+            F.max(F.when(kind == "member_left", F.col("ts"))).alias("left_ts"),
+        )
     )
 
 

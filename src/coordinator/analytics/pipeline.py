@@ -1,11 +1,11 @@
 """The report job: load → episodes → group metrics, ownership → Parquet tables → HTML report.
 
-The work is two scans of the log: one for the rebalance episodes, one for every group's activity
-(which also counts the rejected lines and notes each member's client id and last heartbeat); the
-ownership table is computed from the episodes and those notes, without a scan of its own. The
-rejected lines themselves are collected by a third scan only when there are some. The event
-table is never cached: its nested columns make Spark's in-memory cache slower to build and to
-read than Parquet itself, and each scan reads only the columns it needs.
+The work is three scans of the log: one for the rebalance episodes, one for every group's
+activity (which also counts the rejected lines), one of the membership events for each member's
+client id, last heartbeat and leave; the ownership table is computed from the episodes and
+those notes. The rejected lines themselves are collected by a fourth scan only when there are
+some. The event table is never cached: its nested columns make Spark's in-memory cache slower
+to build and to read than Parquet itself, and each scan reads only the columns it needs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
-from coordinator.analytics.ownership import build_ownership, member_notes
+from coordinator.analytics.ownership import NOTE_TYPES, build_ownership, member_notes
 from coordinator.analytics.progress import spark_progress
 from coordinator.analytics.protocols import protocol_comparison
 from coordinator.analytics.report import LogCounts, ReportInputs, write_report
@@ -78,7 +78,7 @@ def run_pipeline(
         with spark_progress(context, "computing group metrics", enabled=show_progress):
             group_metrics(activity, episodes).write.mode("overwrite").parquet(f"{base}/groups")
         with spark_progress(context, "computing partition ownership", enabled=show_progress):
-            notes = member_notes(activity)
+            notes = member_notes(loaded.events_of(NOTE_TYPES))
             ownership = build_ownership(episodes, notes)
             if has_zookeeper:
                 runs = spark.read.parquet(f"{base}/zookeeper_runs")

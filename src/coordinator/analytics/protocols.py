@@ -3,9 +3,10 @@ protocol made its groups suffer for the same kind of churn.
 
 Keyed on `group_type` ("classic", "zookeeper"; KIP-848's "consumer" and others join as their
 episodes are appended to `episodes/` with their type), so a new type needs no change here. Per
-type: groups, membership changes (joins, leaves, expiries: the churn that makes groups
-rebalance), rebalances, duration percentiles, partitions moved and member-seconds without
-partitions, the last three also per churn event, so that logs with different churn compare.
+type: groups (that rebalanced), membership changes (joins, leaves, expiries: the churn that
+makes groups rebalance), rebalances, duration percentiles, partitions moved and member-seconds
+without partitions, the last three also per churn event, so that logs with different churn
+compare.
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ COLUMNS = [
 
 def protocol_comparison(activity: DataFrame, episodes: DataFrame) -> DataFrame:
     """One row per group type (columns: `COLUMNS`), from `group_activity` and `episodes`."""
+    # A group's type is its episodes' (one per group): the activity scan aggregates no strings,
+    # which would make it sort-based. Groups that never rebalanced are left out.
+    types = episodes.select("group", "group_type").distinct()
     groups = (
         activity.where(F.col("valid") & F.col("group").isNotNull())
+        .join(types, "group")
         .groupBy("group_type")
         .agg(F.count(F.lit(1)).alias("groups"), F.sum("churn_events").alias("churn_events"))
     )

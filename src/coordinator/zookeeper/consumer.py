@@ -54,7 +54,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -332,7 +332,7 @@ class ZooKeeperConsumer:
         )
 
     def _consumers_changed(self, _kind: str, path: str) -> None:
-        self._rearm(self._zk.children(path, self._consumers_changed), "ids")
+        self._rearm(lambda: self._zk.children(path, self._consumers_changed), "ids")
         self.trigger(ZooKeeperTrigger.CONSUMERS_CHANGED)
 
     def _topic_changed(self, kind: str, path: str) -> None:
@@ -340,7 +340,7 @@ class ZooKeeperConsumer:
         if kind == "deleted":
             log.warning("Topic for path %s gets deleted, which should not happen at this time",
                         path)  # fmt: skip
-        self._rearm(self._zk.get_or_none(path, self._topic_changed), topic)
+        self._rearm(lambda: self._zk.get_or_none(path, self._topic_changed), topic)
         self.trigger(ZooKeeperTrigger.TOPIC_CHANGED)
 
     def _brokers_changed(self, _kind: str, path: str) -> None:
@@ -363,11 +363,14 @@ class ZooKeeperConsumer:
                     await self._watch_topic(topic)
             self.trigger(ZooKeeperTrigger.TOPICS_CHANGED)
 
-    def _rearm(self, read: Any, key: str) -> None:
-        """Watches are one-shot: read again with the watch, as ZkClient does on every event."""
+    def _rearm(self, read: Callable[[], Awaitable[Any]], key: str) -> None:
+        """Watches are one-shot: read again with the watch, as ZkClient does on every event.
+
+        The read starts inside the task: a task cancelled before it runs (at shutdown) must not
+        leave a read coroutine that was never awaited."""
 
         async def rearm() -> None:
-            result = await read
+            result = await read()
             if key == "ids":
                 self._seen[key] = result
             else:
