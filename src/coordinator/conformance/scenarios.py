@@ -75,6 +75,20 @@ class Context:
             expect(reply.error_code.name, "none", "SyncGroup of a forming group")
         return members
 
+    async def joined(self, count: int, rebalance_ms: int) -> list[Member]:
+        """`count` members through one join round (not synced), with a long session and the given
+        rebalance timeout; the leader first."""
+        members = [await self.member() for _ in range(count)]
+        session_ms = max(self.session_ms * 5, rebalance_ms * 3)
+        for m in members:  # the id the coordinator hands out first (v4+)
+            await m.join(session_ms=session_ms, rebalance_ms=rebalance_ms)
+        replies = await asyncio.gather(
+            *(m.join(session_ms=session_ms, rebalance_ms=rebalance_ms) for m in members)
+        )
+        for reply in replies:
+            expect(error_name(reply.error_code), "none", "JoinGroup of a forming group")
+        return sorted(members, key=lambda m: m.member_id != replies[0].leader)
+
     async def close(self) -> None:
         for m in self.members:
             await m.close()
@@ -376,15 +390,8 @@ async def sync_timeout(ctx: Context) -> None:
     # The pending-sync timer fires one rebalance timeout after the join completes; the rebalance
     # it starts times the leader out one more rebalance timeout later: look in between.
     rebalance_ms = ctx.session_ms * 2
-    members = [await ctx.member() for _ in range(2)]
-    for m in members:
-        await m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
-    replies = await asyncio.gather(
-        *(m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms) for m in members)
-    )
-    leader = next(m for m in members if m.member_id == replies[0].leader)
-    follower = next(m for m in members if m is not leader)
-    synced = await leader.sync({m.member_id: b"" for m in members})
+    leader, follower = await ctx.joined(2, rebalance_ms)
+    synced = await leader.sync({m.member_id: b"" for m in (leader, follower)})
     expect(error_name(synced.error_code), "none", "the leader's SyncGroup")
     await asyncio.sleep(rebalance_ms / 1000 * 1.4)
     expect(error_name(await follower.heartbeat()), "unknown_member_id", "the silent follower")
@@ -399,15 +406,9 @@ async def sync_timeout(ctx: Context) -> None:
 )
 async def rebalance_timeout(ctx: Context) -> None:
     rebalance_ms = ctx.session_ms
-    members = [await ctx.member() for _ in range(2)]
-    for m in members:
-        await m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
-    replies = await asyncio.gather(
-        *(m.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms) for m in members)
-    )
-    leader = next(m for m in members if m.member_id == replies[0].leader)
-    follower = next(m for m in members if m is not leader)
-    await asyncio.gather(leader.sync({m.member_id: b"" for m in members}), follower.sync())
+    leader, follower = await ctx.joined(2, rebalance_ms)
+    assignments = {m.member_id: b"" for m in (leader, follower)}
+    await asyncio.gather(leader.sync(assignments), follower.sync())
     newcomer = await ctx.member()
     await newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
     waiting = asyncio.ensure_future(
