@@ -212,17 +212,7 @@ class ConsumerGroupType:
             )
         self._apply(result, group.group_id, self._subscription(ConsumerMember(member_id), cmd))
         member = group.members[member_id]
-        result.event(
-            EventType.MEMBER_JOINED,
-            now_ms,
-            group.group_id,
-            group.group_epoch,
-            member_id,
-            group_type=GROUP_TYPE,
-            client_id=cmd.client_id,
-            instance_id=cmd.instance_id,
-            protocols=[],
-        )
+        _member_joined(result, group, member_id, cmd, now_ms)
         return member, ConsumerTrigger.MEMBER_JOINED
 
     @staticmethod
@@ -309,17 +299,7 @@ class ConsumerGroupType:
             group_type=GROUP_TYPE,
             reason=ExpiryReason.REPLACED,
         )
-        result.event(
-            EventType.MEMBER_JOINED,
-            now_ms,
-            group.group_id,
-            group.group_epoch,
-            member_id,
-            group_type=GROUP_TYPE,
-            client_id=cmd.client_id,
-            instance_id=cmd.instance_id,
-            protocols=[],
-        )
+        _member_joined(result, group, member_id, cmd, now_ms)
         return group.members[member_id]
 
     @staticmethod
@@ -701,6 +681,26 @@ class ConsumerGroupType:
     @staticmethod
     def deletable(group: ConsumerGroup) -> ErrorCode:
         return ErrorCode.NONE if group.empty else ErrorCode.NON_EMPTY_GROUP
+
+
+def _member_joined(
+    result: Result,
+    group: ConsumerGroup,
+    member_id: str,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
+) -> None:
+    result.event(
+        EventType.MEMBER_JOINED,
+        now_ms,
+        group.group_id,
+        group.group_epoch,
+        member_id,
+        group_type=GROUP_TYPE,
+        client_id=cmd.client_id,
+        instance_id=cmd.instance_id,
+        protocols=[],
+    )
 
 
 def _replay_tombstone(group: ConsumerGroup, value: Tombstone) -> None:
