@@ -135,7 +135,6 @@ class Kind(Enum):
 class Field:
     kind: Kind
     doc: str
-    values: type[StrEnum] | None = None
     #: Added after the log's first release: tables of events written before may lack it.
     late: bool = False
 
@@ -146,7 +145,7 @@ FIELDS: Mapping[str, Field] = {
     "instance_id": Field(Kind.STRING, "its group.instance.id (null: dynamic member)"),
     "protocols": Field(Kind.STRINGS, "protocol names, in preference order"),
     "reason": Field(Kind.STRING, "why the member left or expired, or the group was deleted"),
-    "trigger": Field(Kind.STRING, "why the rebalance started", Trigger),
+    "trigger": Field(Kind.STRING, "why the rebalance started"),
     "members": Field(Kind.COUNT_OR_IDS, "members of the generation it ends / member ids"),
     "leader": Field(Kind.STRING, "the new generation's leader"),
     "protocol": Field(Kind.STRING, "the protocol the group voted for"),
