@@ -108,9 +108,9 @@ async def until_split(procs: list[Proc], timeout: float = 40.0) -> None:
     end = time.monotonic() + timeout
     while True:
         holdings = [p.holding() for p in procs]
-        if set().union(*holdings) == ALL and sum(len(h) for h in holdings) == PARTITIONS:
-            if all(holdings):
-                return
+        exact = set().union(*holdings) == ALL and sum(len(h) for h in holdings) == PARTITIONS
+        if exact and all(holdings):
+            return
         if time.monotonic() > end:
             raise AssertionError({p.name: sorted(p.holding()) for p in procs})
         await asyncio.sleep(0.1)
