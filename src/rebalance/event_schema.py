@@ -248,8 +248,10 @@ EVENTS: Mapping[EventType, EventSpec] = {
     EventType.GROUP_EMPTY: EventSpec(("generation",), note="the join phase ended with nobody left"),
     EventType.SYNC_COMPLETED: EventSpec(("generation", "assignments"), ("sizes",)),
     EventType.GROUP_STABLE: EventSpec(("generation",), note="the assignment is handed out"),
-    EventType.OFFSET_COMMIT: EventSpec(("partitions",), (), BOTH),
-    EventType.COMMIT_FENCED: EventSpec(("error", "code"), note="generation and member as sent"),
+    EventType.OFFSET_COMMIT: EventSpec(("partitions",), (), ALL_THREE),
+    EventType.COMMIT_FENCED: EventSpec(
+        ("error", "code"), (), ("classic", "consumer"), note="generation and member as sent"
+    ),
     EventType.GROUP_DELETED: EventSpec(
         ("reason",), (), ("classic", "consumer"), reasons=DeleteReason
     ),

@@ -46,6 +46,12 @@ class Offsets:
     # ======================================================================== OffsetCommit
     def commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
         result = Result()
+        # A consumer group's commits say so in the event log; classic ones stay untyped.
+        typed = (
+            {"group_type": ConsumerGroup.group_type}
+            if isinstance(self.state.groups.get(cmd.group_id), ConsumerGroup)
+            else {}
+        )
         try:
             self._validate_commit(result, cmd, now_ms)
         except CoordinatorError as exc:
@@ -58,6 +64,7 @@ class Offsets:
                 cmd.member_id or None,
                 error=exc.code.name,
                 code=int(exc.code),
+                **typed,
             )
             return result
         limit = self.state.config.offset_metadata_max_bytes
@@ -103,6 +110,7 @@ class Offsets:
             cmd.generation_id,
             cmd.member_id or None,
             partitions=len(result.records),
+            **typed,
         )
         return result
 
