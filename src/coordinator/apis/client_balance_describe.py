@@ -16,7 +16,7 @@ from rebalance.replies import ClientBalanceDescribeReply
 
 API_KEY = schema.DESCRIBE_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.ClientBalanceDescribeRequest, schema.ClientBalanceDescribeResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def to_response(reply: ClientBalanceDescribeReply) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 
 API_KEY = schema.HEARTBEAT_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.ClientBalanceHeartbeatRequest, schema.ClientBalanceHeartbeatResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def held_to_wire(held: HeldPartitions) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from rebalance.replies import RegisterPartitionsReply
 
 API_KEY = schema.REGISTER_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.PartitionRegisterRequest, schema.PartitionRegisterResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def to_command(request: Any) -> RegisterPartitions:

@@ -14,7 +14,7 @@ from rebalance.replies import ReleasePartitionsReply
 
 API_KEY = schema.RELEASE_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.PartitionReleaseRequest, schema.PartitionReleaseResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def to_command(request: Any) -> ReleasePartitions:
