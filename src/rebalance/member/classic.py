@@ -226,6 +226,11 @@ class ClassicMember:
             return frozenset()
         return self.owned
 
+    @property
+    def has_changes(self) -> bool:
+        """Changes announced and not yet taken."""
+        return bool(self._changes)
+
     def take_changes(self) -> list[Change]:
         """Assignment changes to announce, in order; call `changes_done` once handled."""
         changes, self._changes = self._changes, []
