@@ -57,9 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--protocol",
-        choices=["classic", "zookeeper"],
+        choices=["classic", "consumer", "zookeeper"],
         default="classic",
-        help="classic: the group coordinator (JoinGroup/SyncGroup); zookeeper: Kafka 0.8's "
+        help="classic: the group coordinator (JoinGroup/SyncGroup); consumer: KIP-848 groups "
+        "with librdkafka consumers (needs the consumer extra); zookeeper: Kafka 0.8's "
         "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra)",
     )
     walkthrough = commands.add_parser(
@@ -146,7 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        _require("aiokafka", "aiokafka")
+        if args.protocol == "consumer":  # librdkafka produces and consumes
+            _require("consumer", "confluent_kafka")
+        else:
+            _require("aiokafka", "aiokafka")
         _require("analytics", "pyspark", "matplotlib")
         if args.protocol == "zookeeper":
             _require("zookeeper", "kazoo")

@@ -70,8 +70,33 @@ def read_prefix(frame: bytes) -> RequestPrefix:
     return RequestPrefix(api_key, api_version, correlation_id)
 
 
+#: This project's own APIs (keys outside Kafka's range): api key -> {version: (request class,
+#: response class)}. The classes are kio-style dataclasses, read and written by kio's own
+#: serializer like every Kafka message; `register_schemas` adds them.
+_EXTENSION_SCHEMAS: dict[int, dict[int, tuple[type[Any], type[Any]]]] = {}
+
+
+def register_schemas(api_key: int, schemas: Mapping[int, tuple[type[Any], type[Any]]]) -> None:
+    """Make an extension API's request and response classes known to the codec. A key kio
+    knows (a Kafka API) is refused: its schemas are Kafka's."""
+    if api_key in api_key_map:
+        raise ValueError(f"api key {api_key} is Kafka's ({api_key_map[api_key]})")
+    known = _EXTENSION_SCHEMAS.setdefault(api_key, {})
+    for version, (request, response) in schemas.items():
+        if request.__api_key__ != api_key or response.__api_key__ != api_key:
+            raise ValueError(f"schemas for api key {api_key} declare another key")
+        if request.__version__ != version or response.__version__ != version:
+            raise ValueError(f"schemas for api key {api_key} v{version} declare another version")
+        known[version] = (request, response)
+    request_class.cache_clear()
+    response_class.cache_clear()
+
+
 def kio_versions(api_key: int) -> range:
     """The contiguous range of versions kio can decode for an API key (empty if unknown)."""
+    extension = _EXTENSION_SCHEMAS.get(api_key)
+    if extension:
+        return range(min(extension), max(extension) + 1)
     name = api_key_map.get(api_key)
     if name is None:
         return range(0)
@@ -82,12 +107,18 @@ def kio_versions(api_key: int) -> range:
 @cache
 def request_class(api_key: int, api_version: int) -> type[RequestPayload]:
     """kio's request class for one version (raises kio's UnknownEntity/UnknownAPIKey)."""
+    extension = _EXTENSION_SCHEMAS.get(api_key)
+    if extension is not None and api_version in extension:
+        return typing.cast(type[RequestPayload], extension[api_version][0])
     return load_request_schema(api_key, api_version)
 
 
 @cache
 def response_class(api_key: int, api_version: int) -> type[ResponsePayload]:
     """kio's response class for one version (raises kio's UnknownEntity/UnknownAPIKey)."""
+    extension = _EXTENSION_SCHEMAS.get(api_key)
+    if extension is not None and api_version in extension:
+        return typing.cast(type[ResponsePayload], extension[api_version][1])
     return load_response_schema(api_key, api_version)
 
 
@@ -341,6 +372,7 @@ __all__ = [
     "kio_versions",
     "read_frame_length",
     "read_prefix",
+    "register_schemas",
     "request_class",
     "response_class",
 ]

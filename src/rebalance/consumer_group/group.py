@@ -29,6 +29,9 @@ from rebalance.consumer_group.records import (
 from rebalance.lifecycle import GroupState
 from rebalance.records import OffsetAndMetadata
 
+#: The group type's name, in events and ListGroups.
+GROUP_TYPE = "consumer"
+
 #: topic id -> set of partitions: the working form of an assignment.
 Partitions = dict[str, set[int]]
 
@@ -146,7 +149,7 @@ class ConsumerGroup:
     """A KIP-848 consumer group. `state` is the lifecycle's (loading, live); `kafka_state` is
     what ListGroups shows (Empty, Assigning, Reconciling, Stable)."""
 
-    group_type = "consumer"
+    group_type = GROUP_TYPE
     protocol_type = "consumer"
 
     __slots__ = (

@@ -1,0 +1,191 @@
+"""`GroupMember` against our server (in this process): many members in one event loop.
+
+A callback log records every on_assigned / on_revoked / on_lost with its time; `owners_at`
+replays it to check that no partition is held by two members at any instant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from coordinator.groups import GroupCoordinatorExtension
+from coordinator.member import CommitFailed, GroupMember
+from coordinator.testing import RunningServer, running_server
+from rebalance.config import CoordinatorConfig
+from rebalance.member import Assigned, Lost, Revoked
+
+TOPIC = "jobs"
+PARTITIONS = 6
+ALL = frozenset((TOPIC, p) for p in range(PARTITIONS))
+CONFIG = CoordinatorConfig.from_properties(
+    {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "500"}
+)
+
+
+@dataclass
+class CallbackLog:
+    """(time, member, kind, partitions) for every callback, in the order they ran."""
+
+    entries: list[tuple[float, str, str, frozenset[tuple[str, int]]]] = field(default_factory=list)
+
+    def member(self, server: RunningServer, name: str, **options: object) -> GroupMember:
+        async def record(kind: str, partitions: frozenset[tuple[str, int]]) -> None:
+            self.entries.append((asyncio.get_running_loop().time(), name, kind, partitions))
+
+        async def assigned(p: frozenset[tuple[str, int]]) -> None:
+            await record("assigned", p)
+
+        async def revoked(p: frozenset[tuple[str, int]]) -> None:
+            await record("revoked", p)
+
+        async def lost(p: frozenset[tuple[str, int]]) -> None:
+            await record("lost", p)
+
+        settings: dict[str, object] = {
+            "session_timeout_ms": 1500,
+            "heartbeat_interval_ms": 300,
+            "rebalance_timeout_ms": 3000,
+            "request_timeout_ms": 5000,
+            "client_id": name,
+        }
+        settings |= options
+        return GroupMember(
+            server.bootstrap, "g", [TOPIC], on_assigned=assigned, on_revoked=revoked,
+            on_lost=lost, **settings,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def crashed(self, name: str) -> None:
+        """A dead process holds nothing (it runs no callback, so the log says it here)."""
+        held = self.holdings().get(name, frozenset())
+        self.entries.append((asyncio.get_running_loop().time(), name, "crashed", held))
+
+    def holdings(self) -> dict[str, frozenset[tuple[str, int]]]:
+        held: dict[str, frozenset[tuple[str, int]]] = {}
+        for _, name, kind, partitions in self.entries:
+            current = held.get(name, frozenset())
+            held[name] = current | partitions if kind == "assigned" else current - partitions
+        return held
+
+    def assert_never_shared(self) -> None:
+        """Replay the log: at no point does a partition have two holders."""
+        held: dict[str, frozenset[tuple[str, int]]] = {}
+        for time, name, kind, partitions in self.entries:
+            if kind == "assigned":
+                for other, theirs in held.items():
+                    shared = theirs & partitions
+                    assert other == name or not shared, (
+                        f"{shared} to {name} held by {other} @{time}"
+                    )
+                held[name] = held.get(name, frozenset()) | partitions
+            else:
+                held[name] = held.get(name, frozenset()) - partitions
+
+
+@contextlib.asynccontextmanager
+async def server() -> AsyncIterator[RunningServer]:
+    async with running_server(
+        topics=[(TOPIC, PARTITIONS)], groups=GroupCoordinatorExtension(CONFIG)
+    ) as running:
+        yield running
+
+
+async def until(condition: object, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not condition():  # type: ignore[operator]
+        assert loop.time() < end, "condition not reached"
+        await asyncio.sleep(0.02)
+
+
+def split(members: list[GroupMember]) -> bool:
+    owned = [m.owned() for m in members]
+    return (
+        sum(len(o) for o in owned) == PARTITIONS and frozenset().union(*owned) == ALL and all(owned)
+    )
+
+
+async def test_one_member_owns_everything_commits_and_reads_back() -> None:
+    log = CallbackLog()
+    async with server() as running, log.member(running, "a") as a:
+        assert await a.wait_stable(10) == ALL
+        await a.commit({(TOPIC, 0): 42, (TOPIC, 5): 7})
+        assert await a.committed([(TOPIC, 0), (TOPIC, 5), (TOPIC, 1)]) == {
+            (TOPIC, 0): 42, (TOPIC, 5): 7, (TOPIC, 1): -1,
+        }  # fmt: skip
+        with pytest.raises(CommitFailed, match="not owned"):
+            await a.commit({("other", 0): 1})
+    assert [e[2] for e in log.entries] == ["assigned", "revoked"]  # close revokes, then leaves
+    assert log.entries[1][3] == ALL
+
+
+async def test_cooperative_members_split_join_and_leave_without_sharing() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        members = [log.member(running, f"m{i}") for i in range(3)]
+        for m in members:
+            m.start()
+        await until(lambda: split(members))
+        late = log.member(running, "late")
+        late.start()
+        await until(lambda: split([*members, late]))
+        await members[0].close()
+        await until(lambda: split([*members[1:], late]))
+        for m in [*members[1:], late]:
+            await m.close()
+    log.assert_never_shared()
+    # the cooperative protocol: a member that keeps partitions is never asked to give them all
+    kinds = [kind for _, name, kind, p in log.entries if name == "m1" and kind == "revoked"]
+    assert kinds.count("revoked") <= 2
+
+
+async def test_a_crashed_member_is_replaced_after_its_session_timeout() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        a, b = log.member(running, "a"), log.member(running, "b")
+        a.start()
+        b.start()
+        await until(lambda: split([a, b]))
+        b.kill()  # no LeaveGroup: the coordinator finds out when b's session expires
+        log.crashed("b")
+        await until(lambda: a.owned() == ALL)
+        await a.close()
+    log.assert_never_shared()
+
+
+async def test_eager_members_revoke_everything_at_each_rebalance() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        a = log.member(running, "a", assignors=("sticky",))
+        a.start()
+        await until(lambda: a.owned() == ALL)
+        b = log.member(running, "b", assignors=("sticky",))
+        b.start()
+        await until(lambda: split([a, b]))
+        await a.close()
+        await b.close()
+    revoked = [p for _, name, kind, p in log.entries if name == "a" and kind == "revoked"]
+    assert revoked[0] == ALL
+    log.assert_never_shared()
+
+
+async def test_the_async_iterator_sees_every_change() -> None:
+    async with server() as running:
+        member = CallbackLog().member(running, "a")
+        seen: list[object] = []
+
+        async def watch() -> None:
+            async for change in member.changes():
+                seen.append(change)
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0)
+        async with member:
+            await member.wait_stable(10)
+        await asyncio.wait_for(watcher, 5)
+    assert [type(c) for c in seen] == [Assigned, Revoked]
+    assert not any(isinstance(c, Lost) for c in seen)
