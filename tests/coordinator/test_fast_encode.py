@@ -1,10 +1,11 @@
 """The generated response encoders write exactly kio's bytes.
 
-For every response class of every version kio knows (which includes every version the server
-advertises), three responses are built from the schema alone: every field at its default, every
-field set (strings long enough for two-byte lengths, non-ASCII text, tagged fields set), and
-every nullable field null. Each is encoded by kio's writer and by the generated encoder; the
-bytes must be identical, and kio must read them back whole.
+For every response class of every version kio knows and every version the server advertises
+(the extension APIs' own schema classes too), three responses are built from the schema alone:
+every field at its default, every field set (strings long enough for two-byte lengths,
+non-ASCII text, tagged fields set), and every nullable field null. Each is encoded by kio's
+writer and by the generated encoder; the bytes must be identical, and kio must read them back
+whole.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import get_field_tag, get_schema_field_type, is_optional
 
-from coordinator.apis import BUILTIN_APIS, GROUP_APIS
+from coordinator.apis import GROUP_APIS, builtin_registry
 from coordinator.wire import fast_encode
 from coordinator.wire.codec import body_encoder, encode_response, kio_versions, response_class
 
@@ -40,12 +41,17 @@ def _response_classes() -> list[tuple[int, int]]:
     return found
 
 
-CLASSES = _response_classes()
-ADVERTISED = [
-    (module.API_KEY, version)
-    for module in (*BUILTIN_APIS, *GROUP_APIS)
-    for version in module.VERSIONS
-]
+def _advertised() -> list[tuple[int, int]]:
+    """Every (api key, version) a node with the group coordinator advertises, the extension
+    APIs' own schema classes included (registering them makes them known to the codec)."""
+    registry = builtin_registry()
+    for module in GROUP_APIS:
+        registry.register(module)
+    return [(spec.api_key, version) for spec in registry for version in spec.versions]
+
+
+ADVERTISED = _advertised()
+CLASSES = sorted(set(_response_classes()) | set(ADVERTISED))
 
 
 def _inner(annotation: Any) -> tuple[Any, bool]:
