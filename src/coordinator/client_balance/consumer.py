@@ -651,7 +651,7 @@ class ClientBalanceConsumer:
 
     async def _find_coordinator(self) -> WireClient:
         host, _, port = self.config.bootstrap.rpartition(":")
-        bootstrap = await WireClient.connect(host, int(port))
+        bootstrap = await WireClient.connect(host, int(port), self.config.client_id)
         try:
             found = await bootstrap.request(
                 *FIND_COORDINATOR, {"key": self.config.group_id, "key_type": 0}
@@ -666,7 +666,7 @@ class ClientBalanceConsumer:
         if (found.host, int(found.port)) == (host, int(port)):
             return bootstrap
         await bootstrap.close()
-        return await WireClient.connect(found.host, int(found.port))
+        return await WireClient.connect(found.host, int(found.port), self.config.client_id)
 
     async def _fetcher(self, broker: int) -> tuple[WireClient, asyncio.Lock]:
         if broker not in self._leaders:
@@ -676,7 +676,8 @@ class ClientBalanceConsumer:
             raise ClientBalanceError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {broker}")
         found = self._fetchers.get(address)
         if found is None:
-            found = self._fetchers[address] = (await WireClient.connect(*address), asyncio.Lock())
+            connection = await WireClient.connect(*address, self.config.client_id)
+            found = self._fetchers[address] = (connection, asyncio.Lock())
         return found
 
     async def _drop_group_connection(self) -> None:
