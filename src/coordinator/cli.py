@@ -58,11 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--protocol",
-        choices=["classic", "consumer", "zookeeper"],
+        choices=["classic", "consumer", "zookeeper", "client-balance"],
         default="classic",
         help="classic: the group coordinator (JoinGroup/SyncGroup); consumer: KIP-848 groups "
         "with librdkafka consumers (needs the consumer extra); zookeeper: Kafka 0.8's "
-        "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra)",
+        "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra); "
+        "client-balance: TubeMQ's client-side assignment (nodes pick and register their "
+        "partitions)",
     )
     walkthrough = commands.add_parser(
         "walkthrough",
@@ -162,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         if args.protocol == "consumer":  # librdkafka produces and consumes
             _require("consumer", "confluent_kafka")
-        else:
+        elif args.protocol != "client-balance":  # its nodes are this package's client
             _require("aiokafka", "aiokafka")
         _require("analytics", "pyspark", "matplotlib")
         if args.protocol == "zookeeper":

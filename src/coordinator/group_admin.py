@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
-from coordinator.apis import client_balance_schema as schema
+from coordinator.client_balance import schema
 from coordinator.errors import OperationalError
 from coordinator.wire.client import WireClient
 

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from serve_process import start_serve, stop
 
-from coordinator.apis import client_balance_schema as schema
-from coordinator.client_balance import modulo_assigned
+from coordinator.client_balance import modulo_assigned, schema
 from coordinator.testing import WireClient, record_batch
 
 TOPIC, PARTITIONS, SESSION_MS = "t", 6, 1500

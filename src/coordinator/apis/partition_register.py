@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis import client_balance_schema as schema
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.client_balance import schema
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
 from rebalance.replies import RegisterPartitionsReply
 

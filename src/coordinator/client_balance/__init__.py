@@ -7,7 +7,10 @@
                 partition key, modulo the source count) and a ready-made allocation loop (TubeMQ
                 leaves it to the application; so does this client, with the loop for the
                 common case);
-* `errors`      `ClientBalanceError` and the client-side codes.
+* `errors`      `ClientBalanceError` and the client-side codes;
+* `schema`      the extension APIs' messages, shared with the server's API modules
+                (`coordinator/apis/client_balance_*.py`, `partition_*.py`);
+* `node_process`, `demo`  one node as a process; `rebalance demo --protocol client-balance`.
 
 docs/client-balance.md maps each TubeMQ method onto this API.
 """
