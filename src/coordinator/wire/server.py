@@ -40,6 +40,7 @@ import asyncio
 import dataclasses
 import logging
 import socket
+import typing
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -221,8 +222,9 @@ class _Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (asyncio's own, or an alternative loop's that does not subclass
+        # `asyncio.Transport`, such as uvloop's).
+        self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.name = f"conn#{self.number} {self.peer}"
