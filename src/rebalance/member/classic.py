@@ -227,6 +227,16 @@ class ClassicMember:
         return self.owned
 
     @property
+    def settled(self) -> bool:
+        """In a synced generation, no rebalance pending, every change announced and handled."""
+        return (
+            self.state is MemberState.STABLE
+            and not self._rejoin_needed
+            and not self._changes
+            and self._unacknowledged == 0
+        )
+
+    @property
     def has_changes(self) -> bool:
         """Changes announced and not yet taken."""
         return bool(self._changes)
@@ -304,7 +314,13 @@ class ClassicMember:
         if self.coordinator is None:
             return FindCoordinator(self.config.group_id)
         if self._closing:
-            return self._leave_request()
+            leave = self._leave_request()
+            if leave is not None or not self._can_heartbeat():
+                return leave
+            # the revocation callbacks still run: heartbeats keep the generation meanwhile
+            if now_ms >= self._next_heartbeat_ms:
+                return self._heartbeat_request()
+            return None
         if self.state is MemberState.UNJOINED:
             fire(self, "join")
         if self.state is MemberState.STABLE and self._rejoin_needed:
@@ -318,10 +334,13 @@ class ClassicMember:
         if self.state is MemberState.SYNCING:
             return self._sync_or_describe()
         if self._can_heartbeat() and now_ms >= self._next_heartbeat_ms:
-            return Heartbeat(
-                self.config.group_id, self.generation, self.member_id, self.config.group_instance_id
-            )
+            return self._heartbeat_request()
         return None
+
+    def _heartbeat_request(self) -> Heartbeat:
+        return Heartbeat(
+            self.config.group_id, self.generation, self.member_id, self.config.group_instance_id
+        )
 
     def _join_due(self) -> bool:
         return self.state in (MemberState.UNJOINED, MemberState.JOINING) or (
