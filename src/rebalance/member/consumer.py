@@ -347,9 +347,9 @@ class ConsumerMember:
                 self._target = frozenset(
                     (topic_id, p) for topic_id, ps in reply.assignment for p in ps
                 )
-            resolved = self._target is not None and not self._unresolved()
-            if resolved and self._sent_owned <= self._names_of(self._target):  # type: ignore[arg-type]
-                self._lease_from_ms = self._sent_ms
+            sent = frozenset((self._ids[t], p) for t, p in self._sent_owned)
+            if self._target is not None and sent <= self._target:
+                self._lease_from_ms = self._sent_ms  # no revocation pending: a proof
             self._reconcile()
             return
         action = action_for(Api.CONSUMER_GROUP_HEARTBEAT, reply.error)
@@ -389,8 +389,6 @@ class ConsumerMember:
             self.owned = target
             self._announce(Assigned(added, self.epoch))
             self._ack_due = True
-            if self._lease_from_ms is None:
-                self._lease_from_ms = self._sent_ms
 
     def _fenced(self) -> None:
         """Java's transitionToFenced: the partitions are lost, rejoin with epoch 0, same id."""
