@@ -237,3 +237,42 @@ async def test_consumer_protocol_commits_carry_the_member_epoch() -> None:
                 with pytest.raises(CommitFailed, match="not owned"):
                     await a.commit({next(iter(b.owned())): 1})
     log.assert_never_shared()
+
+
+async def test_resource_groups_share_by_weight_and_take_over_from_a_crashed_instance() -> None:
+    from coordinator.member import ResourceGroup
+
+    tenants = [f"tenant-{n}" for n in range(9)]
+    log = CallbackLog()
+
+    def instance(name: str, weight: int) -> ResourceGroup:
+        async def record(kind: str, resources: frozenset[str]) -> None:
+            items = frozenset((r, 0) for r in resources)
+            log.entries.append((asyncio.get_running_loop().time(), name, kind, items))
+
+        async def acquired(r: frozenset[str]) -> None:
+            await record("assigned", r)
+
+        async def released(r: frozenset[str]) -> None:
+            await record("revoked", r)
+
+        async def lost(r: frozenset[str]) -> None:
+            await record("lost", r)
+
+        return ResourceGroup(
+            running.bootstrap, "tenants", tenants, weight=weight, session_timeout_ms=1500,
+            heartbeat_interval_ms=300, on_acquired=acquired, on_released=released, on_lost=lost,
+        )  # fmt: skip
+
+    async with server() as running:
+        group = {"a": instance("a", 1), "b": instance("b", 2), "c": instance("c", 6)}
+        for member in group.values():
+            member.start()
+        await until(lambda: [len(m.owned()) for m in group.values()] == [1, 2, 6])
+        group["c"].kill()
+        log.crashed("c")
+        await until(lambda: [len(group[n].owned()) for n in "ab"] == [3, 6])
+        assert group["a"].owned() | group["b"].owned() == set(tenants)
+        await group["a"].close()
+        await group["b"].close()
+    log.assert_never_shared()

@@ -82,10 +82,10 @@ class Cluster:
             "client_id": name,
         }
         options |= settings
-        member = ClassicMember(
-            MemberConfig(group, **options),
-            ConsumerEmbedded(tuple(topics or sorted(self.partitions)), assignors),
+        protocol = options.pop("protocol", None) or ConsumerEmbedded(
+            tuple(topics or sorted(self.partitions)), assignors
         )
+        member = ClassicMember(MemberConfig(group, **options), protocol)
         self.members[name] = Wired(member)
         return member
 
