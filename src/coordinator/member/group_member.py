@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -155,6 +156,8 @@ class GroupMember:
         self._in_flight: asyncio.Task[Any] | None = None
         self._callback_task: asyncio.Task[None] | None = None
         self._stable = asyncio.Event()
+        #: Requests sent, by type name (FindCoordinator, JoinGroup, Heartbeat, ...).
+        self.sent: Counter[str] = Counter()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -366,6 +369,7 @@ class GroupMember:
             else:
                 connection = await self._connect_coordinator()
             (api, values) = wire.to_wire(request)
+            self.sent[type(request).__name__] += 1
             timeout = self._request_timeout_s
             if api == wire.JOIN_GROUP:
                 timeout = max(timeout, self.member.config.rebalance_timeout_ms / 1000)
