@@ -283,9 +283,9 @@ def test_only_the_holder_commits(h: ClientBalanceHarness) -> None:
         "g", {("t", 0): 9, ("t", 1): 9, ("t", 2): 9}, member_id="b", generation=2, version=9
     )
     assert outcome == {
-        ("t", 0): ErrorCode.PARTITION_OCCUPIED,
+        ("t", 0): ErrorCode.FENCED_MEMBER_EPOCH,
         ("t", 1): ErrorCode.NONE,
-        ("t", 2): ErrorCode.HB_NO_NODE,
+        ("t", 2): ErrorCode.FENCED_MEMBER_EPOCH,
     }
     assert h.committed("g", ("t", 0), ("t", 1)) == {("t", 0): 7, ("t", 1): 9}
 
@@ -295,7 +295,7 @@ def test_a_node_that_lost_its_partition_cannot_commit_it(h: ClientBalanceHarness
     h.register("a", ("t", 0))
     h.release("a", ("t", 0))
     assert h.commit("g", {("t", 0): 3}, member_id="a", generation=1, version=9) == {
-        ("t", 0): ErrorCode.HB_NO_NODE
+        ("t", 0): ErrorCode.FENCED_MEMBER_EPOCH
     }
     assert h.commit("g", {("t", 0): 3}, member_id="a", generation=5, version=9) == {
         ("t", 0): ErrorCode.STALE_MEMBER_EPOCH

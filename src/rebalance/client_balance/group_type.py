@@ -619,14 +619,13 @@ class ClientBalanceGroupType:
     ) -> ErrorCode:
         """The fence of one partition's commit: only the node incarnation that registered it
         may commit it (a node that released it, expired, or was replaced by a new incarnation
-        of the same member id cannot). A partition someone else holds answers
-        PARTITION_OCCUPIED, one nobody holds HB_NO_NODE (TubeMQ's broker answer to a request
-        for a partition it has no registration of)."""
+        of the same member id cannot). The answer is a Kafka code, FENCED_MEMBER_EPOCH, since
+        it travels in OffsetCommit (TubeMQ's broker would answer with its own codes)."""
         holder = group.holders.get(tp)
         node = group.nodes.get(member_id)
         if holder == member_id and node is not None and node.member_epoch == member_epoch:
             return ErrorCode.NONE
-        return ErrorCode.PARTITION_OCCUPIED if holder is not None else ErrorCode.HB_NO_NODE
+        return ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def node_user_data(source_count: int, node_id: int) -> bytes:

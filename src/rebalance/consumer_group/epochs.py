@@ -67,8 +67,18 @@ def maybe_bump(
             trigger=trigger,
             members=len(group.members),
         )
-    if group.target_epoch != group.group_epoch:
+    if group.target_epoch != group.group_epoch and assignment_due(state, group, now_ms):
         assign(state, metadata, result, group, now_ms)
+
+
+def assignment_due(state: CoordinatorState, group: ConsumerGroup, now_ms: int) -> bool:
+    """Kafka 4.3's assignment batching (`group.consumer.assignment.interval.ms`): a new target
+    only once the interval has passed since the last one was computed. Until then members
+    reconcile towards the last target, and the epoch bumps in between (a thousand joins while a
+    group forms) cost one computation, not one each: forming a group is no longer quadratic."""
+    last = group.assigned_at_ms
+    interval = state.config.group_consumer_assignment_interval_ms
+    return last is None or now_ms - last >= interval
 
 
 def assign(
@@ -90,6 +100,7 @@ def assign(
                 TargetMemberValue(member_id, freeze(target[member_id])),
             )
     write(state, result, group.group_id, TargetEpochValue(group.group_epoch))
+    group.assigned_at_ms = now_ms
     by_id = metadata.by_id()
     result.event(
         EventType.TARGET_ASSIGNMENT,

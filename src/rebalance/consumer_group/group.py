@@ -153,6 +153,7 @@ class ConsumerGroup:
     protocol_type = "consumer"
 
     __slots__ = (
+        "assigned_at_ms",
         "current_state_timestamp_ms",
         "group_epoch",
         "group_id",
@@ -182,6 +183,9 @@ class ConsumerGroup:
         self.partition_owners: dict[tuple[str, int], str] = {}
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         self.current_state_timestamp_ms: int | None = None
+        #: When the last target assignment was computed (None: not since this core loaded the
+        #: group). Not recorded: it only paces the next computation (assignment batching).
+        self.assigned_at_ms: int | None = None
 
     # -- lifecycle (the shared part of `rebalance.lifecycle`: load, loaded, unload, delete) --
     _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
