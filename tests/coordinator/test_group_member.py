@@ -23,7 +23,14 @@ TOPIC = "jobs"
 PARTITIONS = 6
 ALL = frozenset((TOPIC, p) for p in range(PARTITIONS))
 CONFIG = CoordinatorConfig.from_properties(
-    {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "500"}
+    {
+        "group.initial.rebalance.delay.ms": "100",
+        "group.min.session.timeout.ms": "500",
+        "group.consumer.min.session.timeout.ms": "500",
+        "group.consumer.session.timeout.ms": "1500",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.heartbeat.interval.ms": "300",
+    }
 )
 
 
@@ -189,3 +196,83 @@ async def test_the_async_iterator_sees_every_change() -> None:
         await asyncio.wait_for(watcher, 5)
     assert [type(c) for c in seen] == [Assigned, Revoked]
     assert not any(isinstance(c, Lost) for c in seen)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_many_members_in_one_loop_with_churn_never_share(protocol: str) -> None:
+    """Eight members (classic cooperative or KIP-848) in this event loop: join, a leave, a
+    crash; every partition is always held at most once and in the end exactly once."""
+    log = CallbackLog()
+    async with server() as running:
+        members = [log.member(running, f"m{i}", group_protocol=protocol) for i in range(5)]
+        for m in members:
+            m.start()
+        await until(lambda: split(members), 30)
+        crashed = members.pop(1)
+        crashed.kill()
+        log.crashed("m1")
+        leaving = members.pop(0)
+        await leaving.close()
+        await until(lambda: split(members), 30)
+        for m in members:
+            await m.close()
+    log.assert_never_shared()
+
+
+async def test_consumer_protocol_commits_carry_the_member_epoch() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        a = log.member(running, "a", group_protocol="consumer")
+        async with a:
+            assert await a.wait_stable(10) == ALL
+            epoch = a.generation
+            await a.commit({(TOPIC, 1): 11})
+            assert await a.committed([(TOPIC, 1)]) == {(TOPIC, 1): 11}
+            b = log.member(running, "b", group_protocol="consumer")
+            async with b:
+                await until(lambda: split([a, b]))
+                assert a.generation > epoch  # b's join bumped the group epoch, a reconciled
+                mine = next(iter(a.owned()))
+                await a.commit({mine: 12})
+                with pytest.raises(CommitFailed, match="not owned"):
+                    await a.commit({next(iter(b.owned())): 1})
+    log.assert_never_shared()
+
+
+async def test_resource_groups_share_by_weight_and_take_over_from_a_crashed_instance() -> None:
+    from coordinator.member import ResourceGroup
+
+    tenants = [f"tenant-{n}" for n in range(9)]
+    log = CallbackLog()
+
+    def instance(name: str, weight: int) -> ResourceGroup:
+        async def record(kind: str, resources: frozenset[str]) -> None:
+            items = frozenset((r, 0) for r in resources)
+            log.entries.append((asyncio.get_running_loop().time(), name, kind, items))
+
+        async def acquired(r: frozenset[str]) -> None:
+            await record("assigned", r)
+
+        async def released(r: frozenset[str]) -> None:
+            await record("revoked", r)
+
+        async def lost(r: frozenset[str]) -> None:
+            await record("lost", r)
+
+        return ResourceGroup(
+            running.bootstrap, "tenants", tenants, weight=weight, session_timeout_ms=1500,
+            heartbeat_interval_ms=300, on_acquired=acquired, on_released=released, on_lost=lost,
+        )  # fmt: skip
+
+    async with server() as running:
+        group = {"a": instance("a", 1), "b": instance("b", 2), "c": instance("c", 6)}
+        for member in group.values():
+            member.start()
+        await until(lambda: [len(m.owned()) for m in group.values()] == [1, 2, 6])
+        group["c"].kill()
+        log.crashed("c")
+        await until(lambda: [len(group[n].owned()) for n in "ab"] == [3, 6])
+        assert group["a"].owned() | group["b"].owned() == set(tenants)
+        await group["a"].close()
+        await group["b"].close()
+    log.assert_never_shared()
