@@ -1,10 +1,13 @@
-"""Group coordinator over loopback: heartbeats/s, durable offset commits/s, rebalance latency
-for 10/100/1000 members, and server memory per connected member.
+"""Group coordinator over loopback: heartbeats/s (one at a time and pipelined), durable offset
+commits/s, rebalance latency and its growth from 10 to 5000 members, server memory per connected
+member and of the idle server.
 
 The server (our node with the group coordinator, SQLite store in a temp dir) runs in its own
-process; the load generator runs here with one connection per member and one request
-outstanding per connection. The peer is a bare length-prefixed echo server measured in the same
-run with the same frames: the most an asyncio server in Python does per request on this machine.
+process; the load generator runs here with one connection per member. The peer is a bare
+length-prefixed echo server measured in the same run with the same frames and the same number of
+requests in flight: the most an asyncio server in Python does per request on this machine.
+Besides requests/s, the CPU time of each server process per request is read from /proc: on a
+shared machine it is far steadier than wall-clock rates.
 
 Run: .venv/bin/python benchmarks/bench_groups.py [--runs 5] [--seconds 3] [--members 200]
 Numbers are medians over runs; they go to benchmarks/RESULTS.md under "## Server".
@@ -21,12 +24,14 @@ import struct
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_wire import _echo, machine
+from coordinator.collector import tune_for_serving
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import running_server
 from coordinator.wire.codec import (
@@ -56,11 +61,16 @@ async def _serve(kind: str, ready: Connection) -> None:
         # that exist.
         topics = [("orders", 10)]
         async with running_server(data_dir=Path(scratch), groups=groups, topics=topics) as node:
+            tune_for_serving()  # as `rebalance serve` does once started
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)
                 if command == "rss":
                     ready.send(_rss_bytes())
+                elif command == "all_rss":  # this process and its event log writer
+                    events = groups.runtime.events if groups.runtime else None
+                    pid = events.writer_pid if events else None
+                    ready.send(_rss_bytes() + (_rss_bytes(pid) if pid else 0))
                 elif command == "writer_cpu":  # seconds of CPU of the event log's writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -76,8 +86,8 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _rss_bytes() -> int:
-    with open(f"/proc/{os.getpid()}/statm") as statm:
+def _rss_bytes(pid: int | None = None) -> int:
+    with open(f"/proc/{pid or os.getpid()}/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
@@ -104,6 +114,17 @@ class Server:
         self.pipe.send("rss")
         value: int = self.pipe.recv()
         return value
+
+    def all_rss(self) -> int:
+        """Resident memory of the server and its event log writer process."""
+        self.pipe.send("all_rss")
+        value: int = self.pipe.recv()
+        return value
+
+    def process_cpu(self) -> float:
+        """CPU seconds of the server process read from /proc (works for the echo server too)."""
+        assert self.process.pid is not None
+        return _process_cpu(self.process.pid)
 
     def cpu(self) -> float:
         self.pipe.send("cpu")
@@ -244,7 +265,18 @@ async def rebalance_round(
     return (time.perf_counter() - started) * 1000
 
 
-async def heartbeat_load(port: int, groups: int, per_group: int, seconds: float) -> float:
+@dataclass
+class Throughput:
+    per_second: float
+    cpu_us: float
+    """Server CPU per request (µs), from /proc."""
+
+
+async def heartbeat_load(
+    server: Server, groups: int, per_group: int, seconds: float, depth: int = 1
+) -> Throughput:
+    """Heartbeats/s of formed groups, `depth` requests in flight per connection."""
+    port = server.port
     conns = [await Conn.open(port) for _ in range(groups * per_group)]
     frames: list[bytes] = []
     for g in range(groups):
@@ -253,31 +285,52 @@ async def heartbeat_load(port: int, groups: int, per_group: int, seconds: float)
         for m in ids:
             values = {"group_id": f"hb-{g}", "generation_id": generation, "member_id": m}
             frames.append(encode_request(build_request(12, 1, values), 7, "b"))
-    result = await _hammer(conns, frames, seconds)
+    result = await _measured(server, conns, frames, seconds, depth)
     for c in conns:
         c.close()
     return result
 
 
-async def _hammer(conns: list[Conn], frames: list[bytes], seconds: float) -> float:
+async def _measured(
+    server: Server, conns: list[Conn], frames: list[bytes], seconds: float, depth: int
+) -> Throughput:
+    cpu_before = server.process_cpu()
+    rate, requests = await _hammer(conns, frames, seconds, depth)
+    cpu = server.process_cpu() - cpu_before
+    return Throughput(rate, cpu * 1e6 / max(requests, 1))
+
+
+async def _hammer(
+    conns: list[Conn], frames: list[bytes], seconds: float, depth: int = 1
+) -> tuple[float, int]:
+    """Requests/s with `depth` requests outstanding per connection (1: one at a time; more:
+    pipelined, a new request sent as each response arrives)."""
     counts: list[int] = []
     started = time.perf_counter()
     stop_at = started + seconds
 
     async def loop(conn: Conn, frame: bytes) -> None:
         done = 0
+        if depth > 1:
+            conn.writer.write(frame * (depth - 1))
         while time.perf_counter() < stop_at:
             await conn.raw(frame)
+            done += 1
+        for _ in range(depth - 1):  # drain the ones still in flight
+            head = await conn.reader.readexactly(4)
+            await conn.reader.readexactly(LENGTH.unpack(head)[0])
             done += 1
         counts.append(done)
 
     await asyncio.gather(*(loop(c, f) for c, f in zip(conns, frames, strict=True)))
-    return sum(counts) / (time.perf_counter() - started)
+    return sum(counts) / (time.perf_counter() - started), sum(counts)
 
 
-async def echo_load(port: int, frames: list[bytes], seconds: float) -> float:
-    conns = [await Conn.open(port) for _ in frames]
-    result = await _hammer(conns, frames, seconds)
+async def echo_load(
+    server: Server, frames: list[bytes], seconds: float, depth: int = 1
+) -> Throughput:
+    conns = [await Conn.open(server.port) for _ in frames]
+    result = await _measured(server, conns, frames, seconds, depth)
     for c in conns:
         c.close()
     return result
@@ -318,7 +371,7 @@ async def commit_load(port: int, writers: int, seconds: float, partitions: int =
         )
         for i in range(writers)
     ]
-    result = await _hammer(conns, frames, seconds)
+    result, _requests = await _hammer(conns, frames, seconds)
     for c in conns:
         c.close()
     return result * partitions
@@ -343,59 +396,103 @@ async def latency_and_memory(
     return statistics.median(samples), statistics.median(cpu), (after - before) / members
 
 
+def heartbeat_rows(label: str, ours: Server, echo: Server, args: argparse.Namespace) -> None:
+    """Heartbeats one at a time (`--members` connections) and pipelined (`--pipelined`
+    connections x `--depth` in flight), each beside the echo server in the same run."""
+    shapes = [(args.members, 1), (args.pipelined, args.depth)]
+    for connections, depth in shapes:
+        hb_runs, echo_runs = [], []
+        for run in range(args.runs):
+            hb_runs.append(
+                asyncio.run(heartbeat_load(ours, connections // 10, 10, args.seconds, depth))
+            )
+            values = {"group_id": f"hb-{run}", "generation_id": 1, "member_id": "m"}
+            frames = [encode_request(build_request(12, 1, values), 7, "b")] * connections
+            echo_runs.append(asyncio.run(echo_load(echo, frames, args.seconds, depth)))
+        hb = statistics.median(r.per_second for r in hb_runs)
+        ech = statistics.median(r.per_second for r in echo_runs)
+        hb_cpu = statistics.median(r.cpu_us for r in hb_runs)
+        echo_cpu = statistics.median(r.cpu_us for r in echo_runs)
+        ratios = statistics.median(
+            h.per_second / e.per_second for h, e in zip(hb_runs, echo_runs, strict=True)
+        )
+        print(
+            f"[{label}] heartbeats/s, {connections} connections x {depth} in flight: "
+            f"{hb:,.0f}; echo server (asyncio): {ech:,.0f}; ratio {hb / ech:.0%} "
+            f"(median of per-run ratios {ratios:.0%}) [goal >= 50%]; server CPU per request "
+            f"{hb_cpu:.1f} us vs echo {echo_cpu:.1f} us: echo/ours {echo_cpu / hb_cpu:.0%}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--members", type=int, default=200, help="connections for throughput")
+    parser.add_argument("--pipelined", type=int, default=50, help="connections, pipelined run")
+    parser.add_argument("--depth", type=int, default=8, help="requests in flight, pipelined")
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", default=[10, 100, 1000, 5000], help="rebalance sizes"
+    )
     parser.add_argument("--uvloop", action="store_true", help="also run our server on uvloop")
+    parser.add_argument(
+        "--only", choices=["heartbeats", "commits", "rebalance"], nargs="*", default=None
+    )
     args = parser.parse_args()
+    wanted = set(args.only or ["heartbeats", "commits", "rebalance"])
     print(f"# group coordinator over loopback — {machine()}")
     loops = [False, True] if args.uvloop else [False]
     echo = Server("echo")
-    for use_uvloop in loops:
-        label = "uvloop" if use_uvloop else "asyncio"
-        ours = Server("groups", use_uvloop)
-        try:
-            hb_runs, echo_runs = [], []
-            for run in range(args.runs):
-                hb_runs.append(
-                    asyncio.run(heartbeat_load(ours.port, args.members // 10, 10, args.seconds))
-                )
-                frames = [
-                    encode_request(
-                        build_request(
-                            12, 1, {"group_id": f"hb-{run}", "generation_id": 1, "member_id": "m"}
-                        ),
-                        7,
-                        "b",
-                    )
-                ] * args.members
-                echo_runs.append(asyncio.run(echo_load(echo.port, frames, args.seconds)))
-            hb, ech = statistics.median(hb_runs), statistics.median(echo_runs)
-            print(
-                f"[{label}] heartbeats/s: {hb:,.0f}; echo server (asyncio): {ech:,.0f}; "
-                f"ratio {hb / ech:.0%}  [target >= 40%]"
-            )
-            for per_request in (1, 10):
-                commits = statistics.median(
-                    asyncio.run(commit_load(ours.port, args.members, args.seconds, per_request))
-                    for _ in range(args.runs)
-                )
+    try:
+        for use_uvloop in loops:
+            label = "uvloop" if use_uvloop else "asyncio"
+            ours = Server("groups", use_uvloop)
+            try:
+                time.sleep(1.0)  # let the node settle (event log writer started)
                 print(
-                    f"[{label}] durable offsets/s, {per_request} per OffsetCommit "
-                    f"({args.members} connections): {commits:,.0f}  [target >= 10,000]"
+                    f"[{label}] idle server, all its processes: {ours.all_rss() / 2**20:.0f} MiB "
+                    "RSS [goal <= 60 MiB]"
                 )
-            for members in (10, 100, 1000):
-                ms, cpu_ms, per_member = asyncio.run(latency_and_memory(ours, members, args.runs))
-                print(
-                    f"[{label}] rebalance of {members} members, last JoinGroup -> last "
-                    f"SyncGroup reply: {ms:.1f} ms wall, {cpu_ms:.1f} ms server CPU "
-                    f"[target <= 100 ms]; server memory per member: {per_member / 1024:.1f} KiB"
-                )
-        finally:
-            ours.stop()
-    echo.stop()
+                if "heartbeats" in wanted:
+                    heartbeat_rows(label, ours, echo, args)
+                if "commits" in wanted:
+                    commit_rows(label, ours, args)
+                if "rebalance" in wanted:
+                    rebalance_rows(label, ours, args)
+            finally:
+                ours.stop()
+    finally:
+        echo.stop()
+
+
+def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
+    for per_request in (1, 8):
+        commits = statistics.median(
+            asyncio.run(commit_load(ours.port, args.members, args.seconds, per_request))
+            for _ in range(args.runs)
+        )
+        print(
+            f"[{label}] durable offsets/s, {per_request} per OffsetCommit "
+            f"({args.members} connections): {commits:,.0f}  [goal >= 25,000 at 8]"
+        )
+
+
+def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
+    figures: dict[int, float] = {}
+    for members in args.sizes:
+        ms, cpu_ms, per_member = asyncio.run(latency_and_memory(ours, members, args.runs))
+        figures[members] = ms
+        print(
+            f"[{label}] rebalance of {members} members, last JoinGroup -> last "
+            f"SyncGroup reply: {ms:.1f} ms wall, {cpu_ms:.1f} ms server CPU "
+            f"[goal at 1000: <= 100 ms, CPU <= 60 ms]; server memory per member: "
+            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB]"
+        )
+    if 1000 in figures and 5000 in figures:
+        print(
+            f"[{label}] growth 1000 -> 5000 members: {figures[5000] / figures[1000]:.1f}x "
+            "[goal <= 5.5x]"
+        )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 REBALANCE = str(Path(sys.executable).parent / "rebalance")
 PACKAGES = ("rebalance", "assignors", "coordinator")
-EXTRAS = ("pyspark", "matplotlib", "aiokafka", "pytest")
+EXTRAS = ("pyspark", "matplotlib", "aiokafka", "confluent_kafka", "pytest")
 
 
 def installed_from_this_environment() -> None:
@@ -96,6 +96,17 @@ def analytics_say_which_extra() -> None:
         assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
 
 
+def consumer_demo_says_which_extra() -> None:
+    done = subprocess.run(
+        [REBALANCE, "demo", "--protocol", "consumer"], capture_output=True, text=True
+    )
+    expected = (
+        "rebalance demo: needs the 'consumer' extra (confluent_kafka): "
+        "pip install 'rebalance[consumer]'\n"
+    )
+    assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
+
+
 CHECKS: list[Callable[[], None]] = [
     installed_from_this_environment,
     serve_help,
@@ -103,6 +114,7 @@ CHECKS: list[Callable[[], None]] = [
     walkthrough_runs,
     assignors_run_at_scale,
     analytics_say_which_extra,
+    consumer_demo_says_which_extra,
 ]
 
 

@@ -2,8 +2,10 @@
 
 It starts the server in-process (SQLite store and event log in a scratch data dir), produces
 records, and runs real aiokafka consumers, each its own process, using our sticky assignor as
-their `partition_assignment_strategy`. Members join, one leaves cleanly, one is SIGKILLed and is
-expired by its session timeout; a commit from a superseded generation is fenced. Then the
+their `partition_assignment_strategy` (`--protocol consumer`: librdkafka consumers with
+`group.protocol=consumer`, KIP-848, the coordinator's `uniform` assignor). Members join, one
+leaves cleanly, one is SIGKILLed and is expired by its session timeout; a commit from a
+superseded generation (member epoch) is fenced. Then the
 server stops and the Spark report (`rebalance report`) explains the rebalances from the event
 log. Everything it started is stopped before it returns; the data dir and the HTML report stay
 in `demo-output/`.
@@ -22,11 +24,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import RunningServer, WireClient, running_server
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.group import ConsumerGroup
 
 GROUP = "demo-billing"
 TOPIC = "orders"
@@ -54,11 +57,12 @@ class DemoMember:
                 self.consumed = line["count"]
 
 
-async def start_member(server: RunningServer, name: str) -> DemoMember:
+async def start_member(server: RunningServer, name: str, protocol: str) -> DemoMember:
     log = (server.data_dir / f"member-{name}.log").open("ab")
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "coordinator.demo_member", "--bootstrap", server.bootstrap,
         "--group", GROUP, "--topic", TOPIC, "--name", name, "--session-ms", str(SESSION_MS),
+        "--protocol", protocol,
         stdout=asyncio.subprocess.PIPE,
         stderr=log,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -82,6 +86,20 @@ async def produce(bootstrap: str) -> None:
         await producer.stop()
 
 
+async def produce_confluent(bootstrap: str) -> None:
+    """The records, written with librdkafka (the `consumer` extra's client)."""
+    from confluent_kafka import Producer
+
+    def write() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for i in range(RECORDS):
+            producer.produce(TOPIC, f"order-{i}".encode(), partition=i % PARTITIONS)
+        if producer.flush(30) != 0:
+            raise RuntimeError("records were left unsent")
+
+    await asyncio.to_thread(write)
+
+
 class Stage:
     """Waits for the group to settle and narrates what changed."""
 
@@ -93,8 +111,7 @@ class Stage:
 
     def generation(self) -> int:
         assert self.groups.runtime is not None
-        group = self.groups.runtime.core.group(GROUP)
-        return group.generation if group is not None else 0
+        return epoch_of(self.groups.runtime.core.group(GROUP))
 
     async def settle(self, members: list[DemoMember], what: str, timeout: float = 60) -> None:
         assert self.groups.runtime is not None
@@ -117,7 +134,7 @@ class Stage:
         owners = {p: m.name for m in members for p in m.partitions}
         moved = sum(1 for p, owner in owners.items() if self.previous.get(p, owner) != owner)
         self.say(
-            f"{what}: generation {group.generation}, stable after "
+            f"{what}: {EPOCH_NAME[group.group_type]} {epoch_of(group)}, stable after "
             f"{time.monotonic() - started:.1f} s; partitions moved: {moved}"
         )
         for m in sorted(members, key=lambda m: m.name):
@@ -125,10 +142,32 @@ class Stage:
         self.previous = owners
 
 
-async def fenced_commit(server: RunningServer, member_id: str, generation: int) -> str:
+#: What the story calls a group's epoch, by group type.
+EPOCH_NAME = {"classic": "generation", "consumer": "group epoch"}
+
+
+def epoch_of(group: Any) -> int:
+    """A classic group's generation, a consumer group's group epoch (0: no group)."""
+    if group is None:
+        return 0
+    return int(group.group_epoch if group.group_type == "consumer" else group.generation)
+
+
+def member_epoch(groups: GroupCoordinatorExtension, member_id: str) -> int:
+    """The member epoch a KIP-848 member of the demo's group has reached."""
+    assert groups.runtime is not None
+    group: object = groups.runtime.core.group(GROUP)
+    assert isinstance(group, ConsumerGroup)
+    return group.members[member_id].member_epoch
+
+
+async def fenced_commit(
+    server: RunningServer, member_id: str, generation: int, version: int = 8
+) -> str:
+    """An OffsetCommit from `member_id` at `generation` (v9+: its member epoch)."""
     client = await WireClient.connect(server.host, server.port)
     try:
-        response = await client.request(8, 8, {
+        response = await client.request(8, version, {
             "group_id": GROUP, "generation_id_or_member_epoch": generation,
             "member_id": member_id, "group_instance_id": None,
             "topics": [{"name": TOPIC, "partitions": [{
@@ -160,10 +199,22 @@ async def supervised(members: Sequence[Supervised]) -> AsyncIterator[None]:
                 m.reader.cancel()
 
 
-async def run_group_story(data_dir: Path, say: Say) -> None:
-    config = CoordinatorConfig.from_properties(
-        {"group.initial.rebalance.delay.ms": "1000", "group.min.session.timeout.ms": "1000"}
-    )
+#: The server's settings for the story: sessions short enough to watch one expire.
+STORY_CONFIG = {
+    "group.initial.rebalance.delay.ms": "1000",
+    "group.min.session.timeout.ms": "1000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.session.timeout.ms": str(SESSION_MS),
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.heartbeat.interval.ms": str(SESSION_MS // 6),
+}
+
+
+async def run_group_story(data_dir: Path, say: Say, protocol: str = "classic") -> None:
+    """The story on the group coordinator: classic groups (aiokafka, JoinGroup/SyncGroup) or,
+    with `protocol` "consumer", a KIP-848 group (librdkafka, ConsumerGroupHeartbeat)."""
+    config = CoordinatorConfig.from_properties(STORY_CONFIG)
+    consumer = protocol == "consumer"
     groups = GroupCoordinatorExtension(config)
     members: list[DemoMember] = []
     everyone: list[DemoMember] = []
@@ -172,15 +223,18 @@ async def run_group_story(data_dir: Path, say: Say) -> None:
         supervised(members),
     ):
         say(f"server on {server.bootstrap}, data in {data_dir}")
-        await produce(server.bootstrap)
+        await (produce_confluent if consumer else produce)(server.bootstrap)
         say(f"produced {RECORDS} records to {TOPIC!r} ({PARTITIONS} partitions)")
         stage = Stage(server, groups, say)
-        say("\nconsumers alice, bob, carol join (aiokafka, our sticky assignor):")
-        members += [await start_member(server, n) for n in ("alice", "bob", "carol")]
+        if consumer:
+            say("\nconsumers alice, bob, carol join (librdkafka, group.protocol=consumer):")
+        else:
+            say("\nconsumers alice, bob, carol join (aiokafka, our sticky assignor):")
+        members += [await start_member(server, n, protocol) for n in ("alice", "bob", "carol")]
         everyone += members
         await stage.settle(members, "three members")
 
-        members.append(await start_member(server, "dave"))
+        members.append(await start_member(server, "dave", protocol))
         everyone.append(members[-1])
         await stage.settle(members, "\ndave joins")
         stale_generation = stage.generation()
@@ -188,12 +242,15 @@ async def run_group_story(data_dir: Path, say: Say) -> None:
         group = groups.runtime.core.group(GROUP)
         assert group is not None
         alice_id = next(m.member_id for m in group.members.values() if m.client_id == "alice")
+        # KIP-848 fences by the member's own epoch, which it reached reconciling: that one.
+        stale_epoch = member_epoch(groups, alice_id) if consumer else stale_generation
 
         bob = next(m for m in members if m.name == "bob")
         bob.process.send_signal(signal.SIGTERM)  # clean shutdown: LeaveGroup
         await bob.process.wait()
         members.remove(bob)
-        await stage.settle(members, "\nbob leaves cleanly (LeaveGroup)")
+        how = "a heartbeat with member epoch -1" if consumer else "LeaveGroup"
+        await stage.settle(members, f"\nbob leaves cleanly ({how})")
 
         carol = next(m for m in members if m.name == "carol")
         carol.process.kill()  # a crash: no LeaveGroup, no more heartbeats
@@ -202,11 +259,18 @@ async def run_group_story(data_dir: Path, say: Say) -> None:
         say(f"\ncarol is SIGKILLed; the coordinator waits for her {SESSION_MS} ms session...")
         await stage.settle(members, "carol expired")
 
-        outcome = await fenced_commit(server, alice_id, stale_generation)
-        say(
-            f"\na commit from generation {stale_generation} (now {stage.generation()}) "
-            f"is fenced: {outcome}"
-        )
+        if consumer:
+            outcome = await fenced_commit(server, alice_id, stale_epoch, version=9)
+            say(
+                f"\na commit from alice's member epoch {stale_epoch} (now "
+                f"{member_epoch(groups, alice_id)}) is fenced: {outcome}"
+            )
+        else:
+            outcome = await fenced_commit(server, alice_id, stale_generation)
+            say(
+                f"\na commit from generation {stale_generation} (now {stage.generation()}) "
+                f"is fenced: {outcome}"
+            )
         await asyncio.sleep(1.0)
         say(f"records consumed, all members together: {sum(m.consumed for m in everyone)}")
         for m in members:
@@ -257,7 +321,9 @@ def run_demo(
     say: Say = print, output: Path = Path("demo-output"), protocol: str = "classic"
 ) -> int:
     """Run the demo; its data dir and report stay in `output` (replaced on every run).
-    `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers."""
+    `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers,
+    "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`), "client-balance"
+    with TubeMQ's client-side assignment (`coordinator.client_balance.demo`)."""
     started = time.monotonic()
     if output.exists():
         shutil.rmtree(output)
@@ -267,8 +333,16 @@ def run_demo(
         from coordinator.zookeeper.demo import run_zookeeper_story  # the zookeeper extra
 
         asyncio.run(run_zookeeper_story(data_dir, say))
+    elif protocol == "client-balance":
+        from coordinator.client_balance.demo import run_client_balance_story
+
+        asyncio.run(run_client_balance_story(data_dir, say))
     else:
-        asyncio.run(run_group_story(data_dir, say))
+        asyncio.run(run_group_story(data_dir, say, protocol))
+    if protocol == "consumer":
+        from coordinator.demo_epochs import tell_consumer_epochs
+
+        tell_consumer_epochs(data_dir / "events", GROUP, say)
     explain(data_dir / "events", output / "report", say)
     left = running_children()
     if left:

@@ -1,10 +1,12 @@
-"""One demo consumer: a real aiokafka consumer using one of our assignors as its plug-in.
+"""One demo consumer: a real aiokafka consumer using one of our assignors as its plug-in, or
+(`--protocol consumer`) a librdkafka consumer with `group.protocol=consumer` (KIP-848: the
+coordinator assigns, the client takes and gives back partitions one callback at a time).
 
 Run by `rebalance demo` as a separate process so that it can be stopped cleanly (SIGTERM: it
 commits, leaves the group and exits) or crashed (SIGKILL: the coordinator notices only when its
 session times out). It reports on stdout, one JSON object a line:
 
-    {"event": "assigned", "partitions": [p, ...]}
+    {"event": "assigned", "partitions": [p, ...], "member_id": id}   (all it owns now)
     {"event": "consumed", "count": n}        (running total, at most every half second)
 """
 
@@ -72,6 +74,55 @@ async def run(args: argparse.Namespace) -> None:
         await consumer.stop()
 
 
+def run_consumer_protocol(args: argparse.Namespace) -> None:
+    """librdkafka's KIP-848 consumer. Its callbacks are incremental (what it gains, what it
+    gives back), so the whole ownership is kept here; the session is the coordinator's
+    (`group.consumer.session.timeout.ms`), not a client setting."""
+    from confluent_kafka import Consumer
+
+    stopping = False
+
+    def on_sigterm(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": args.group,
+            "group.protocol": "consumer",
+            "client.id": args.name,
+            "auto.offset.reset": "earliest",
+            "auto.commit.interval.ms": 500,
+        }
+    )
+    owned: set[int] = set()
+
+    def report(*_: Any) -> None:
+        say(event="assigned", partitions=sorted(owned), member_id=consumer.memberid())
+
+    def on_assign(_: Any, partitions: Any) -> None:
+        owned.update(p.partition for p in partitions)
+        report()
+
+    def on_revoke(_: Any, partitions: Any) -> None:
+        owned.difference_update(p.partition for p in partitions)
+        report()
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    consumed = 0
+    reported = time.monotonic()
+    try:
+        while not stopping:
+            consumed += sum(m.error() is None for m in consumer.consume(100, timeout=0.2))
+            if time.monotonic() - reported > 0.5:
+                say(event="consumed", count=consumed)
+                reported = time.monotonic()
+    finally:
+        consumer.close()  # commits, then a heartbeat with member epoch -1: a clean leave
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
@@ -80,7 +131,12 @@ def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("--assignor", default="sticky")
     parser.add_argument("--session-ms", type=int, default=6000)
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+    args = parser.parse_args()
+    if args.protocol == "consumer":
+        run_consumer_protocol(args)
+    else:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from coordinator.store.base import StoredRecord
+from rebalance.client_balance import records as cb
 from rebalance.consumer_group.records import (
     Assignment,
     ConsumerGroupRecord,
@@ -37,6 +38,8 @@ GROUP_KIND = "group"
 OFFSET_KIND = "offset"
 #: KIP-848 consumer-group rows, keyed by (group, record kind, member id or "").
 CONSUMER_KIND = "consumer"
+#: Client-balance (TubeMQ) rows, keyed by (group, record kind, member id / partition key / "").
+CLIENT_BALANCE_KIND = "client-balance"
 VALUE_VERSION = 1
 
 
@@ -51,6 +54,8 @@ def _b64(data: bytes) -> str:
 def encode(record: Record) -> StoredRecord:
     if isinstance(record, ConsumerGroupRecord):
         return _encode_consumer(record)
+    if isinstance(record, cb.ClientBalanceRecord):
+        return _encode_client_balance(record)
     if isinstance(record, OffsetCommitRecord):
         key = json.dumps([record.group_id, record.topic, record.partition], ensure_ascii=False)
         offset = record.value
@@ -96,6 +101,8 @@ def decode(row: StoredRecord) -> Record:
     try:
         if row.kind == CONSUMER_KIND:
             return _decode_consumer(row)
+        if row.kind == CLIENT_BALANCE_KIND:
+            return _decode_client_balance(row)
         if row.kind == OFFSET_KIND:
             group_id, topic, partition = json.loads(row.key)
             if row.value is None:
@@ -242,4 +249,59 @@ def _decode_consumer(row: StoredRecord) -> ConsumerGroupRecord:
             _read_assignment(v["assigned"]),
             _read_assignment(v["revoking"]),
         ),
+    )
+
+
+# -- client-balance groups ----------------------------------------------------------------
+def _encode_client_balance(record: cb.ClientBalanceRecord) -> StoredRecord:
+    kind, name = record.key()
+    key = json.dumps([record.group_id, str(kind), name], ensure_ascii=False)
+    value = record.value
+    if value is None or isinstance(value, cb.Tombstone):
+        return StoredRecord(CLIENT_BALANCE_KIND, key, None)
+    body: dict[str, Any] = {"v": VALUE_VERSION}
+    if isinstance(value, cb.GroupEpochValue):
+        body |= {"epoch": value.epoch}
+    elif isinstance(value, cb.NodeValue):
+        body |= {
+            "epoch": value.member_epoch,
+            "source_count": value.source_count,
+            "node_id": value.node_id,
+            "topics": list(value.topics),
+            "client_id": value.client_id,
+            "client_host": value.client_host,
+            "session_timeout": value.session_timeout_ms,
+        }
+    else:
+        body |= {"member": value.member_id, "epoch": value.member_epoch}
+    return StoredRecord(CLIENT_BALANCE_KIND, key, json.dumps(body).encode())
+
+
+def _decode_client_balance(row: StoredRecord) -> cb.ClientBalanceRecord:
+    group_id, kind_name, name = json.loads(row.key)
+    kind = cb.RecordKind(kind_name)
+    if row.value is None:
+        if kind is cb.RecordKind.GROUP_EPOCH:
+            return cb.ClientBalanceRecord(group_id, None)
+        return cb.ClientBalanceRecord(group_id, cb.Tombstone(kind, name))
+    v = _versioned(row)
+    if kind is cb.RecordKind.GROUP_EPOCH:
+        return cb.ClientBalanceRecord(group_id, cb.GroupEpochValue(v["epoch"]))
+    if kind is cb.RecordKind.NODE:
+        return cb.ClientBalanceRecord(
+            group_id,
+            cb.NodeValue(
+                name,
+                v["epoch"],
+                v["source_count"],
+                v["node_id"],
+                tuple(v["topics"]),
+                v["client_id"],
+                v["client_host"],
+                v["session_timeout"],
+            ),
+        )
+    topic, partition = cb.parse_holder_key(name)
+    return cb.ClientBalanceRecord(
+        group_id, cb.HolderValue(topic, partition, v["member"], v["epoch"])
     )

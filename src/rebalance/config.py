@@ -86,6 +86,12 @@ class CoordinatorConfig(BaseModel):
     group_consumer_assignors: tuple[str, ...] = Field(
         ("uniform", "range"), alias="group.consumer.assignors", min_length=1
     )
+    #: Kafka 4.3's assignment batching: a group's target assignment is computed at most once
+    #: per interval (the epoch bumps of the joins and leaves in between share one computation,
+    #: done by the first heartbeat after it); 0 computes one per epoch bump, as Kafka 4.0-4.2.
+    group_consumer_assignment_interval_ms: int = Field(
+        1000, alias="group.consumer.assignment.interval.ms", ge=0, le=INT32_MAX
+    )
     #: Only Kafka 4.0's default is implemented: see `rebalance.consumer_group`.
     group_consumer_migration_policy: str = Field(
         "bidirectional", alias="group.consumer.migration.policy"

@@ -22,10 +22,18 @@ group of the partition, answering its parked requests with NOT_COORDINATOR.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from rebalance.classic import ClassicGroupType
 from rebalance.classic.group import Group
+from rebalance.client_balance.commands import (
+    ClientBalanceDescribe,
+    ClientBalanceHeartbeat,
+    RegisterPartitions,
+    ReleasePartitions,
+)
+from rebalance.client_balance.group_type import ClientBalanceGroupType
 from rebalance.commands import (
     Command,
     DeleteGroups,
@@ -50,7 +58,9 @@ from rebalance.group_types import GroupType
 from rebalance.offsets import Offsets
 from rebalance.records import OffsetCommitRecord, Record
 from rebalance.replies import (
+    ClientBalanceDescribeReply,
     ConsumerGroupDescribeReply,
+    ConsumerGroupHeartbeatReply,
     DeleteGroupsReply,
     DescribedConsumerGroup,
     DescribedGroup,
@@ -81,6 +91,10 @@ class GroupCoordinatorCore:
         self._consumer = ConsumerGroupType(self.state)
         self._add_group_type(self._classic)
         self._add_group_type(self._consumer)
+        self._client_balance = ClientBalanceGroupType(
+            self.state, lambda group: self._type_of(group).tombstones(group)
+        )
+        self._add_group_type(self._client_balance)
         self._offsets = Offsets(self.state)
         #: The one dispatch table: command type -> handler.
         self._routes: dict[type[Command[Any]], _Route] = {
@@ -96,6 +110,10 @@ class GroupCoordinatorCore:
             DeleteGroups: self.delete_groups,
             ConsumerGroupHeartbeat: self.consumer_group_heartbeat,
             ConsumerGroupDescribe: self.consumer_group_describe,
+            ClientBalanceHeartbeat: self.client_balance_heartbeat,
+            RegisterPartitions: self.register_partitions,
+            ReleasePartitions: self.release_partitions,
+            ClientBalanceDescribe: self.client_balance_describe,
         }
 
     def _add_group_type(self, group_type: GroupType) -> None:
@@ -221,9 +239,55 @@ class GroupCoordinatorCore:
     ) -> Result:
         # An empty group id is the type's INVALID_REQUEST (Kafka validates before routing).
         error = self._availability(cmd.group_id) if cmd.group_id.strip() else ErrorCode.NONE
+        if error is ErrorCode.NONE:
+            group = self.state.groups.get(cmd.group_id)
+            if group is not None and group.group_type == self._client_balance.name:
+                # Kafka's answer to a group of another type; an empty client-balance group is
+                # not converted (its epoch row would outlive the conversion in the store).
+                return single_reply(
+                    token,
+                    ConsumerGroupHeartbeatReply(
+                        ErrorCode.GROUP_ID_NOT_FOUND,
+                        f"Group {cmd.group_id} is not a consumer group.",
+                        member_id=cmd.member_id or None,
+                    ),
+                )
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._consumer.heartbeat(cmd, now_ms, token)
+
+    # ============================================================= client-balance groups
+    def client_balance_heartbeat(
+        self, cmd: ClientBalanceHeartbeat, now_ms: int, token: Hashable
+    ) -> Result:
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is not ErrorCode.NONE:
+            return single_reply(token, cmd.error_reply(error))
+        return self._client_balance.heartbeat(cmd, now_ms, token)
+
+    def register_partitions(self, cmd: RegisterPartitions, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is not ErrorCode.NONE:
+            return single_reply(token, cmd.error_reply(error))
+        return self._client_balance.register(cmd, now_ms, token)
+
+    def release_partitions(self, cmd: ReleasePartitions, now_ms: int, token: Hashable) -> Result:
+        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        if error is not ErrorCode.NONE:
+            return single_reply(token, cmd.error_reply(error))
+        return self._client_balance.release(cmd, now_ms, token)
+
+    def client_balance_describe(
+        self, cmd: ClientBalanceDescribe, now_ms: int, token: Hashable
+    ) -> Result:
+        described = self._client_balance.describe_client_balance(cmd)
+        groups = []
+        for described_group in described.groups:
+            error = self._availability(described_group.group_id)
+            if error is not ErrorCode.NONE:
+                described_group = replace(described_group, error=error)
+            groups.append(described_group)
+        return single_reply(token, ClientBalanceDescribeReply(tuple(groups)))
 
     def join_group(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:
         cfg = self.state.config
@@ -281,6 +345,13 @@ class GroupCoordinatorCore:
         error = self._availability(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
+        group = self.state.groups.get(cmd.group_id)
+        if group is not None and group.group_type == self._client_balance.name:
+            # A holder whose session deadline has passed commits nothing, fired or not.
+            result = Result()
+            self._client_balance.expire_stale(result, group, now_ms)
+            result.extend(self._offsets.commit(cmd, now_ms, token))
+            return result
         return self._offsets.commit(cmd, now_ms, token)
 
     def offset_fetch(self, cmd: OffsetFetch, now_ms: int, token: Hashable) -> Result:
@@ -401,6 +472,7 @@ class GroupCoordinatorCore:
         created, grows or is deleted. Consumer groups assign on the server, so the core must
         know the topics; a snapshot pushed on change (rather than one per request) keeps
         heartbeats small and makes every epoch bump a recorded, replayable decision."""
+        self._client_balance.topics_changed(metadata)
         return self._consumer.topics_changed(metadata, now_ms)
 
     # =================================================================== deleted topics

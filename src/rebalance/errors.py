@@ -52,6 +52,17 @@ class ErrorCode(IntEnum):
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
     INVALID_REGULAR_EXPRESSION = 128
+    # -- TubeMQ's codes (`TErrCodeConstants`), answered only by the client-balance group type's
+    # extension APIs and per partition in its commits (`rebalance.client_balance`). Kafka's
+    # codes stop well below 400, so the two sets never meet.
+    BAD_REQUEST = 400
+    PARTITION_OCCUPIED = 410
+    HB_NO_NODE = 411
+    PARTITION_UNSUBSCRIBABLE = 422
+    CLIENT_INCONSISTENT_CONSUMETYPE = 424
+    CLIENT_INCONSISTENT_TOPICSET = 425
+    CLIENT_INCONSISTENT_SOURCECOUNT = 429
+    CLIENT_DUPLICATE_INDEXID = 430
 
 
 class CoordinatorError(Exception):

@@ -14,7 +14,8 @@ Schema version 1, one JSON object a line:
 `group` is null for the events about a partition, not a group. An optional `group_type` names a
 group type other than the classic one (absent): "zookeeper" for Kafka 0.8's ZooKeeper-coordinated
 consumers, which write this schema with types of their own (`coordinator.zookeeper.events`), and
-"consumer" for KIP-848 consumer groups (`rebalance.consumer_group`).
+"consumer" for KIP-848 consumer groups (`rebalance.consumer_group`), "client-balance" for TubeMQ's
+client-side assignment (`rebalance.client_balance`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class EventType(StrEnum):
     MEMBER_RECONCILED = "member_reconciled"
     PARTITION_LOADED = "partition_loaded"
     PARTITION_UNLOADED = "partition_unloaded"
+    PARTITION_REGISTERED = "partition_registered"
+    PARTITION_RELEASED = "partition_released"
 
 
 class Trigger(StrEnum):
@@ -107,6 +110,15 @@ class ExpiryReason(StrEnum):
     REVOCATION_TIMEOUT = "revocation_timeout"
 
 
+class ReleaseReason(StrEnum):
+    """`partition_released.reason`: why a client-balance node stopped holding a partition."""
+
+    RELEASE = "release"  # the node released it
+    NOT_REPORTED = "not_reported"  # its heartbeat no longer listed it
+    LEFT = "left"  # the node left the group
+    EXPIRED = "expired"  # the node's session expired
+
+
 class DeleteReason(StrEnum):
     """`group_deleted.reason`."""
 
@@ -157,7 +169,9 @@ FIELDS: Mapping[str, Field] = {
     "partition": Field(Kind.INT, "the __consumer_offsets partition"),
     "groups": Field(Kind.INT, "groups on it"),
     "group_type": Field(
-        Kind.STRING, 'the group type ("zookeeper", "consumer"; absent: classic)', late=True
+        Kind.STRING,
+        'the group type ("zookeeper", "consumer", "client-balance"; absent: classic)',
+        late=True,
     ),
     "attempt": Field(Kind.INT, "the rebalance attempt, from 1", late=True),
     "zk_ops": Field(Kind.LONG, "ZooKeeper requests of the whole rebalance", late=True),
@@ -174,6 +188,11 @@ FIELDS: Mapping[str, Field] = {
     "revoking": Field(Kind.INT, "how many it is asked to give up", late=True),
     "target_epoch": Field(Kind.INT, "the target assignment's epoch", late=True),
     "assignor": Field(Kind.STRING, "the server assignor that computed it", late=True),
+    "source_count": Field(Kind.INT, "a client-balance node's sourceCount", late=True),
+    "node_id": Field(Kind.INT, "a client-balance node's nodeId", late=True),
+    "topic": Field(Kind.STRING, "the topic of a registered or released partition", late=True),
+    "topic_partition": Field(Kind.INT, "that partition's number in its topic", late=True),
+    "bootstrap_offset": Field(Kind.LONG, "the offset a registration set (≥ 0)", late=True),
 }
 
 
@@ -196,19 +215,23 @@ BOTH = ("classic", "zookeeper")
 ZOOKEEPER = ("zookeeper",)
 CONSUMER = ("consumer",)
 ALL_THREE = ("classic", "zookeeper", "consumer")
+CLIENT_BALANCE = ("client-balance",)
 
 EVENTS: Mapping[EventType, EventSpec] = {
     EventType.MEMBER_JOINED: EventSpec(
         ("member",),
-        ("client_id", "instance_id", "protocols"),
-        ALL_THREE,
-        note="the optional fields are always written; the report does not need them",
+        ("client_id", "instance_id", "protocols", "source_count", "node_id"),
+        (*ALL_THREE, "client-balance"),
+        note="the optional fields are always written (source_count, node_id: client-balance "
+        "only); the report does not need them",
     ),
-    EventType.MEMBER_LEFT: EventSpec(("member", "reason"), (), ALL_THREE, reasons=LeaveReason),
+    EventType.MEMBER_LEFT: EventSpec(
+        ("member", "reason"), (), (*ALL_THREE, "client-balance"), reasons=LeaveReason
+    ),
     EventType.MEMBER_EXPIRED: EventSpec(
         ("member", "reason"),
         ("session_timeout_ms",),
-        ("classic", "consumer"),
+        ("classic", "consumer", "client-balance"),
         reasons=ExpiryReason,
         note="session_timeout_ms for session_timeout (the last heartbeat was then)",
     ),
@@ -225,8 +248,10 @@ EVENTS: Mapping[EventType, EventSpec] = {
     EventType.GROUP_EMPTY: EventSpec(("generation",), note="the join phase ended with nobody left"),
     EventType.SYNC_COMPLETED: EventSpec(("generation", "assignments"), ("sizes",)),
     EventType.GROUP_STABLE: EventSpec(("generation",), note="the assignment is handed out"),
-    EventType.OFFSET_COMMIT: EventSpec(("partitions",), (), BOTH),
-    EventType.COMMIT_FENCED: EventSpec(("error", "code"), note="generation and member as sent"),
+    EventType.OFFSET_COMMIT: EventSpec(("partitions",), (), ALL_THREE),
+    EventType.COMMIT_FENCED: EventSpec(
+        ("error", "code"), (), ("classic", "consumer"), note="generation and member as sent"
+    ),
     EventType.GROUP_DELETED: EventSpec(
         ("reason",), (), ("classic", "consumer"), reasons=DeleteReason
     ),
@@ -261,6 +286,19 @@ EVENTS: Mapping[EventType, EventSpec] = {
     ),
     EventType.ZK_REBALANCE_FAILED: EventSpec(("member", "attempt"), ("zk_ops",), ZOOKEEPER),
     EventType.ZK_SESSION_EXPIRED: EventSpec(("member",), (), ZOOKEEPER),
+    EventType.PARTITION_REGISTERED: EventSpec(
+        ("member", "generation", "topic", "topic_partition"),
+        ("bootstrap_offset",),
+        CLIENT_BALANCE,
+        note="`generation` is the node's member epoch; bootstrap_offset when one was given",
+    ),
+    EventType.PARTITION_RELEASED: EventSpec(
+        ("member", "reason", "generation", "topic", "topic_partition"),
+        (),
+        CLIENT_BALANCE,
+        reasons=ReleaseReason,
+        note="`generation` is the node's member epoch",
+    ),
     EventType.PARTITION_LOADED: EventSpec(("partition", "groups"), about_group=False),
     EventType.PARTITION_UNLOADED: EventSpec(("partition", "groups"), about_group=False),
 }

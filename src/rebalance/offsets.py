@@ -12,6 +12,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from rebalance.classic.group import Group
+from rebalance.client_balance.group import ClientBalanceGroup
+from rebalance.client_balance.group_type import ClientBalanceGroupType
 from rebalance.commands import OffsetCommit, OffsetDelete, OffsetFetch
 from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.effects import Result
@@ -44,6 +46,12 @@ class Offsets:
     # ======================================================================== OffsetCommit
     def commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
         result = Result()
+        # A consumer group's commits say so in the event log; classic ones stay untyped.
+        typed = (
+            {"group_type": ConsumerGroup.group_type}
+            if isinstance(self.state.groups.get(cmd.group_id), ConsumerGroup)
+            else {}
+        )
         try:
             self._validate_commit(result, cmd, now_ms)
         except CoordinatorError as exc:
@@ -56,6 +64,7 @@ class Offsets:
                 cmd.member_id or None,
                 error=exc.code.name,
                 code=int(exc.code),
+                **typed,
             )
             return result
         limit = self.state.config.offset_metadata_max_bytes
@@ -64,11 +73,24 @@ class Offsets:
             if 2 <= cmd.version <= 4 and cmd.retention_time_ms != -1
             else None
         )
+        group = self.state.groups.get(cmd.group_id)
+        # Client-balance groups fence each partition by its holder (generation: member epoch).
+        fenced = isinstance(group, ClientBalanceGroup) and not (
+            cmd.generation_id < 0 and group.empty
+        )
         topics = []
         for topic in cmd.topics:
-            outcomes = []
+            outcomes: list[tuple[int, ErrorCode]] = []
             for p in topic.partitions:
                 metadata = p.metadata if p.metadata is not None else ""
+                if fenced:
+                    assert isinstance(group, ClientBalanceGroup)
+                    error = ClientBalanceGroupType.commit_error(
+                        group, cmd.member_id, cmd.generation_id, (topic.name, p.partition)
+                    )
+                    if error is not ErrorCode.NONE:
+                        outcomes.append((p.partition, error))
+                        continue
                 if _java_length(metadata) > limit:
                     outcomes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
@@ -88,6 +110,7 @@ class Offsets:
             cmd.generation_id,
             cmd.member_id or None,
             partitions=len(result.records),
+            **typed,
         )
         return result
 
@@ -104,6 +127,9 @@ class Offsets:
             return  # no member or instance validation (spec §3.1 rule 3)
         if isinstance(group, ConsumerGroup):
             _validate_consumer_commit(group, cmd)
+            return
+        if isinstance(group, ClientBalanceGroup):
+            _validate_client_balance_commit(group, cmd)
             return
         if cmd.generation_id >= 0 or cmd.member_id or cmd.group_instance_id is not None:
             member = group.validate_member(cmd.member_id, cmd.group_instance_id)
@@ -228,6 +254,16 @@ def _validate_consumer_commit(group: ConsumerGroup, cmd: OffsetCommit) -> None:
     if cmd.version < 9:
         raise CoordinatorError(ErrorCode.UNSUPPORTED_VERSION)
     if cmd.generation_id != group.members[cmd.member_id].member_epoch:
+        raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
+
+
+def _validate_client_balance_commit(group: ClientBalanceGroup, cmd: OffsetCommit) -> None:
+    """A client-balance node commits as itself: its member id and its member epoch in the
+    generation field (the partition-level fence is `ClientBalanceGroupType.commit_error`)."""
+    node = group.nodes.get(cmd.member_id)
+    if node is None:
+        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if cmd.generation_id != node.member_epoch:
         raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
 
 

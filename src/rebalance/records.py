@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rebalance.client_balance.records import ClientBalanceRecord
 from rebalance.consumer_group.records import ConsumerGroupRecord
 
 
@@ -60,4 +61,4 @@ class OffsetCommitRecord:
     value: OffsetAndMetadata | None  # None: tombstone, the offset is deleted
 
 
-Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord
+Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord | ClientBalanceRecord

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from rebalance.classic.group import Group
+from rebalance.client_balance.records import ClientBalanceRecord
 from rebalance.config import CoordinatorConfig
 from rebalance.consumer_group.records import ConsumerGroupRecord
 from rebalance.effects import Cancel, Result, Schedule
@@ -96,7 +97,9 @@ class CoordinatorState:
             group = self._materialise(record.group_id)
         group.offsets[tp] = record.value
 
-    def _replay_group(self, record: GroupMetadataRecord | ConsumerGroupRecord) -> None:
+    def _replay_group(
+        self, record: GroupMetadataRecord | ConsumerGroupRecord | ClientBalanceRecord
+    ) -> None:
         group_class, apply_value = self.group_records[type(record)]
         group = self.groups.get(record.group_id)
         if record.value is None:

@@ -46,3 +46,10 @@ def consumer_session_key(group_id: str, member_id: str) -> TimerKey:
 
 def consumer_revocation_key(group_id: str, member_id: str) -> TimerKey:
     return (CONSUMER_REVOCATION, group_id, member_id)
+
+
+CLIENT_BALANCE_SESSION = "client_balance_session"  # a client-balance node's session (TubeMQ)
+
+
+def client_balance_session_key(group_id: str, member_id: str) -> TimerKey:
+    return (CLIENT_BALANCE_SESSION, group_id, member_id)

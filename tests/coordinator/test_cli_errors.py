@@ -181,6 +181,22 @@ def test_report_without_the_analytics_extra_says_which_to_install(
         assert line.endswith("pip install 'rebalance[analytics]'")
 
 
+def test_the_consumer_demo_without_its_extra_says_which_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def without_librdkafka(name: str, *args: Any) -> Any:
+        return None if name == "confluent_kafka" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_librdkafka)
+    assert cli.main(["demo", "--protocol", "consumer"]) == 1
+    assert one_line(capsys.readouterr().err) == (
+        "rebalance demo: needs the 'consumer' extra (confluent_kafka): "
+        "pip install 'rebalance[consumer]'"
+    )
+
+
 def test_an_unexpected_failure_is_one_line_that_points_at_debug(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,12 +41,16 @@ def _processes_with(marker: str) -> list[str]:
     return found
 
 
-def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
+    tmp_path: Path, protocol: str
+) -> None:
     output = tmp_path / "demo"
     marker = f"REBALANCE_DEMO_TEST={uuid.uuid4()}"
     name, _, value = marker.partition("=")
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "demo", "--output", str(output)],
+        [sys.executable, "-m", "coordinator.cli", "demo", "--output", str(output),
+         "--protocol", protocol],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
         env=os.environ | {"PYTHONUNBUFFERED": "1", name: value},
     )  # fmt: skip
@@ -53,8 +58,19 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(tmp_path: Pat
     lines = done.stdout.splitlines()
     text = done.stdout
 
-    assert "is fenced: illegal_generation" in text
     assert "records consumed, all members together: 1200" in text
+    assert lines[-1].startswith("done in ") and lines[-1].endswith("; nothing left running")
+    assert (output / "report" / "index.html").is_file()
+    logs = sorted((output / "data" / "events").glob("events-*.jsonl"))
+    assert logs
+    written = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    assert [(e, check_event(e)) for e in written if check_event(e) is not None] == []
+    assert _processes_with(marker) == []
+    if protocol == "consumer":
+        _check_the_consumer_group_story(text, written)
+        return
+
+    assert "is fenced: illegal_generation" in text
 
     episodes = [m.groups() for line in lines if (m := EPISODE_LINE.match(line))]
     completed = [
@@ -71,11 +87,24 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(tmp_path: Pat
     # the story's last line: the members stop, the group empties
     assert episodes[-1][1:3] == ("member_left", "empty")
     assert re.search(rf"-> {len(episodes)} episodes", text)
-    assert lines[-1].startswith("done in ") and lines[-1].endswith("; nothing left running")
 
-    assert (output / "report" / "index.html").is_file()
-    logs = sorted((output / "data" / "events").glob("events-*.jsonl"))
-    assert logs
-    written = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
-    assert [(e, check_event(e)) for e in written if check_event(e) is not None] == []
-    assert _processes_with(marker) == []
+
+def _check_the_consumer_group_story(text: str, written: list[dict[str, Any]]) -> None:
+    """KIP-848: every stage settles on a later group epoch, the stale member epoch is fenced,
+    and the event log tells it with `group_type` "consumer" events."""
+    settled = [int(e) for e in re.findall(r": group epoch (\d+), stable after", text)]
+    assert len(settled) == 4 and settled == sorted(set(settled))
+    assert "bob leaves cleanly (a heartbeat with member epoch -1)" in text
+    assert re.search(r"a commit from alice's member epoch \d+ \(now \d+\) is fenced: "
+                     r"stale_member_epoch", text)  # fmt: skip
+    group = [e for e in written if e.get("group") == "demo-billing"]
+    assert {e.get("group_type") for e in group} == {"consumer"}
+    bumps = [e["trigger"] for e in group if e["type"] == "group_epoch_bumped"]
+    # four joins (alice, bob, carol, dave), bob's leave, carol's expiry, the last two leave
+    assert sorted(bumps) == sorted(["member_joined"] * 4 + ["member_left"] * 3
+                                   + ["member_expired"])  # fmt: skip
+    expired = [e for e in group if e["type"] == "member_expired"]
+    assert [e["reason"] for e in expired] == ["session_timeout"]
+    fenced = [e for e in group if e["type"] == "commit_fenced"]
+    assert [e["error"] for e in fenced] == ["STALE_MEMBER_EPOCH"]
+    assert re.search(r"the KIP-848 group's 8 group epochs, from the event log", text)

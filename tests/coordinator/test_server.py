@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import struct
 from collections.abc import AsyncIterator
 from typing import Any
@@ -224,3 +225,70 @@ async def test_many_pipelining_connections_each_get_their_responses_in_order(
 
     results = await asyncio.gather(*(session(i) for i in range(20)))
     assert all(ids == list(range(1, 26)) for ids in results)
+
+
+async def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_bound(
+    node: RunningServer,
+) -> None:
+    """A real socket sends ApiVersions requests (whose answers are ~10x their size) as fast
+    as it can and never reads: the server stops reading from it, so the sender is stopped by
+    TCP flow control while the server holds little of its own, and others are still served."""
+    bystander = await connect(node)
+    request = bystander.encode(API_VERSIONS, 3, {})
+    greedy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    greedy.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    greedy.connect((node.host, node.port))
+    greedy.setblocking(False)
+    chunk = request * 2048
+    sent, stalled_at, limit = 0, None, 64 << 20
+    loop = asyncio.get_running_loop()
+    try:
+        while sent < limit:
+            try:
+                # whole frames only: resume a partly sent chunk where it stopped
+                sent += greedy.send(chunk[sent % len(chunk) :] or chunk)
+                stalled_at = None
+            except BlockingIOError:
+                stalled_at = stalled_at or loop.time()
+                if loop.time() - stalled_at > 1.0:
+                    break  # the server has stopped reading: what we sent is all it took
+            await asyncio.sleep(0.001)
+        assert sent < limit, "the server kept reading from a client that never reads"
+        assert node.app.server is not None
+        port = greedy.getsockname()[1]
+        (conn,) = [c for c in node.app.server._connections if c.peer.endswith(f":{port}")]
+        assert conn.transport is not None
+        assert conn.transport.get_write_buffer_size() <= 1 << 20
+        assert len(conn._buffer) <= 1 << 20
+        await assert_works(bystander)
+    finally:
+        greedy.close()
+        await bystander.close()
+
+
+async def test_requests_split_across_many_reads_are_answered(node: RunningServer) -> None:
+    """A frame may arrive a byte at a time, or (a large one) in many reads."""
+    client = await connect(node)
+    first, second = client.encode(API_VERSIONS, 3, {}), client.encode(API_VERSIONS, 3, {})
+    for byte in first + second[:3]:
+        await client.send(bytes([byte]))
+        await asyncio.sleep(0)
+    await client.send(second[3:])
+    assert [(await client.read_response(API_VERSIONS, 3))[0] for _ in range(2)] == [1, 2]
+    await client.close()
+
+
+async def test_a_large_request_arriving_in_many_reads_is_answered() -> None:
+    """2 MiB (ApiVersions v0 padded with zeros, which the server ignores after the body as it
+    does librdkafka's padding) sent in 1 KiB writes."""
+    async with running_server(groups=False) as server:
+        client = await connect(server)
+        header = struct.pack(">hhih", API_VERSIONS, 0, 7, -1)
+        payload = header + bytes(2 << 20)
+        data = frame(payload)
+        for start in range(0, len(data), 1024):
+            await client.send(data[start : start + 1024])
+        correlation_id, response = await client.read_response(API_VERSIONS, 0)
+        assert (correlation_id, response.error_code) == (7, ErrorCode.none)
+        await client.close()

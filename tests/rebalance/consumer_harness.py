@@ -25,8 +25,17 @@ def topic_id(name: str) -> str:
 
 
 class ConsumerHarness(GroupHarness):
-    def __init__(self, config: CoordinatorConfig | None = None, **topics: int) -> None:
-        super().__init__(config or CoordinatorConfig())
+    """Targets are computed on every epoch bump (`group.consumer.assignment.interval.ms` 0,
+    Kafka 4.0-4.2) unless `batching`: most rules are about one epoch bump at a time; assignment
+    batching has tests of its own."""
+
+    def __init__(
+        self, config: CoordinatorConfig | None = None, *, batching: bool = False, **topics: int
+    ) -> None:
+        config = config or CoordinatorConfig()
+        if not batching:
+            config = config.model_copy(update={"group_consumer_assignment_interval_ms": 0})
+        super().__init__(config)
         self.metadata = TopicMetadata()
         if topics:
             self.set_topics(**topics)

@@ -6,6 +6,9 @@ crashes, topic growth and coordinator moves:
 * every member epoch is at most the target epoch, which is at most the group epoch;
 * convergence: once nothing changes, a few heartbeats from every live member make the group
   Stable, every member at the group epoch, with every subscribed partition assigned once.
+
+The same machine runs with Kafka 4.3's assignment batching (a target at most once a second,
+computed by the first heartbeat after it): the properties do not depend on when targets come.
 """
 
 from __future__ import annotations
@@ -22,9 +25,14 @@ MEMBERS = [f"m{i}" for i in range(5)]
 
 
 class ReconciliationMachine(RuleBasedStateMachine):
+    #: `group.consumer.assignment.interval.ms` in force (0: a target per epoch bump), and so
+    #: how long the settling heartbeats wait between rounds.
+    batching = False
+    settle_ms = 0
+
     def __init__(self) -> None:
         super().__init__()
-        self.h = ConsumerHarness(t=6, u=3)
+        self.h = ConsumerHarness(batching=self.batching, t=6, u=3)
         self.clients: dict[str, Client] = {}
         self.crashed: set[str] = set()
         self.partitions = {"t": 6, "u": 3}
@@ -122,6 +130,7 @@ class ReconciliationMachine(RuleBasedStateMachine):
             if client.fenced:  # it rejoins as a real client would
                 client.heartbeat()
         for _ in range(6):
+            self.h.advance(self.settle_ms)
             for client in self.live():
                 client.heartbeat()
         assert group.kafka_state == "Stable", group.kafka_state
@@ -142,3 +151,17 @@ ReconciliationMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestReconciliationProperties = ReconciliationMachine.TestCase
+
+
+class BatchedReconciliationMachine(ReconciliationMachine):
+    batching = True
+    settle_ms = 1_000
+
+
+BatchedReconciliationMachine.TestCase.settings = settings(
+    max_examples=50,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestBatchedReconciliationProperties = BatchedReconciliationMachine.TestCase

@@ -17,6 +17,8 @@ from types import ModuleType
 from coordinator.apis import (
     alter_configs,
     api_versions,
+    client_balance_describe,
+    client_balance_heartbeat,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_partitions,
@@ -40,6 +42,8 @@ from coordinator.apis import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    partition_register,
+    partition_release,
     produce,
     sync_group,
 )
@@ -76,6 +80,11 @@ GROUP_APIS: tuple[ModuleType, ...] = (
     offset_delete,
     consumer_group_heartbeat,
     consumer_group_describe,
+    # Client-balance groups (TubeMQ): extension keys 10000-10003, docs/client-balance.md.
+    client_balance_heartbeat,
+    partition_register,
+    partition_release,
+    client_balance_describe,
 )
 
 

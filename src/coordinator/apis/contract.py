@@ -6,7 +6,9 @@ Each API lives in its own module in `coordinator.apis` and declares::
     VERSIONS: range                   # advertised versions, inside kio's supported range
     async def handle(request, api_version, ctx) -> ResponseValue
 
-and optionally `answer_now(request, api_version, ctx)` (see `ApiSpec`) and
+and optionally `answer_now(request, api_version, ctx)` (see `ApiSpec`), `SCHEMAS` (an API of
+this project's own, outside Kafka's key range: {version: (request class, response class)}, kio-
+style dataclasses that the codec then reads and writes with kio's serializer) and
 `answer_unsupported_version(registry)` (the answer to a version outside `VERSIONS`, where Kafka
 gives one instead of closing the connection: ApiVersions, KIP-511).
 
@@ -37,7 +39,7 @@ from kio.static.protocol import ResponsePayload
 
 from coordinator.config import ServerConfig
 from coordinator.partition_log.internal import InternalTopics
-from coordinator.wire.codec import EncodedBody, kio_versions
+from coordinator.wire.codec import EncodedBody, kio_versions, register_schemas
 from coordinator.wire.listener import advertisable_host
 
 if TYPE_CHECKING:
@@ -73,6 +75,8 @@ class ApiSpec:
     name: str = ""
     answer_now: ImmediateHandler | None = None
     answer_unsupported_version: UnsupportedVersionAnswer | None = None
+    #: An extension API's own schema classes by version (None: kio's, a Kafka API).
+    schemas: Mapping[int, tuple[type[Any], type[Any]]] | None = None
 
     @classmethod
     def from_module(cls, module: ModuleType) -> ApiSpec:
@@ -91,6 +95,7 @@ class ApiSpec:
             name,
             getattr(module, "answer_now", None),
             getattr(module, "answer_unsupported_version", None),
+            getattr(module, "SCHEMAS", None),
         )
 
 
@@ -103,6 +108,8 @@ class ApiRegistry:
 
     def register(self, api: ApiSpec | ModuleType, *, replace: bool = False) -> ApiSpec:
         spec = api if isinstance(api, ApiSpec) else ApiSpec.from_module(api)
+        if spec.schemas is not None:
+            register_schemas(spec.api_key, spec.schemas)
         supported = kio_versions(spec.api_key)
         versions = spec.versions
         if not versions or versions.step != 1:

@@ -1,11 +1,25 @@
 """The asyncio Kafka-protocol server: frames in, kio requests to handlers, responses out in order.
 
-One `_Connection` per socket runs a read loop. Every well-formed request gets a sequence number
-and is answered by its own task, so a slow request (a parked JoinGroup, a long-polling Fetch)
-does not stop later ones from being processed. Responses, however, are written strictly in
-request order: a finished response waits in a per-connection buffer until all earlier ones are
-written. Kafka clients match responses to requests by order as well as by correlation id, and a
-parked JoinGroup must not be overtaken by a later Heartbeat's response.
+Each socket is served by a `_Connection`, an `asyncio.Protocol`: `data_received` splits every
+complete frame out of the bytes at hand and handles them one after another, with no task and no
+`readexactly` per request. A request the API can answer at once (`answer_now`: heartbeats, most
+of what a coordinator is asked) is answered synchronously; only a request that must wait (a
+parked JoinGroup or SyncGroup, a commit waiting for its fsync, a long-polling Fetch) gets a task
+and a pending slot in the connection's in-order queue. Responses are written strictly in request
+order: an answer ready while an earlier request is still pending waits in the queue behind it.
+Kafka clients match responses to requests by order as well as by correlation id, and a parked
+JoinGroup must not be overtaken by a later Heartbeat's response. Every response that became
+ready during one pass over the input (or, for tasks that finish, during one loop iteration) goes
+out with a single `transport.write`.
+
+Back-pressure, so that no client can make the server buffer without bound:
+- at most `max_in_flight` requests of a connection may be pending; beyond that the connection
+  stops reading (frames already received wait, unparsed, in its input buffer);
+- when the transport's write buffer passes its high-water mark (a client that sends without
+  reading), the transport pauses us (`pause_writing`) and the connection stops parsing and
+  reading until the client has caught up (`resume_writing`).
+A connection therefore holds at most one socket read of unparsed input, `max_in_flight` pending
+requests, and about one high-water mark plus one write batch of unsent responses.
 
 Bad input never affects other connections. The offending connection is closed with a warning on
 the `coordinator.wire` logger for: a negative, too-small or oversized (`socket.request.max.bytes`)
@@ -23,10 +37,10 @@ period, then close every connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import socket
+import typing
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -36,6 +50,7 @@ from kio.static.protocol import ResponsePayload
 from coordinator.apis.contract import ApiSpec, Broker, RequestContext
 from coordinator.wire.codec import (
     FRAME_LENGTH,
+    REQUEST_PREFIX,
     EncodedBody,
     FrameError,
     RequestPrefix,
@@ -43,7 +58,6 @@ from coordinator.wire.codec import (
     decode_request,
     encode_response,
     read_frame_length,
-    read_prefix,
     response_class,
 )
 from coordinator.wire.listener import is_wildcard
@@ -51,11 +65,19 @@ from coordinator.wire.listener import is_wildcard
 logger = logging.getLogger("coordinator.wire")
 
 DEFAULT_MAX_IN_FLIGHT: Final = 256
-"""Requests one connection may have outstanding before its reads pause (back-pressure)."""
+"""Requests one connection may have pending before its reads pause (back-pressure)."""
+
+#: Bytes of answers collected in one pass over the input before they are written, so that the
+#: transport's high-water mark, not the size of one read, bounds what a non-reading client makes
+#: the server hold.
+_WRITE_BATCH: Final = 1 << 16
+
+#: Seconds closing connections get to send their last responses before their sockets are aborted.
+_CLOSE_DRAIN: Final = 1.0
 
 
 class _CloseConnection(Exception):
-    """Raised inside a connection to end it after logging why."""
+    """Raised while handling a frame to end its connection after logging why."""
 
 
 class WireServer:
@@ -76,7 +98,8 @@ class WireServer:
     async def start(self, listener: socket.socket) -> tuple[str, int]:
         """Serve on a bound, listening socket (see `coordinator.wire.listener`); returns the
         bound address. The broker is told the address to advertise."""
-        self._server = await asyncio.start_server(self._accept, sock=listener)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._new_connection, sock=listener)
         bound_host, bound_port = listener.getsockname()[:2]
         self.broker.replace_address(bound_host, bound_port)
         advertised = (self.broker.host, self.broker.port)
@@ -101,162 +124,326 @@ class WireServer:
             self._server.close()
         self.broker.begin_closing()
         connections = list(self._connections)
-        await asyncio.gather(*(conn.stop_reading() for conn in connections))
+        for conn in connections:
+            conn.stop_reading()
         pending = [task for conn in connections for task in conn.in_flight]
         if pending:
             _done, late = await asyncio.wait(pending, timeout=grace)
             if late:
                 logger.warning("shutdown: cancelling %d requests still in flight", len(late))
-        await asyncio.gather(*(conn.close() for conn in connections))
+        for conn in connections:
+            conn.close()
+        closed = [conn.wait_closed() for conn in connections if conn.transport is not None]
+        if closed:
+            await asyncio.wait(closed, timeout=_CLOSE_DRAIN)
+        for conn in connections:
+            conn.abort()  # a client that never read its last responses
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _new_connection(self) -> _Connection:
         self._next_connection_id += 1
-        conn = _Connection(self, reader, writer, self._next_connection_id)
+        return _Connection(self, self._next_connection_id)
+
+    def _opened(self, conn: _Connection) -> None:
         self._connections.add(conn)
-        try:
-            await conn.run()
-        finally:
-            self._connections.discard(conn)
+
+    def _gone(self, conn: _Connection) -> None:
+        self._connections.discard(conn)
 
 
-class _Connection:
-    """One client socket: read loop, concurrent dispatch, in-order response writer."""
+class _Slot:
+    """A request of one connection whose answer is not written yet: pending while its task
+    runs, `done` with the bytes to write (None: write nothing) once answered."""
 
-    def __init__(
-        self,
-        server: WireServer,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        number: int,
-    ) -> None:
+    __slots__ = ("data", "done")
+
+    def __init__(self, data: bytes | None = None, done: bool = False) -> None:
+        self.data = data
+        self.done = done
+
+
+class _Connection(asyncio.Protocol):
+    """One client socket: frames parsed as they arrive, answered in order.
+
+    It holds no task of its own: an idle connection is this object, its transport and an empty
+    input buffer.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_closed",
+        "_closing",
+        "_flush_scheduled",
+        "_lost",
+        "_more",
+        "_more_size",
+        "_need",
+        "_out",
+        "_out_bytes",
+        "_queue",
+        "_reading_paused",
+        "_stopped",
+        "_writing_paused",
+        "in_flight",
+        "name",
+        "number",
+        "peer",
+        "server",
+        "transport",
+    )
+
+    def __init__(self, server: WireServer, number: int) -> None:
         self.server = server
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.name = f"conn#{number} {self.peer}"
-        self.in_flight: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(server.max_in_flight)
-        self._next_sequence = 0
-        self._next_to_write = 0
-        self._finished: dict[int, bytes | None] = {}
-        self._reading: asyncio.Task[None] | None = None
-        self._closed = False
+        self.number = number
+        self.name = f"conn#{number}"
+        self.peer = ""
+        self.transport: asyncio.Transport | None = None
+        #: Tasks answering this connection's pending requests (a dict: 64 bytes when empty,
+        #: a set 216; an idle connection should cost little).
+        self.in_flight: dict[asyncio.Task[None], None] = {}
+        self._closed: asyncio.Future[None] | None = None
+        self._lost = False
+        #: Received bytes not yet handled, starting at a frame boundary...
+        self._buffer = b""
+        #: ...and the chunks received after them, joined only once the next frame is complete
+        #: (`_need` bytes in all), so that a large request arriving in many reads is copied
+        #: once, not once per read.
+        self._more: list[bytes] = []
+        self._more_size = 0
+        self._need = 0
+        #: Pending and answered-but-blocked requests, oldest first (a list: 56 bytes when
+        #: empty, a deque 624; it rarely holds more than a few).
+        self._queue: list[_Slot] = []
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_scheduled = False
+        self._reading_paused = False
+        self._writing_paused = False
+        self._stopped = False  # shutdown: take no further request
+        self._closing = False
 
     def __repr__(self) -> str:
         return (
-            f"<_Connection {self.name} in_flight={len(self.in_flight)} "
-            f"next_write={self._next_to_write}>"
+            f"<_Connection {self.name} pending={len(self._queue)} in_flight={len(self.in_flight)}>"
         )
 
-    async def run(self) -> None:
-        self._reading = asyncio.current_task()
-        try:
-            await self._read_loop()
-        except _CloseConnection as reason:
-            logger.warning("%s: closing connection: %s", self.name, reason)
-        except asyncio.CancelledError:
-            pass
-        except ConnectionError as exc:
+    # -- asyncio.Protocol -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (asyncio's own, or an alternative loop's that does not subclass
+        # `asyncio.Transport`, such as uvloop's).
+        self.transport = typing.cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.name = f"conn#{self.number} {self.peer}"
+        self.server._opened(self)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._buffer:
+            self._buffer = data
+        else:
+            self._more.append(data)
+            self._more_size += len(data)
+            if len(self._buffer) + self._more_size < self._need:
+                return  # the next frame is still incomplete
+            self._join_input()
+        self._process()
+
+    def _join_input(self) -> None:
+        if self._more:
+            self._buffer = b"".join([self._buffer, *self._more])
+            self._more.clear()
+            self._more_size = 0
+
+    def eof_received(self) -> bool:
+        self._join_input()
+        left = len(self._buffer)
+        if left and not self._closing:
+            if left < FRAME_LENGTH.size:
+                self._fail("connection ended inside a frame length")
+            else:
+                (length,) = FRAME_LENGTH.unpack_from(self._buffer, 0)
+                have = left - FRAME_LENGTH.size
+                self._fail(f"connection ended after {have} of {length} frame bytes")
+        else:
+            self.close()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None and not self._closing:
             logger.info("%s: connection lost: %s", self.name, exc)
-        finally:
-            self._reading = None
-            if not self.server.broker.closing:
-                await self.close()
+        self._closing = True
+        self._cancel_in_flight()
+        self._queue.clear()
+        self._out.clear()
+        self._buffer = b""
+        self._more.clear()
+        self._lost = True
+        self.server._gone(self)
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
 
-    async def stop_reading(self) -> None:
-        task = self._reading
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def pause_writing(self) -> None:
+        """The client is not reading its responses: stop reading its requests."""
+        self._writing_paused = True
+        self._update_reading()
 
-    async def close(self) -> None:
-        if self._closed:
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._resume()
+
+    # -- closing ----------------------------------------------------------------------------
+    def stop_reading(self) -> None:
+        """Shutdown: take no further request (pending ones may finish)."""
+        self._stopped = True
+        self._update_reading()
+
+    def close(self) -> None:
+        """Cancel pending requests, write what is answered, close once that is sent."""
+        if self._closing:
             return
-        self._closed = True
+        self._closing = True
+        self._cancel_in_flight()
+        self._flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        if self.transport is not None and not self._lost:
+            self.transport.abort()
+
+    def wait_closed(self) -> asyncio.Future[None]:
+        """Resolved once the socket is closed."""
+        if self._closed is None:
+            self._closed = asyncio.get_running_loop().create_future()
+            if self._lost:
+                self._closed.set_result(None)
+        return self._closed
+
+    def _fail(self, reason: str) -> None:
+        logger.warning("%s: closing connection: %s", self.name, reason)
+        self.close()
+
+    def _cancel_in_flight(self) -> None:
+        current = asyncio.current_task()
         for task in list(self.in_flight):
-            task.cancel()
-        self.writer.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await self.writer.wait_closed()
+            if task is not current:
+                task.cancel()
 
-    async def _read_loop(self) -> None:
+    # -- input ------------------------------------------------------------------------------
+    def _process(self) -> None:
+        """Handle every complete frame in the buffer, as far as back-pressure allows."""
+        buffer = self._buffer
+        size = len(buffer)
+        position = 0
         max_bytes = self.server.broker.config.socket_request_max_bytes
-        while True:
-            try:
-                raw_length = await self.reader.readexactly(FRAME_LENGTH.size)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial:
-                    raise _CloseConnection("connection ended inside a frame length") from None
-                return
-            try:
-                length = read_frame_length(raw_length, max_bytes)
-            except FrameError as exc:
-                raise _CloseConnection(str(exc)) from None
-            try:
-                frame = await self.reader.readexactly(length)
-            except asyncio.IncompleteReadError as exc:
-                raise _CloseConnection(
-                    f"connection ended after {len(exc.partial)} of {length} frame bytes"
-                ) from None
-            await self._slots.acquire()
-            try:
-                self._dispatch(frame)
-            except BaseException:
-                self._slots.release()
-                raise
-            if self.writer.transport.get_write_buffer_size() > _WRITE_BACKLOG:
-                # A client that sends without reading: stop reading until it catches up.
-                with contextlib.suppress(ConnectionError):
-                    await self.writer.drain()
-
-    def _dispatch(self, frame: bytes) -> None:
-        """Decode one frame and start the task answering it (or close the connection)."""
+        max_in_flight = self.server.max_in_flight
+        queue = self._queue
         try:
-            prefix = read_prefix(frame)
-        except FrameError as exc:
-            raise _CloseConnection(str(exc)) from None
+            while (
+                size - position >= FRAME_LENGTH.size
+                and len(queue) < max_in_flight
+                and not (self._closing or self._stopped or self._writing_paused)
+            ):
+                (length,) = FRAME_LENGTH.unpack_from(buffer, position)
+                if length < REQUEST_PREFIX.size or length > max_bytes:
+                    read_frame_length(buffer[position : position + FRAME_LENGTH.size], max_bytes)
+                end = position + FRAME_LENGTH.size + length
+                if end > size:
+                    break
+                self._handle(buffer[position + FRAME_LENGTH.size : end])
+                position = end
+                if self._out_bytes >= _WRITE_BATCH:
+                    self._flush()  # the transport may pause us here (`pause_writing`)
+        except (_CloseConnection, FrameError) as reason:
+            self._fail(str(reason))
+            return
+        if self._closing:
+            return
+        rest = self._buffer = buffer[position:] if position else buffer
+        if len(rest) < FRAME_LENGTH.size:
+            self._need = FRAME_LENGTH.size
+        else:
+            self._need = FRAME_LENGTH.size + FRAME_LENGTH.unpack_from(rest, 0)[0]
+        self._flush()
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        transport = self.transport
+        if transport is None or self._closing:
+            return
+        pause = (
+            self._stopped or self._writing_paused or len(self._queue) >= self.server.max_in_flight
+        )
+        if pause and not self._reading_paused:
+            self._reading_paused = True
+            transport.pause_reading()
+        elif not pause and self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+
+    def _resume(self) -> None:
+        """Back-pressure eased: handle what is buffered, then read again."""
+        if self._closing:
+            return
+        self._join_input()
+        if self._buffer:
+            self._process()
+        else:
+            self._update_reading()
+
+    def _handle(self, frame: bytes) -> None:
+        """Answer one frame now, or start the task answering it (or close the connection)."""
+        api_key, api_version, correlation_id = REQUEST_PREFIX.unpack_from(frame, 0)
         registry = self.server.broker.registry
-        spec = registry.get(prefix.api_key)
+        spec = registry.get(api_key)
         if spec is None:
-            raise _CloseConnection(f"unknown api_key {prefix.api_key}")
-        sequence = self._next_sequence
-        self._next_sequence += 1
-        if prefix.api_version not in spec.versions:
+            raise _CloseConnection(f"unknown api_key {api_key}")
+        prefix = RequestPrefix(api_key, api_version, correlation_id)
+        if api_version not in spec.versions:
             if spec.answer_unsupported_version is None:
                 raise _CloseConnection(
-                    f"unsupported version {prefix.api_version} of api_key {prefix.api_key} "
+                    f"unsupported version {api_version} of api_key {api_key} "
                     f"(advertised {spec.versions.start}-{spec.versions.stop - 1})"
                 )
             response = spec.answer_unsupported_version(registry)
-            self._complete(sequence, encode_response(response, prefix.correlation_id))
+            self._answered(encode_response(response, correlation_id))
             return
         try:
             decoded = decode_request(frame, prefix)
         except FrameError as exc:
             raise _CloseConnection(str(exc)) from None
-        context = RequestContext(
-            self.server.broker, prefix.correlation_id, decoded.client_id, self.peer
-        )
+        context = RequestContext(self.server.broker, correlation_id, decoded.client_id, self.peer)
         if spec.answer_now is not None:
             try:
-                value = spec.answer_now(decoded.body, prefix.api_version, context)
+                value = spec.answer_now(decoded.body, api_version, context)
             except Exception:
                 value = None  # the asynchronous path answers, and logs, any failure
             if value is not None:
-                self._complete(sequence, _encode(value, prefix))
-                return  # the read loop applies write back-pressure (see `_read_loop`)
-        task = asyncio.create_task(self._answer(sequence, spec, prefix, decoded.body, context))
-        self.in_flight.add(task)
-        task.add_done_callback(self.in_flight.discard)
+                self._answered(_encode(value, prefix))
+                return
+        slot = _Slot()
+        self._queue.append(slot)
+        task = asyncio.create_task(self._answer(slot, spec, prefix, decoded.body, context))
+        self.in_flight[task] = None
+        task.add_done_callback(self._task_done)
+
+    # -- output -----------------------------------------------------------------------------
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.in_flight.pop(task, None)
+
+    def _answered(self, data: bytes) -> None:
+        """A response ready now: out at once, unless an earlier request is still pending."""
+        if self._queue:
+            self._queue.append(_Slot(data, True))
+        else:
+            self._out.append(data)
+            self._out_bytes += len(data)
 
     async def _answer(
         self,
-        sequence: int,
+        slot: _Slot,
         spec: ApiSpec,
         prefix: RequestPrefix,
         request: object,
@@ -278,25 +465,44 @@ class _Connection:
                 "answering UNKNOWN_SERVER_ERROR" if data else "closing connection",
             )
             if data is None:
-                await self.close()
+                self.close()
                 return
-        self._complete(sequence, data)
-        with contextlib.suppress(ConnectionError):
-            await self.writer.drain()
+        self._complete(slot, data)
 
-    def _complete(self, sequence: int, data: bytes | None) -> None:
-        """Record a finished response and write every response that is now next in order."""
-        self._finished[sequence] = data
-        while self._next_to_write in self._finished:
-            ready = self._finished.pop(self._next_to_write)
-            self._next_to_write += 1
-            self._slots.release()
-            if ready is not None and not self._closed:
-                self.writer.write(ready)
+    def _complete(self, slot: _Slot, data: bytes | None) -> None:
+        """A pending request is answered: every answer now next in order moves to the output,
+        written once at the end of this loop iteration."""
+        slot.data, slot.done = data, True
+        if self._closing:
+            return
+        queue = self._queue
+        moved = False
+        while queue and queue[0].done:
+            ready = queue.pop(0).data
+            moved = True
+            if ready is not None:
+                self._out.append(ready)
+                self._out_bytes += len(ready)
+        if moved and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_and_resume)
 
+    def _flush_and_resume(self) -> None:
+        self._flush_scheduled = False
+        if self._closing:
+            return
+        self._flush()
+        self._resume()
 
-#: Bytes of unsent responses above which a connection's read loop waits for the client.
-_WRITE_BACKLOG = 1 << 20
+    def _flush(self) -> None:
+        out = self._out
+        transport = self.transport
+        if not out or transport is None or transport.is_closing():
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        self._out_bytes = 0
+        transport.write(data)
 
 
 def _encode(

@@ -10,6 +10,11 @@ time, without a global barrier.
 * `validation`  Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR, ...);
 * `target`      the target assignment of a group epoch, by a server assignor;
 * `reconcile`   one member's next step: revoke before assign, never two owners;
+* `membership`  the group and member a heartbeat names: join, epoch checks, static replacement;
+* `departure`   leaves and fencing, and the timers that fence (session, rebalance timeout);
+* `epochs`      group epoch bumps, the target assignment, one member's reconciliation step;
+* `replay`      writing a record and replaying it, the tombstones of a deleted group;
+* `heartbeat`   one ConsumerGroupHeartbeat from validation to reply, in Kafka's order;
 * `group_type`  `ConsumerGroupType`, what the core sees: heartbeats, timers, replay, views.
 
 This module imports nothing, so `rebalance.records` can name the record class.

@@ -29,6 +29,9 @@ from rebalance.consumer_group.records import (
 from rebalance.lifecycle import GroupState
 from rebalance.records import OffsetAndMetadata
 
+#: The group type's name, in events and ListGroups.
+GROUP_TYPE = "consumer"
+
 #: topic id -> set of partitions: the working form of an assignment.
 Partitions = dict[str, set[int]]
 
@@ -146,10 +149,11 @@ class ConsumerGroup:
     """A KIP-848 consumer group. `state` is the lifecycle's (loading, live); `kafka_state` is
     what ListGroups shows (Empty, Assigning, Reconciling, Stable)."""
 
-    group_type = "consumer"
+    group_type = GROUP_TYPE
     protocol_type = "consumer"
 
     __slots__ = (
+        "assigned_at_ms",
         "current_state_timestamp_ms",
         "group_epoch",
         "group_id",
@@ -179,6 +183,9 @@ class ConsumerGroup:
         self.partition_owners: dict[tuple[str, int], str] = {}
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         self.current_state_timestamp_ms: int | None = None
+        #: When the last target assignment was computed (None: not since this core loaded the
+        #: group). Not recorded: it only paces the next computation (assignment batching).
+        self.assigned_at_ms: int | None = None
 
     # -- lifecycle (the shared part of `rebalance.lifecycle`: load, loaded, unload, delete) --
     _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {

@@ -1,0 +1,349 @@
+"""Response bodies encoded by code generated from kio's schema classes.
+
+kio writes an entity field by field through a chain of small functions (one `struct.pack` and one
+`BytesIO.write` per primitive, a closure per array): for a JoinGroup leader's answer with a
+thousand members that is tens of thousands of calls. This module reads the same schema kio's
+writer reads (each dataclass field's `kafka_type` and `tag` metadata, its nullability, the
+class's `__flexible__`), and generates one Python function per entity class that appends to a
+`bytearray`, packing each run of fixed-width fields with a single precompiled `struct.Struct`.
+Nothing is written per message by hand: a new API or version gets its encoder from its kio
+class. The rules are kio's (`kio.serial._serialize`): compact strings/bytes/arrays carry
+length + 1 (0 for null) in flexible versions, int16/int32 lengths (-1 for null) otherwise,
+nullable structs a -1/1 marker (KIP-893), uuids null as zero, and tagged fields are written only
+when they differ from their default; a present tagged field is written by kio's own field writer
+(rare: none of our responses sets one on the hot path).
+
+`tests/coordinator/test_fast_encode.py` checks, for every response version the server
+advertises, that the bytes are identical to kio's and decode with kio to the same response.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import typing
+import uuid
+from collections.abc import Callable
+from dataclasses import MISSING, Field, fields, is_dataclass
+from functools import cache
+from typing import Any
+
+from kio.serial._implicit_defaults import get_tagged_field_default
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveField,
+    PrimitiveTupleField,
+    classify_field,
+    get_field_tag,
+    get_schema_field_type,
+    is_optional,
+)
+from kio.serial._serialize import get_field_writer
+from kio.serial.writers import write_tagged_field
+from kio.static.constants import uuid_zero
+
+Encoder = Callable[[Any], bytes]
+
+#: kafka_type -> (struct code, expression of the value `{v}` to pack), for fixed-width fields.
+_FIXED: dict[str, tuple[str, str]] = {
+    "int8": ("b", "{v}"),
+    "int16": ("h", "{v}"),
+    "int32": ("i", "{v}"),
+    "int64": ("q", "{v}"),
+    "uint8": ("B", "{v}"),
+    "uint16": ("H", "{v}"),
+    "uint32": ("I", "{v}"),
+    "uint64": ("Q", "{v}"),
+    "float64": ("d", "{v}"),
+    "bool": ("?", "{v}"),
+    "error_code": ("h", "{v}.value"),
+    "timedelta_i32": ("i", "round({v}.total_seconds() * 1000)"),
+    "timedelta_i64": ("q", "round({v}.total_seconds() * 1000)"),
+    "datetime_i64": ("q", "round({v}.timestamp() * 1000)"),
+    "uuid": ("16s", "_uuid_bytes({v})"),
+}
+
+
+class UnsupportedSchema(TypeError):
+    """A field kind the generator does not know (kio's writer is used for that class)."""
+
+
+def encoder(cls: type[Any]) -> Encoder:
+    """The generated encoder of a kio entity class: entity -> its body bytes."""
+    built: Encoder = _build(typing.cast(Any, cls))
+    return built
+
+
+@cache
+def _build(cls: Any) -> Encoder:
+    generator = _Generator()
+    entry = generator.entity_function(cls)
+    source = "\n".join(generator.lines)
+    namespace: dict[str, Any] = dict(generator.constants)
+    exec(compile(source, f"<fast_encode {cls.__module__}.{cls.__qualname__}>", "exec"), namespace)
+    write = namespace[entry]
+
+    def encode(entity: Any) -> bytes:
+        out = bytearray()
+        write(entity, out)
+        return bytes(out)
+
+    encode.__qualname__ = f"encode_{cls.__qualname__}"
+    return encode
+
+
+def _uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint (7 bits a byte, low first), as kio writes it."""
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
+    parts = bytearray()
+    while value >= 0x80:
+        parts.append((value & 0x7F) | 0x80)
+        value >>= 7
+    parts.append(value)
+    return bytes(parts)
+
+
+_SMALL_VARINTS = [bytes([n]) for n in range(0x80)]
+
+
+def _uuid_bytes(value: uuid.UUID | None) -> bytes:
+    return uuid_zero.bytes if value is None else value.bytes
+
+
+def _compact(out: bytearray, value: str | bytes) -> None:
+    data = value.encode() if isinstance(value, str) else value
+    out += _uvarint(len(data) + 1)
+    out += data
+
+
+def _compact_nullable(out: bytearray, value: str | bytes | None) -> None:
+    if value is None:
+        out += b"\x00"
+    else:
+        _compact(out, value)
+
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def _legacy_string(out: bytearray, value: str) -> None:
+    if value is None:
+        raise TypeError("Unexpectedly received None value")
+    data = value.encode()
+    out += _I16.pack(len(data))  # struct.error past 32767, as kio refuses it too
+    out += data
+
+
+def _legacy_string_nullable(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out += b"\xff\xff"
+    else:
+        _legacy_string(out, value)
+
+
+def _legacy_bytes(out: bytearray, value: bytes) -> None:
+    if value is None:
+        raise TypeError("Unexpectedly received None value")
+    out += _I32.pack(len(value))
+    out += value
+
+
+def _legacy_bytes_nullable(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        out += b"\xff\xff\xff\xff"
+    else:
+        _legacy_bytes(out, value)
+
+
+def _tagged(out: bytearray, entity: Any, plans: tuple[tuple[Any, ...], ...]) -> None:
+    """The tagged-field section of a flexible entity, by kio's own writers."""
+    buffer = io.BytesIO()
+    count = 0
+    for tag, name, default, implicit, writer in plans:
+        value = getattr(entity, name)
+        if value == default or (default is MISSING and value == implicit):
+            continue
+        write_tagged_field(buffer, tag, writer, value)
+        count += 1
+    out += _uvarint(count)
+    out += buffer.getvalue()
+
+
+_VARIABLE: dict[tuple[str, bool, bool], str] = {
+    # (kafka_type family, flexible, nullable) -> helper
+    ("string", True, False): "_compact",
+    ("string", True, True): "_compact_nullable",
+    ("string", False, False): "_legacy_string",
+    ("string", False, True): "_legacy_string_nullable",
+    ("bytes", True, False): "_compact",
+    ("bytes", True, True): "_compact_nullable",
+    ("bytes", False, False): "_legacy_bytes",
+    ("bytes", False, True): "_legacy_bytes_nullable",
+}
+
+
+class _Generator:
+    """Writes the source of one function per entity class reachable from the root class."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {
+            "_uvarint": _uvarint,
+            "_uuid_bytes": _uuid_bytes,
+            "_compact": _compact,
+            "_compact_nullable": _compact_nullable,
+            "_legacy_string": _legacy_string,
+            "_legacy_string_nullable": _legacy_string_nullable,
+            "_legacy_bytes": _legacy_bytes,
+            "_legacy_bytes_nullable": _legacy_bytes_nullable,
+            "_tagged": _tagged,
+            "_I32": _I32,
+        }
+        self._names: dict[type[Any], str] = {}
+
+    def _constant(self, prefix: str, value: Any) -> str:
+        name = f"_{prefix}{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def entity_function(self, cls: type[Any]) -> str:
+        name = self._names.get(cls)
+        if name is not None:
+            return name
+        name = f"_write_{len(self._names)}_{cls.__name__}"
+        self._names[cls] = name
+        if cls.__name__ == "RequestHeader":
+            raise UnsupportedSchema("request headers have special cases; use kio")
+        flexible = bool(cls.__flexible__)
+        body: list[str] = []
+        pending: list[tuple[str, str]] = []  # a run of fixed-width (struct code, expression)
+        tagged: list[tuple[Any, ...]] = []
+
+        def close_run() -> None:
+            if pending:
+                packer = self._constant("S", struct.Struct(">" + "".join(c for c, _ in pending)))
+                body.append(f"    out += {packer}.pack({', '.join(e for _, e in pending)})")
+                pending.clear()
+
+        for field in fields(cls):
+            tag = get_field_tag(field)
+            if tag is not None:
+                writer = get_field_writer(
+                    field, flexible=flexible, is_request_header=False, is_tag=True
+                )
+                tagged.append(
+                    (tag, field.name, field.default, get_tagged_field_default(field), writer)
+                )
+                continue
+            value = f"v.{field.name}"
+            fixed = self._fixed(field, value)
+            if fixed is not None:
+                pending.append(fixed)
+                continue
+            close_run()
+            body.extend(self._variable(field, value, flexible))
+        close_run()
+        if flexible:
+            if tagged:
+                plans = self._constant("T", tuple(sorted(tagged, key=lambda plan: plan[0])))
+                body.append(f"    _tagged(out, v, {plans})")
+            else:
+                body.append("    out += b'\\x00'")
+        elif tagged:
+            raise UnsupportedSchema(f"{cls.__qualname__}: tagged fields in a non-flexible class")
+        self.lines.append(f"def {name}(v, out):")
+        self.lines.extend(body or ["    pass"])
+        self.lines.append("")
+        return name
+
+    def _fixed(self, field: Field[Any], value: str) -> tuple[str, str] | None:
+        if is_dataclass(_inner(field.type)) or typing.get_origin(_inner(field.type)) is tuple:
+            return None
+        kind = get_schema_field_type(field)
+        if kind not in _FIXED:
+            return None
+        if is_optional(field) and kind != "uuid":
+            return None  # nullable datetime: handled as a variable field
+        code, expression = _FIXED[kind]
+        return code, expression.format(v=value)
+
+    def _variable(self, field: Field[Any], value: str, flexible: bool) -> list[str]:
+        nullable = is_optional(field)
+        shape = classify_field(field)
+        if isinstance(shape, PrimitiveField):
+            return [self._primitive_line(field, value, flexible, nullable, "    ")]
+        if isinstance(shape, EntityField):
+            function = self.entity_function(shape.type_)
+            if not nullable:
+                return [f"    {function}({value}, out)"]
+            return [
+                f"    if {value} is None:",
+                "        out += b'\\xff'",
+                "    else:",
+                "        out += b'\\x01'",
+                f"        {function}({value}, out)",
+            ]
+        # arrays
+        lines = [f"    items = {value}"]
+        if flexible:
+            lines += [
+                "    if items is None:",
+                "        out += b'\\x00'",
+                "    else:",
+                "        out += _uvarint(len(items) + 1)",
+            ]
+        else:
+            lines += [
+                "    if items is None:",
+                "        out += b'\\xff\\xff\\xff\\xff'",
+                "    else:",
+                "        out += _I32.pack(len(items))",
+            ]
+        if isinstance(shape, EntityTupleField):
+            function = self.entity_function(shape.type_)
+            lines += ["        for item in items:", f"            {function}(item, out)"]
+        else:
+            assert isinstance(shape, PrimitiveTupleField)
+            lines += [
+                "        for item in items:",
+                self._primitive_line(field, "item", flexible, False, "            "),
+            ]
+        return lines
+
+    def _primitive_line(
+        self, field: Field[Any], value: str, flexible: bool, nullable: bool, indent: str
+    ) -> str:
+        kind = get_schema_field_type(field)
+        if kind in _FIXED and not (nullable and kind != "uuid"):
+            code, expression = _FIXED[kind]
+            packer = self._constant("S", struct.Struct(">" + code))
+            return f"{indent}out += {packer}.pack({expression.format(v=value)})"
+        if kind == "datetime_i64" and nullable:
+            packer = self._constant("S", struct.Struct(">q"))
+            return (
+                f"{indent}out += {packer}.pack(-1 if {value} is None else "
+                f"round({value}.timestamp() * 1000))"
+            )
+        family = "bytes" if kind in ("bytes", "records") else kind
+        helper = _VARIABLE.get((family, flexible, nullable))
+        if helper is None:
+            raise UnsupportedSchema(f"field {field.name}: kafka_type {kind!r}")
+        return f"{indent}{helper}(out, {value})"
+
+
+def _inner(annotation: Any) -> Any:
+    """The type inside `X | None`."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if (
+        typing.get_origin(annotation) is not None
+        and len(args) == 1
+        and type(None) in (typing.get_args(annotation))
+    ):
+        return args[0]
+    return annotation
+
+
+__all__ = ["Encoder", "UnsupportedSchema", "encoder"]

@@ -1,0 +1,177 @@
+"""Client-balance group and node data.
+
+`holders` maps every registered (topic, partition) to the node holding it: a partition listed
+there is taken, and only its holder may commit its offsets. That map is TubeMQ's broker-side
+registration table (spec §D.8) and its master-side view (§D.6) in one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rebalance.client_balance.records import NodeValue
+from rebalance.lifecycle import GroupState
+from rebalance.records import OffsetAndMetadata
+from rebalance.replies import HeldPartitions
+
+TopicPartition = tuple[str, int]
+
+GROUP_TYPE = "client-balance"
+
+
+def freeze(partitions: Iterable[TopicPartition]) -> HeldPartitions:
+    """The sorted (topic, partitions) form of a set of partitions."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return tuple((t, tuple(ps)) for t, ps in by_topic.items())
+
+
+def thaw(held: HeldPartitions) -> set[TopicPartition]:
+    return {(topic, p) for topic, ps in held for p in ps}
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """One consumer of the group (TubeMQ's `ConsumerInfo`), as registered at its join."""
+
+    member_id: str
+    member_epoch: int = 0
+    source_count: int = -1
+    node_id: int = -1
+    topics: tuple[str, ...] = ()
+    client_id: str = ""
+    client_host: str = ""
+    session_timeout_ms: int = 30_000
+    held: set[TopicPartition] = field(default_factory=set)
+
+    def value(self) -> NodeValue:
+        return NodeValue(
+            self.member_id,
+            self.member_epoch,
+            self.source_count,
+            self.node_id,
+            self.topics,
+            self.client_id,
+            self.client_host,
+            self.session_timeout_ms,
+        )
+
+    def apply(self, value: NodeValue) -> None:
+        self.member_epoch = value.member_epoch
+        self.source_count = value.source_count
+        self.node_id = value.node_id
+        self.topics = value.topics
+        self.client_id = value.client_id
+        self.client_host = value.client_host
+        self.session_timeout_ms = value.session_timeout_ms
+
+
+class ClientBalanceGroup:
+    """A client-balance group. `state` is the lifecycle's (loading, live); `kafka_state` is what
+    ListGroups shows: Empty or Stable (there is never a rebalance to be in)."""
+
+    group_type = GROUP_TYPE
+    protocol_type = GROUP_TYPE
+
+    __slots__ = (
+        "current_state_timestamp_ms",
+        "group_epoch",
+        "group_id",
+        "holders",
+        "nodes",
+        "offsets",
+        "partition",
+        "state",
+    )
+
+    def __init__(self, group_id: str, partition: int) -> None:
+        self.group_id = group_id
+        self.partition = partition
+        self.state = GroupState.DOWN
+        self.group_epoch = 0
+        #: Nodes in join order (the first one fixed the group's source count and topics).
+        self.nodes: dict[str, Node] = {}
+        #: (topic, partition) -> the member id of the node holding it.
+        self.holders: dict[TopicPartition, str] = {}
+        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.current_state_timestamp_ms: int | None = None
+
+    _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
+        ("load", GroupState.DOWN): GroupState.INITIALIZE,
+        ("loaded", GroupState.INITIALIZE): GroupState.STABLE,
+        ("unload", GroupState.INITIALIZE): GroupState.DOWN,
+        ("unload", GroupState.STABLE): GroupState.DOWN,
+        ("delete", GroupState.STABLE): GroupState.DOWN,
+    }
+
+    def transition(self, trigger: str, now_ms: int | None) -> None:
+        dest = self._EDGES.get((trigger, self.state))
+        if dest is None:
+            raise ValueError(f"{trigger!r} is not allowed in state {self.state.name}")
+        self.state = dest
+        if now_ms is not None:
+            self.current_state_timestamp_ms = now_ms
+
+    # -- views -----------------------------------------------------------------------------
+    @property
+    def members(self) -> dict[str, Node]:
+        """The nodes under the name the shared code (offsets, type conversion) looks for."""
+        return self.nodes
+
+    @property
+    def empty(self) -> bool:
+        return not self.nodes
+
+    @property
+    def kafka_state(self) -> str:
+        if self.state is GroupState.DOWN:
+            return "Dead"
+        return "Stable" if self.nodes else "Empty"
+
+    @property
+    def source_count(self) -> int:
+        """The group's source count: fixed by the first node of an empty group (TubeMQ's
+        `ConsumeGroupInfo.addConsumer`); every later node agrees with it or was refused."""
+        first = next(iter(self.nodes.values()), None)
+        return first.source_count if first is not None else -1
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        first = next(iter(self.nodes.values()), None)
+        return first.topics if first is not None else ()
+
+    # -- bookkeeping kept consistent with the nodes --------------------------------------
+    def hold(self, tp: TopicPartition, member_id: str) -> None:
+        previous = self.holders.get(tp)
+        if previous is not None and previous != member_id:
+            old = self.nodes.get(previous)
+            if old is not None:
+                old.held.discard(tp)
+        self.holders[tp] = member_id
+        node = self.nodes.get(member_id)
+        # A compacted store may return a holder row before its node's row (the node's value
+        # was rewritten later): the node collects its partitions when it appears (`add_node`).
+        if node is not None:
+            node.held.add(tp)
+
+    def add_node(self, member_id: str) -> Node:
+        node = self.nodes[member_id] = Node(member_id)
+        node.held = {tp for tp, holder in self.holders.items() if holder == member_id}
+        return node
+
+    def free(self, tp: TopicPartition) -> None:
+        member_id = self.holders.pop(tp, None)
+        node = self.nodes.get(member_id) if member_id is not None else None
+        if node is not None:
+            node.held.discard(tp)
+
+    def remove_node(self, member_id: str) -> None:
+        node = self.nodes.pop(member_id, None)
+        if node is None:
+            return
+        for tp in node.held:
+            if self.holders.get(tp) == member_id:
+                del self.holders[tp]

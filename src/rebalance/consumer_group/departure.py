@@ -1,0 +1,167 @@
+"""Members leaving: a clean leave (epoch -1), a static member's temporary leave (-2), and the
+timers that fence a member (session, rebalance timeout while revoking).
+
+A removed member's partitions are free at once: its tombstones release them, and the group epoch
+bumps so the rest are re-targeted.
+"""
+
+from __future__ import annotations
+
+from rebalance.consumer_group.commands import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupHeartbeat,
+)
+from rebalance.consumer_group.epochs import maybe_bump
+from rebalance.consumer_group.group import (
+    GROUP_TYPE,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicMetadata,
+)
+from rebalance.consumer_group.records import CurrentAssignmentValue
+from rebalance.consumer_group.replay import remove_member, write
+from rebalance.effects import Result
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason, LeaveReason
+from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.state import CoordinatorState
+from rebalance.timers import (
+    CONSUMER_SESSION,
+    TimerKey,
+    consumer_revocation_key,
+    consumer_session_key,
+)
+
+
+def leave(
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    result: Result,
+    group: ConsumerGroup,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
+) -> ConsumerGroupHeartbeatReply:
+    """A heartbeat with epoch -1 (leave) or -2 (a static member's temporary leave)."""
+    if cmd.member_epoch == STATIC_LEAVE_EPOCH:
+        return _static_leave(state, result, group, cmd, now_ms)
+    leaving = group.members.get(cmd.member_id)
+    if leaving is None:
+        raise CoordinatorError(
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            f"Member {cmd.member_id} is not a member of group {group.group_id}.",
+        )
+    fence(state, metadata, result, group, leaving, now_ms, None)
+    return ConsumerGroupHeartbeatReply(
+        ErrorCode.NONE, member_id=leaving.member_id, member_epoch=LEAVE_EPOCH
+    )
+
+
+def _static_leave(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
+) -> ConsumerGroupHeartbeatReply:
+    assert cmd.instance_id is not None  # validated
+    holder = group.static_members.get(cmd.instance_id)
+    if holder is None:
+        raise CoordinatorError(
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            f"Instance id {cmd.instance_id} is unknown in group {group.group_id}.",
+        )
+    if holder != cmd.member_id:
+        raise CoordinatorError(
+            ErrorCode.FENCED_INSTANCE_ID,
+            f"Static member {cmd.member_id} with instance id {cmd.instance_id} was "
+            f"fenced by member {holder}.",
+        )
+    member = group.members[holder]
+    # A temporary leave: the member keeps its partitions (nobody else gets them) until it comes
+    # back under a new id or its session expires.
+    current = member.current_value()
+    write(
+        state,
+        result,
+        group.group_id,
+        CurrentAssignmentValue(
+            member.member_id,
+            STATIC_LEAVE_EPOCH,
+            member.member_epoch if member.member_epoch >= 0 else member.previous_member_epoch,
+            current.state,
+            current.assigned,
+            current.pending_revocation,
+        ),
+    )
+    state.cancel(result, consumer_revocation_key(group.group_id, member.member_id))
+    result.event(
+        EventType.MEMBER_LEFT,
+        now_ms,
+        group.group_id,
+        group.group_epoch,
+        member.member_id,
+        group_type=GROUP_TYPE,
+        reason=LeaveReason.LEAVE,
+    )
+    return ConsumerGroupHeartbeatReply(
+        ErrorCode.NONE, member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH
+    )
+
+
+def fence(
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    result: Result,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    now_ms: int,
+    expiry: ExpiryReason | None,
+) -> None:
+    """Remove `member` (leave, session or revocation timeout) and re-target the rest."""
+    remove_member(state, result, group, member)
+    state.cancel(result, consumer_session_key(group.group_id, member.member_id))
+    state.cancel(result, consumer_revocation_key(group.group_id, member.member_id))
+    if expiry is None:
+        result.event(
+            EventType.MEMBER_LEFT,
+            now_ms,
+            group.group_id,
+            group.group_epoch,
+            member.member_id,
+            group_type=GROUP_TYPE,
+            reason=LeaveReason.LEAVE,
+        )
+    else:
+        result.event(
+            EventType.MEMBER_EXPIRED,
+            now_ms,
+            group.group_id,
+            group.group_epoch,
+            member.member_id,
+            group_type=GROUP_TYPE,
+            reason=expiry,
+        )
+    trigger = ConsumerTrigger.MEMBER_LEFT if expiry is None else ConsumerTrigger.MEMBER_EXPIRED
+    maybe_bump(state, metadata, result, group, trigger, now_ms)
+
+
+def expire(
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    key: TimerKey,
+    group: ConsumerGroup,
+    now_ms: int,
+) -> Result:
+    """A member's session timer fired, or its rebalance timeout while it still revokes."""
+    kind, _, member_id = key
+    result = Result()
+    member = group.members.get(member_id)
+    if member is None:
+        return result
+    if kind == CONSUMER_SESSION:
+        fence(state, metadata, result, group, member, now_ms, ExpiryReason.SESSION_TIMEOUT)
+    elif member.state is MemberState.UNREVOKED_PARTITIONS:
+        fence(state, metadata, result, group, member, now_ms, ExpiryReason.REVOCATION_TIMEOUT)
+    return result

@@ -1,0 +1,270 @@
+"""Who a heartbeat is from: the group it names and the member it is, admitted, checked or
+replaced (Kafka's `GroupMetadataManager.consumerGroupHeartbeat`, steps before the epochs).
+
+* epoch 0 creates the group (an empty classic group of that id becomes a consumer group, offsets
+  kept) and joins or rejoins the member; a static member whose previous incarnation left with
+  epoch -2 is replaced and inherits its assignment;
+* any other epoch must name a known member at an epoch the coordinator accepts;
+* errors: GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID,
+  GROUP_MAX_SIZE_REACHED, FENCED_MEMBER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from rebalance.consumer_group.commands import (
+    JOIN_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupHeartbeat,
+)
+from rebalance.consumer_group.group import (
+    GROUP_TYPE,
+    ConsumerGroup,
+    ConsumerMember,
+    freeze,
+    thaw,
+)
+from rebalance.consumer_group.records import (
+    CurrentAssignmentValue,
+    GroupEpochValue,
+    MemberValue,
+    TargetMemberValue,
+)
+from rebalance.consumer_group.replay import remove_member, write
+from rebalance.effects import Result
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason
+from rebalance.records import GroupMetadataRecord
+from rebalance.state import CoordinatorState
+from rebalance.timers import consumer_revocation_key, consumer_session_key
+
+
+def find_group(
+    state: CoordinatorState, result: Result, cmd: ConsumerGroupHeartbeat
+) -> ConsumerGroup:
+    """The group `cmd` names; a join creates it (or converts an empty classic group)."""
+    group = state.groups.get(cmd.group_id)
+    joining = cmd.member_epoch == JOIN_EPOCH
+    if group is None:
+        if not joining:
+            raise CoordinatorError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {cmd.group_id} not found."
+            )
+    elif not isinstance(group, ConsumerGroup):
+        # Kafka converts an empty classic group (`maybeDeleteEmptyClassicGroup`); a non-empty
+        # one is converted online under its migration policy.
+        # DIFFERS: online upgrade of a classic group with members is not implemented yet.
+        if not (joining and group.empty):
+            raise CoordinatorError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {cmd.group_id} is not a consumer group."
+            )
+        group = None
+    if group is None:
+        # The group epoch record creates it (replay converts an empty classic group, keeping its
+        # offsets); epoch 0 with no subscribed topics yet.
+        classic = cmd.group_id in state.groups
+        write(state, result, cmd.group_id, GroupEpochValue(0, ()))
+        if classic:  # clears the classic group's row; the consumer group stays
+            state.apply(result, GroupMetadataRecord(cmd.group_id, None))
+        created = state.groups[cmd.group_id]
+        assert isinstance(created, ConsumerGroup)
+        return created
+    return group
+
+
+def find_member(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
+) -> tuple[ConsumerMember, ConsumerTrigger | None]:
+    """The member this heartbeat is from, admitted or replaced if it joins; the trigger is
+    MEMBER_JOINED when a new member was admitted."""
+    if cmd.member_epoch != JOIN_EPOCH:
+        member = group.members.get(cmd.member_id)
+        if member is None:
+            raise CoordinatorError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {cmd.member_id} is not a member of group {group.group_id}.",
+            )
+        _check_instance(group, cmd)
+        _check_epoch(member, cmd)
+        return member, None
+    if cmd.instance_id is not None:
+        holder = group.static_members.get(cmd.instance_id)
+        if holder is not None and holder != cmd.member_id:
+            previous = group.members[holder]
+            if previous.member_epoch != STATIC_LEAVE_EPOCH:
+                raise CoordinatorError(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {cmd.member_id or '(new)'} with instance id "
+                    f"{cmd.instance_id} cannot join the group because the instance id is "
+                    f"owned by {holder} member.",
+                )
+            return _replace_static(state, result, group, previous, cmd, now_ms), None
+    member_id = cmd.member_id or str(state.rng.uuid4())  # v0: the server chooses
+    member = group.members.get(member_id)
+    if member is not None:
+        return member, None  # a rejoin: same member, it owns nothing now
+    if len(group.members) >= state.config.group_consumer_max_size:
+        raise CoordinatorError(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of "
+            f"{state.config.group_consumer_max_size} members.",
+        )
+    write(state, result, group.group_id, subscription(ConsumerMember(member_id), cmd))
+    member = group.members[member_id]
+    _member_joined(result, group, member_id, cmd, now_ms)
+    return member, ConsumerTrigger.MEMBER_JOINED
+
+
+def update_subscription(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    cmd: ConsumerGroupHeartbeat,
+) -> ConsumerTrigger | None:
+    """Record what `cmd` changes of `member`'s subscription; SUBSCRIPTION_CHANGED when the
+    change can move partitions (topics, regex, assignor, rack)."""
+    value = subscription(member, cmd)
+    old = member.subscription_value()
+    if value == old:
+        return None
+    write(state, result, group.group_id, value)
+    if (
+        value.subscribed_topic_names != old.subscribed_topic_names
+        or value.subscribed_topic_regex != old.subscribed_topic_regex
+        or value.server_assignor != old.server_assignor
+        or value.rack_id != old.rack_id
+    ):
+        return ConsumerTrigger.SUBSCRIPTION_CHANGED
+    return None
+
+
+def subscription(member: ConsumerMember, cmd: ConsumerGroupHeartbeat) -> MemberValue:
+    """`member`'s subscription with the fields `cmd` sets (None: unchanged)."""
+    return MemberValue(
+        member.member_id,
+        cmd.instance_id if cmd.instance_id is not None else member.instance_id,
+        cmd.rack_id if cmd.rack_id is not None else member.rack_id,
+        cmd.client_id,
+        cmd.client_host,
+        cmd.rebalance_timeout_ms if cmd.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+        cmd.subscribed_topic_names
+        if cmd.subscribed_topic_names is not None
+        else member.subscribed_topic_names,
+        # Kafka: an empty regex clears it.
+        (cmd.subscribed_topic_regex or None)
+        if cmd.subscribed_topic_regex is not None
+        else member.subscribed_topic_regex,
+        cmd.server_assignor if cmd.server_assignor is not None else member.server_assignor,
+    )
+
+
+def _check_instance(group: ConsumerGroup, cmd: ConsumerGroupHeartbeat) -> None:
+    if cmd.instance_id is None:
+        return
+    holder = group.static_members.get(cmd.instance_id)
+    if holder is None:
+        raise CoordinatorError(
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            f"Instance id {cmd.instance_id} is unknown in group {group.group_id}.",
+        )
+    if holder != cmd.member_id:
+        raise CoordinatorError(
+            ErrorCode.FENCED_INSTANCE_ID,
+            f"Static member {cmd.member_id} with instance id {cmd.instance_id} was fenced "
+            f"by member {holder}.",
+        )
+
+
+def _check_epoch(member: ConsumerMember, cmd: ConsumerGroupHeartbeat) -> None:
+    """Kafka's `throwIfMemberEpochIsInvalid`: an epoch ahead of ours, or behind it other than
+    the previous epoch with a subset of the current partitions (the reply that bumped it may
+    have been lost), fences the member."""
+    received = cmd.member_epoch
+    if received > member.member_epoch:
+        raise CoordinatorError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({received}) than the "
+            f"one known by the group coordinator ({member.member_epoch}). The member must "
+            "abandon all its partitions and rejoin.",
+        )
+    if received < member.member_epoch:
+        owned = thaw(cmd.topic_partitions or ())
+        subset = cmd.topic_partitions is not None and all(
+            ps <= member.assigned.get(t, set()) for t, ps in owned.items()
+        )
+        if received != member.previous_member_epoch or not subset:
+            raise CoordinatorError(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a smaller member epoch ({received}) than "
+                f"the one known by the group coordinator ({member.member_epoch}). The "
+                "member must abandon all its partitions and rejoin.",
+            )
+
+
+def _replace_static(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    previous: ConsumerMember,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
+) -> ConsumerMember:
+    """A static member back after its temporary leave (-2): the new member id takes over the
+    old one's subscription, target and current assignment at once, so the partitions never
+    move (KIP-345's promise, kept by KIP-848)."""
+    member_id = cmd.member_id or str(state.rng.uuid4())
+    target = freeze(group.target.get(previous.member_id, {}))
+    current = previous.current_value()
+    remove_member(state, result, group, previous)
+    state.cancel(result, consumer_session_key(group.group_id, previous.member_id))
+    state.cancel(result, consumer_revocation_key(group.group_id, previous.member_id))
+    write(state, result, group.group_id, subscription(ConsumerMember(member_id), cmd))
+    write(state, result, group.group_id, TargetMemberValue(member_id, target))
+    write(
+        state,
+        result,
+        group.group_id,
+        CurrentAssignmentValue(
+            member_id,
+            current.previous_member_epoch if current.member_epoch < 0 else current.member_epoch,
+            current.previous_member_epoch,
+            current.state,
+            current.assigned,
+            current.pending_revocation,
+        ),
+    )
+    result.event(
+        EventType.MEMBER_EXPIRED,
+        now_ms,
+        group.group_id,
+        group.group_epoch,
+        previous.member_id,
+        group_type=GROUP_TYPE,
+        reason=ExpiryReason.REPLACED,
+    )
+    _member_joined(result, group, member_id, cmd, now_ms)
+    return group.members[member_id]
+
+
+def _member_joined(
+    result: Result,
+    group: ConsumerGroup,
+    member_id: str,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
+) -> None:
+    result.event(
+        EventType.MEMBER_JOINED,
+        now_ms,
+        group.group_id,
+        group.group_epoch,
+        member_id,
+        group_type=GROUP_TYPE,
+        client_id=cmd.client_id,
+        instance_id=cmd.instance_id,
+        protocols=[],
+    )

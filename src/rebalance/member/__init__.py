@@ -1,0 +1,45 @@
+"""The member side of Kafka's group protocols as pure state machines (sans-I/O).
+
+`ClassicMember` speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat, eager or KIP-429
+cooperative); its lifecycle is one table (`lifecycle`), its reactions to errors another
+(`actions`). `coordinator.member.GroupMember` is the asyncio shell that runs one on a socket.
+"""
+
+from rebalance.member.actions import Action, Api, action_for
+from rebalance.member.classic import ClassicMember, CommitOutcome, MemberConfig
+from rebalance.member.embedded import ConsumerEmbedded, EmbeddedProtocol
+from rebalance.member.lifecycle import MemberState
+from rebalance.member.messages import (
+    Assigned,
+    Change,
+    CommitRefused,
+    DescribeTopics,
+    FindCoordinator,
+    FindCoordinatorReply,
+    Lost,
+    MemberFailed,
+    Revoked,
+    TopicsDescribed,
+)
+
+__all__ = [
+    "Action",
+    "Api",
+    "Assigned",
+    "Change",
+    "ClassicMember",
+    "CommitOutcome",
+    "CommitRefused",
+    "ConsumerEmbedded",
+    "DescribeTopics",
+    "EmbeddedProtocol",
+    "FindCoordinator",
+    "FindCoordinatorReply",
+    "Lost",
+    "MemberConfig",
+    "MemberFailed",
+    "MemberState",
+    "Revoked",
+    "TopicsDescribed",
+    "action_for",
+]

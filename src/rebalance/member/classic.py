@@ -1,0 +1,584 @@
+"""A classic-protocol group member as a pure state machine (eager and KIP-429 cooperative).
+
+Sans-I/O, like the coordinator core: the shell asks `poll(now_ms)` for the next request to send
+(at most one group request is in flight), sends it, and hands back the reply with
+`on_reply(reply, now_ms)` or the failure with `on_failure(now_ms)`; `next_wakeup_ms()` says when
+to ask again. Assignment changes come out of `take_changes()`; the shell runs the application's
+callbacks and then calls `changes_done()`. Kafka's listener rule holds: no JoinGroup or
+LeaveGroup is sent while announced changes are not yet done (the revocation is complete before
+the coordinator can hand the partitions to anyone else); heartbeats go on meanwhile.
+
+Rebalance protocols (`EmbeddedProtocol.cooperative`):
+
+* eager: before every JoinGroup the member revokes everything it owns;
+* cooperative (KIP-429): the member rejoins keeping what it owns and lists it in its
+  subscription; the leader's cooperative assignor withholds partitions still owned by another
+  member; after SyncGroup the member revokes only what it lost, and if it revoked anything it
+  rejoins at once (the second rebalance, in which the withheld partitions are handed out).
+
+Errors go through `actions.action_for` (Kafka's Java client's choices, one table).
+
+Ownership lease (not in Kafka's classic client, added here on purpose). Kafka's Java consumer
+keeps believing it owns its partitions while its heartbeats fail, until it hears an error; by
+then the coordinator may have given them away. This member gives them up as *lost* once
+`min(session_timeout_ms, rebalance_timeout_ms)` has passed since it *sent* the last heartbeat
+the coordinator accepted (NONE) for the generation the member holds. The coordinator cannot
+remove it earlier: an accepted heartbeat re-armed its session when it arrived, after it was
+sent, and a rebalance the member has not heard of began after that heartbeat was answered.
+Only heartbeats count: a JoinGroup or SyncGroup answered at once (the group already Stable)
+re-arms nothing at the coordinator. So partitions new in a SyncGroup are owned (and announced)
+once the heartbeat sent right after it is accepted. With clocks that run at the same rate, no
+two members ever believe they own the same partition (tests/rebalance/test_member_properties.py,
+which found the SyncGroup case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from assignors.spec import TopicPartition
+from rebalance.commands import (
+    CommitPartition,
+    CommitTopic,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    LeavingMember,
+    OffsetCommit,
+    SyncGroup,
+)
+from rebalance.errors import ErrorCode
+from rebalance.member.actions import Action, Api, action_for
+from rebalance.member.embedded import EmbeddedProtocol, EmbeddedProtocolError
+from rebalance.member.lifecycle import MemberState, fire
+from rebalance.member.messages import (
+    Assigned,
+    Change,
+    CommitRefused,
+    DescribeTopics,
+    FindCoordinator,
+    FindCoordinatorReply,
+    Lost,
+    MemberFailed,
+    Revoked,
+    TopicsDescribed,
+)
+from rebalance.replies import (
+    AnyReply,
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    OffsetCommitReply,
+    SyncGroupReply,
+)
+
+_DONE = (MemberState.LEAVING, MemberState.LEFT, MemberState.FAILED)
+
+Request = FindCoordinator | DescribeTopics | JoinGroup | SyncGroup | Heartbeat | LeaveGroup
+Reply = AnyReply | FindCoordinatorReply | TopicsDescribed
+
+
+@dataclass(frozen=True)
+class MemberConfig:
+    """Kafka's consumer settings that shape the protocol (Java defaults)."""
+
+    group_id: str
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000  # Java sends max.poll.interval.ms
+    heartbeat_interval_ms: int = 3_000
+    retry_backoff_ms: int = 100
+    group_instance_id: str | None = None
+    client_id: str = "rebalance-member"
+
+    def __post_init__(self) -> None:
+        if not self.group_id:
+            raise ValueError("group_id must not be empty")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
+
+    @property
+    def lease_ms(self) -> int:
+        return min(self.session_timeout_ms, self.rebalance_timeout_ms)
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """What became of one OffsetCommit: done, failed for good, or worth retrying."""
+
+    error: ErrorCode
+    action: Action | None  # None when every partition was committed
+
+    @property
+    def ok(self) -> bool:
+        return self.error is ErrorCode.NONE
+
+    @property
+    def retriable(self) -> bool:
+        return self.action in (Action.RETRY_COMMIT, Action.REDISCOVER)
+
+
+class ClassicMember:
+    """One member of a classic group; see the module docstring."""
+
+    def __init__(self, config: MemberConfig, protocol: EmbeddedProtocol) -> None:
+        self.config = config
+        self.protocol = protocol
+        self.state = MemberState.UNJOINED
+        self.member_id = ""
+        self.generation = -1
+        self.protocol_name: str | None = None
+        self.leader_id = ""
+        #: What this member believes it owns, and the generation that gave it.
+        self.owned: frozenset[TopicPartition] = frozenset()
+        self.owned_generation = -1
+        #: Announced as revoked, callbacks not done yet: still committable.
+        self.revoking: frozenset[TopicPartition] = frozenset()
+        self.previous: tuple[TopicPartition, ...] = ()
+        self.coordinator: tuple[str, int] | None = None
+        self.failure: MemberFailed | None = None
+        self._in_flight: Request | None = None
+        self._sent_ms = 0
+        self._rejoin_needed = False
+        self._retry_at_ms = 0
+        self._next_heartbeat_ms = 0
+        self._lease_from_ms: int | None = None
+        #: Assigned by the last SyncGroup, owned once a heartbeat confirms the generation.
+        self._pending: frozenset[TopicPartition] | None = None
+        self._join_reply: JoinGroupReply | None = None
+        self._partition_counts: dict[str, int] | None = None
+        self._changes: list[Change] = []
+        self._unacknowledged = 0
+        self._closing = False
+
+    # -- what the shell calls ----------------------------------------------------------------
+
+    def poll(self, now_ms: int) -> Request | None:
+        """The request to send now, if any (it is then in flight until answered or failed)."""
+        self._check_lease(now_ms)
+        if self.state in (MemberState.LEFT, MemberState.FAILED) or self._in_flight is not None:
+            return None
+        if now_ms < self._retry_at_ms:
+            return None
+        request = self._next_request(now_ms)
+        if request is not None:
+            self._in_flight = request
+            self._sent_ms = now_ms
+        return request
+
+    def next_wakeup_ms(self, now_ms: int) -> int | None:
+        """When `poll` may have something to send without a reply, a `changes_done` or a
+        `close` arriving first (None: nothing until then). Waking early is harmless."""
+        if self.state in (MemberState.LEFT, MemberState.FAILED):
+            return None
+        candidates: list[int] = []
+        if self.owned and self._lease_from_ms is not None:
+            candidates.append(self._lease_from_ms + self.config.lease_ms)
+        if self._in_flight is None:
+            settled = self._unacknowledged == 0 and not self._changes
+            if (
+                self.coordinator is None
+                or self.state is MemberState.SYNCING
+                or (self._closing and settled)
+                or (
+                    self._join_due() and (settled or (not self.protocol.cooperative and self.owned))
+                )
+            ):
+                candidates.append(max(now_ms, self._retry_at_ms))
+            if self._can_heartbeat():
+                candidates.append(max(self._next_heartbeat_ms, self._retry_at_ms))
+        return min(candidates) if candidates else None
+
+    def on_reply(self, reply: Reply, now_ms: int) -> None:
+        """The answer to the request in flight."""
+        request, self._in_flight = self._in_flight, None
+        if request is None:
+            raise ValueError(f"no request in flight for {type(reply).__name__}")
+        if self.state in (MemberState.LEFT, MemberState.FAILED):
+            return
+        if isinstance(request, FindCoordinator) and isinstance(reply, FindCoordinatorReply):
+            self._on_find(reply, now_ms)
+        elif isinstance(request, DescribeTopics) and isinstance(reply, TopicsDescribed):
+            self._partition_counts = dict(reply.partitions)
+        elif isinstance(request, JoinGroup) and isinstance(reply, JoinGroupReply):
+            self._on_join(request, reply, now_ms)
+        elif isinstance(request, SyncGroup) and isinstance(reply, SyncGroupReply):
+            self._on_sync(request, reply, now_ms)
+        elif isinstance(request, Heartbeat) and isinstance(reply, HeartbeatReply):
+            self._on_heartbeat(request, reply, now_ms)
+        elif isinstance(request, LeaveGroup) and isinstance(reply, LeaveGroupReply):
+            fire(self, "left")  # whatever the answer: Java logs a leave error and goes on
+        else:
+            self._in_flight = request
+            raise ValueError(f"{type(reply).__name__} does not answer {type(request).__name__}")
+
+    def on_failure(self, now_ms: int) -> None:
+        """The request in flight got no answer (connection lost, request timeout)."""
+        request, self._in_flight = self._in_flight, None
+        if request is None:
+            return
+        if isinstance(request, LeaveGroup):
+            fire(self, "left")  # Java does not retry a leave either
+            return
+        self.coordinator = None
+        self._retry_at_ms = now_ms + self.config.retry_backoff_ms
+        if isinstance(request, SyncGroup):
+            self._rejoin()  # Java: every SyncGroup failure requests a rejoin
+
+    def owns(self, now_ms: int) -> frozenset[TopicPartition]:
+        """What the member may act on at `now_ms`: its partitions while the lease holds."""
+        if self._lease_from_ms is None or now_ms >= self._lease_from_ms + self.config.lease_ms:
+            return frozenset()
+        return self.owned
+
+    @property
+    def settled(self) -> bool:
+        """In a synced generation, no rebalance pending, every change announced and handled."""
+        return (
+            self.state is MemberState.STABLE
+            and self._pending is None
+            and not self._rejoin_needed
+            and not self._changes
+            and self._unacknowledged == 0
+        )
+
+    @property
+    def has_changes(self) -> bool:
+        """Changes announced and not yet taken."""
+        return bool(self._changes)
+
+    def take_changes(self) -> list[Change]:
+        """Assignment changes to announce, in order; call `changes_done` once handled."""
+        changes, self._changes = self._changes, []
+        return changes
+
+    def changes_done(self) -> None:
+        """The application's callbacks for every taken change have returned."""
+        self._unacknowledged = len(self._changes)
+        self.revoking = frozenset()
+
+    def close(self) -> None:
+        """Leave: revoke what is owned, then LeaveGroup (dynamic members only, as Kafka)."""
+        self._closing = True
+
+    def commit(self, offsets: Mapping[TopicPartition, int], *, metadata: str = "") -> OffsetCommit:
+        """An OffsetCommit fenced by this member's generation, for partitions it owns.
+
+        Refused (CommitRefused) unless the member is in the generation that gave it these
+        partitions: never with a generation it has already left or not yet been assigned in.
+        """
+        if self.failure is not None:
+            raise self.failure
+        if self.generation < 0 or self.generation != self.owned_generation:
+            raise CommitRefused(
+                f"not in a synced generation (generation {self.generation}, "
+                f"assignment of {self.owned_generation})"
+            )
+        foreign = set(offsets) - self.owned - self.revoking
+        if foreign:
+            raise CommitRefused(f"not owned by this member: {sorted(foreign)}")
+        by_topic: dict[str, list[CommitPartition]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append(
+                CommitPartition(partition, offset, metadata=metadata)
+            )
+        return OffsetCommit(
+            group_id=self.config.group_id,
+            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in by_topic.items()),
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self.config.group_instance_id,
+        )
+
+    def on_commit_reply(self, request: OffsetCommit, reply: OffsetCommitReply) -> CommitOutcome:
+        """Act on a commit's answer (Kafka: a stale answer must not reset a newer generation)."""
+        errors = [
+            code for _, parts in reply.topics for _, code in parts if code is not ErrorCode.NONE
+        ]
+        if not errors:
+            return CommitOutcome(ErrorCode.NONE, None)
+        error = errors[0]
+        action = action_for(Api.OFFSET_COMMIT, error)
+        current = request.generation_id == self.generation and request.member_id == self.member_id
+        if action is Action.REDISCOVER:
+            self.coordinator = None
+        elif action is Action.REJOIN and self.state is MemberState.STABLE:
+            self._rejoin()
+        elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER_ID) and current:
+            self._reset(forget_member_id=action is Action.RESET_MEMBER_ID)
+        elif action is Action.FATAL and current:
+            self._fail(error, "OffsetCommit")
+        return CommitOutcome(error, action)
+
+    def on_commit_failure(self) -> None:
+        """A commit got no answer: the coordinator may have moved."""
+        self.coordinator = None
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def _next_request(self, now_ms: int) -> Request | None:
+        if self.coordinator is None:
+            return FindCoordinator(self.config.group_id)
+        if self._closing:
+            leave = self._leave_request()
+            if leave is not None or not self._can_heartbeat():
+                return leave
+            # the revocation callbacks still run: heartbeats keep the generation meanwhile
+            if now_ms >= self._next_heartbeat_ms:
+                return self._heartbeat_request()
+            return None
+        if self.state is MemberState.UNJOINED:
+            fire(self, "join")
+        if (
+            self._pending is not None
+            and self._can_heartbeat()
+            and now_ms >= self._next_heartbeat_ms
+        ):
+            return self._heartbeat_request()  # confirms the generation before anything else
+        if self.state is MemberState.STABLE and self._rejoin_needed:
+            self._pending = None
+            fire(self, "join")
+        if self.state is MemberState.JOINING:
+            if not self.protocol.cooperative and self.owned:
+                self._announce(Revoked(self.owned, self.owned_generation), revoking=True)
+                self.owned = frozenset()
+            if self._unacknowledged == 0 and not self._changes:
+                return self._join_request()
+        if self.state is MemberState.SYNCING:
+            return self._sync_or_describe()
+        if self._can_heartbeat() and now_ms >= self._next_heartbeat_ms:
+            return self._heartbeat_request()
+        return None
+
+    def _heartbeat_request(self) -> Heartbeat:
+        return Heartbeat(
+            self.config.group_id, self.generation, self.member_id, self.config.group_instance_id
+        )
+
+    def _join_due(self) -> bool:
+        return self.state in (MemberState.UNJOINED, MemberState.JOINING) or (
+            self.state is MemberState.STABLE and self._rejoin_needed
+        )
+
+    def _can_heartbeat(self) -> bool:
+        """Heartbeats keep a generation alive while stable and while callbacks run before a
+        rejoin (Java's heartbeat thread runs until the JoinGroup is sent)."""
+        return (
+            self.generation >= 0
+            and self.member_id != ""
+            and self.state in (MemberState.STABLE, MemberState.JOINING)
+        )
+
+    def _join_request(self) -> JoinGroup:
+        protocols = self.protocol.protocols(self.owned, self.previous, self.owned_generation)
+        return JoinGroup(
+            group_id=self.config.group_id,
+            member_id=self.member_id,
+            protocol_type=self.protocol.protocol_type,
+            protocols=protocols,
+            session_timeout_ms=self.config.session_timeout_ms,
+            rebalance_timeout_ms=self.config.rebalance_timeout_ms,
+            group_instance_id=self.config.group_instance_id,
+            client_id=self.config.client_id,
+        )
+
+    def _sync_or_describe(self) -> DescribeTopics | SyncGroup:
+        reply = self._join_reply
+        assert reply is not None and self.protocol_name is not None
+        assignments: dict[str, bytes] = {}
+        if reply.leader == self.member_id and not reply.skip_assignment:
+            if self._partition_counts is None:
+                needed = self.protocol.topics_needed(self.protocol_name, reply.members)
+                if needed:
+                    return DescribeTopics(tuple(sorted(needed)))
+                self._partition_counts = {}
+            assignments = self.protocol.assign(
+                self.protocol_name, reply.members, self._partition_counts
+            )
+        return SyncGroup(
+            group_id=self.config.group_id,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            assignments=tuple(assignments.items()),
+            group_instance_id=self.config.group_instance_id,
+            protocol_type=self.protocol.protocol_type,
+            protocol_name=self.protocol_name,
+        )
+
+    def _leave_request(self) -> LeaveGroup | None:
+        self._pending = None
+        if self.owned:
+            if self.generation < 0 or self.member_id == "":
+                self._announce(Lost(self.owned, self.owned_generation))
+            else:
+                self._announce(Revoked(self.owned, self.owned_generation), revoking=True)
+            self.owned = frozenset()
+        if self._unacknowledged or self._changes or self.state is MemberState.LEAVING:
+            return None
+        fire(self, "leave")
+        if self.config.group_instance_id is not None or not self.member_id:
+            # KIP-345: a static member does not leave on close; its session timeout removes it
+            # (or its restart replaces it). A member without an id has nothing to leave.
+            fire(self, "left")
+            return None
+        return LeaveGroup(self.config.group_id, (LeavingMember(self.member_id, None, "closing"),))
+
+    def _on_find(self, reply: FindCoordinatorReply, now_ms: int) -> None:
+        if reply.error is ErrorCode.NONE:
+            self.coordinator = (reply.host, reply.port)
+        elif reply.error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            self._fail(reply.error, "FindCoordinator")
+        else:
+            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
+
+    def _on_join(self, request: JoinGroup, reply: JoinGroupReply, now_ms: int) -> None:
+        if self.state is not MemberState.JOINING:
+            return  # reset or closing meanwhile: the answer is stale
+        if reply.error is ErrorCode.NONE:
+            self.member_id = reply.member_id
+            self.generation = reply.generation_id
+            self.protocol_name = reply.protocol_name
+            self.leader_id = reply.leader
+            self._join_reply = reply
+            self._partition_counts = None
+            self._rejoin_needed = False
+            fire(self, "joined")
+            return
+        action = action_for(Api.JOIN_GROUP, reply.error)
+        if reply.error is ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = reply.member_id
+        self._act(action, reply.error, "JoinGroup", now_ms)
+
+    def _on_sync(self, request: SyncGroup, reply: SyncGroupReply, now_ms: int) -> None:
+        if self.state is not MemberState.SYNCING or request.generation_id != self.generation:
+            return  # reset, rejoining or closing meanwhile: the answer is stale
+        if reply.error is ErrorCode.NONE:
+            if (reply.protocol_type not in (None, self.protocol.protocol_type)) or (
+                reply.protocol_name not in (None, self.protocol_name)
+            ):
+                self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "SyncGroup")
+                return
+            try:
+                assigned = self.protocol.decode(reply.assignment)
+            except EmbeddedProtocolError:
+                self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "SyncGroup assignment")
+                return
+            revoked = self.owned - assigned
+            if revoked:
+                self._announce(Revoked(revoked, self.owned_generation), revoking=True)
+                self._rejoin_needed = True  # KIP-429: the second rebalance hands them out
+            self.owned -= revoked
+            self.owned_generation = self.generation
+            self.previous = tuple(sorted(assigned))
+            # What is new is owned once a heartbeat of this generation is accepted: a SyncGroup
+            # answered at once (group already Stable) does not re-arm the member's session at
+            # the coordinator, so only that heartbeat proves the coordinator still counts it.
+            self._pending = assigned - self.owned
+            self._next_heartbeat_ms = now_ms
+            fire(self, "synced")
+            return
+        self._act(action_for(Api.SYNC_GROUP, reply.error), reply.error, "SyncGroup", now_ms)
+
+    def _on_heartbeat(self, request: Heartbeat, reply: HeartbeatReply, now_ms: int) -> None:
+        self._next_heartbeat_ms = self._sent_ms + self.config.heartbeat_interval_ms
+        if reply.error is ErrorCode.NONE:
+            if request.generation_id == self.generation and self.state is MemberState.STABLE:
+                self._prove(now_ms)
+                if self._pending is not None:
+                    self.owned |= self._pending
+                    self._announce(Assigned(self._pending, self.generation))
+                    self._pending = None
+            return
+        action = action_for(Api.HEARTBEAT, reply.error)
+        unchanged = request.generation_id == self.generation and request.member_id == self.member_id
+        if action is Action.REJOIN:
+            if self.state is MemberState.STABLE:
+                self._rejoin()  # otherwise already rejoining: Java ignores it
+        elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER_ID):
+            if unchanged:
+                self._reset(forget_member_id=action is Action.RESET_MEMBER_ID)
+        else:
+            self._next_heartbeat_ms = now_ms  # Java's failHeartbeat: retried after the backoff
+            self._act(action, reply.error, "Heartbeat", now_ms)
+
+    def _act(self, action: Action, error: ErrorCode, where: str, now_ms: int) -> None:
+        """The generic part of the error table's actions for Join/Sync/Heartbeat."""
+        if action is Action.REJOIN:
+            self._rejoin()
+        elif action is Action.RESET_GENERATION:
+            self._reset(forget_member_id=False)
+        elif action is Action.RESET_MEMBER_ID:
+            self._reset(forget_member_id=True)
+        elif action is Action.REDISCOVER:
+            self.coordinator = None
+            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
+            if self.state is MemberState.SYNCING:
+                self._rejoin()
+        elif action is Action.BACKOFF:
+            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
+        elif action is Action.FATAL:
+            self._fail(error, where)
+
+    # -- state changes -----------------------------------------------------------------------
+
+    def _prove(self, now_ms: int) -> None:
+        """A heartbeat sent at `_sent_ms` was accepted: the ownership lease starts there."""
+        self._lease_from_ms = self._sent_ms
+
+    def _check_lease(self, now_ms: int) -> None:
+        if not self.owned or self._lease_from_ms is None:
+            return
+        if now_ms < self._lease_from_ms + self.config.lease_ms:
+            return
+        self._announce(Lost(self.owned, self.owned_generation))
+        self.owned = frozenset()
+        self.owned_generation = -1
+        self._pending = None
+        if isinstance(self._in_flight, (JoinGroup, SyncGroup, DescribeTopics)):
+            return  # a rebalance is under way: its answer decides the membership
+        # Java, too, marks the coordinator unknown once a session passes without an answer.
+        self.coordinator = None
+        if self.state in (MemberState.STABLE, MemberState.JOINING, MemberState.SYNCING):
+            self.generation = -1
+            fire(self, "reset")
+
+    def _rejoin(self) -> None:
+        self._pending = None
+        if self.state in _DONE:
+            return
+        self._rejoin_needed = True
+        if self.state in (MemberState.SYNCING, MemberState.JOINING, MemberState.UNJOINED):
+            fire(self, "join")
+
+    def _reset(self, *, forget_member_id: bool) -> None:
+        """Java's resetStateAndGeneration: owned partitions are lost, the member rejoins."""
+        self._pending = None
+        if self.owned:
+            self._announce(Lost(self.owned, self.owned_generation))
+        self.owned = frozenset()
+        self.owned_generation = -1
+        self.generation = -1
+        if forget_member_id:
+            self.member_id = ""
+        self._lease_from_ms = None
+        if self.state in _DONE:
+            return
+        if self.state is not MemberState.UNJOINED:
+            fire(self, "reset")
+        fire(self, "join")
+
+    def _fail(self, error: ErrorCode, where: str) -> None:
+        if self.state in (MemberState.LEFT, MemberState.FAILED):
+            return
+        self.failure = MemberFailed(error, where)
+        self._pending = None
+        if self.owned:
+            self._announce(Lost(self.owned, self.owned_generation))
+            self.owned = frozenset()
+        fire(self, "fail")
+
+    def _announce(self, change: Change, *, revoking: bool = False) -> None:
+        self._changes.append(change)
+        self._unacknowledged += 1
+        if revoking:
+            self.revoking |= change.partitions

@@ -1,0 +1,85 @@
+"""What a member says and hears besides the coordinator's own commands and replies.
+
+The group requests a member sends are the core's commands (`rebalance.commands.JoinGroup`,
+`SyncGroup`, `Heartbeat`, `LeaveGroup`, `OffsetCommit`) and it is answered with the core's replies:
+one vocabulary for both ends, so a pure member can be wired straight to a pure coordinator in
+tests. Two more requests are the member's own: finding the coordinator and, for a leader, the
+partition counts of the subscribed topics. The assignment changes it announces are `Assigned`,
+`Revoked` and `Lost` (Kafka's ConsumerRebalanceListener callbacks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assignors.spec import TopicPartition
+from rebalance.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinator:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorReply:
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTopics:
+    """Leader only: the partition counts its assignor needs (Kafka: a Metadata request)."""
+
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsDescribed:
+    """Partition count per topic (a topic missing here does not exist yet), and topic ids by
+    name (the consumer protocol assigns by topic id)."""
+
+    partitions: dict[str, int]
+    ids: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Assigned:
+    """Partitions that became this member's (`on_assigned`); may be empty after a rebalance."""
+
+    partitions: frozenset[TopicPartition]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    """Partitions given up in an orderly way (`on_revoked`): offsets may still be committed."""
+
+    partitions: frozenset[TopicPartition]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """Partitions that may already belong to another member (`on_lost`): no commit possible."""
+
+    partitions: frozenset[TopicPartition]
+    generation: int
+
+
+Change = Assigned | Revoked | Lost
+
+
+class CommitRefused(Exception):
+    """The member cannot commit these offsets now (not in a generation, or not the owner)."""
+
+
+class MemberFailed(Exception):
+    """The member hit an error Kafka's client does not recover from (see `actions`)."""
+
+    def __init__(self, code: ErrorCode, where: str) -> None:
+        super().__init__(f"{where}: {code.name}")
+        self.code = code
+        self.where = where

@@ -1,0 +1,119 @@
+"""One group member in its own process, reporting its rebalance callbacks as JSON lines.
+
+    {"t": monotonic seconds, "event": "assigned"|"revoked"|"lost", "partitions": [[t, p], ...]}
+    {"t": ..., "event": "closed"}
+
+`--kind group-member` runs our `GroupMember`; `--kind confluent` runs librdkafka
+(confluent-kafka); both incremental: `--protocol classic` is cooperative-sticky, `--protocol
+consumer` is KIP-848 (`group.protocol=consumer`, the coordinator assigns). `time.monotonic()`
+is CLOCK_MONOTONIC, one clock for every process of the machine, so the lines of several
+processes can be merged in time order. SIGTERM closes the member cleanly; a test's SIGKILL
+leaves it to the session timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+stop_requested = False
+
+
+def say(event: str, partitions: Any = None) -> None:
+    line: dict[str, Any] = {"t": time.monotonic(), "event": event}
+    if partitions is not None:
+        line["partitions"] = sorted([t, p] for t, p in partitions)
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+async def run_group_member(args: argparse.Namespace) -> None:
+    from coordinator.member import GroupMember
+
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+
+    async def assigned(partitions: Any) -> None:
+        say("assigned", partitions)
+
+    async def revoked(partitions: Any) -> None:
+        say("revoked", partitions)
+
+    async def lost(partitions: Any) -> None:
+        say("lost", partitions)
+
+    async with GroupMember(
+        args.bootstrap, args.group, [args.topic], group_protocol=args.protocol,
+        session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.session_ms // 5,
+        rebalance_timeout_ms=args.session_ms * 2, client_id=args.name,
+        on_assigned=assigned, on_revoked=revoked, on_lost=lost,
+    ):  # fmt: skip
+        await stop.wait()
+    say("closed")
+
+
+def run_confluent(args: argparse.Namespace) -> None:
+    from confluent_kafka import Consumer
+
+    def on_sigterm(*_: object) -> None:
+        global stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.name,
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
+    if args.protocol == "consumer":
+        config["group.protocol"] = "consumer"  # session and heartbeat: the coordinator's
+    else:
+        config |= {
+            "session.timeout.ms": args.session_ms,
+            "heartbeat.interval.ms": args.session_ms // 5,
+            "max.poll.interval.ms": max(args.session_ms * 2, 10_000),
+            "partition.assignment.strategy": "cooperative-sticky",
+        }
+    consumer = Consumer(config)
+
+    def assigned(_: Any, partitions: Any) -> None:
+        say("assigned", [(p.topic, p.partition) for p in partitions])
+
+    def revoked(_: Any, partitions: Any) -> None:
+        say("revoked", [(p.topic, p.partition) for p in partitions])
+
+    def lost(_: Any, partitions: Any) -> None:
+        say("lost", [(p.topic, p.partition) for p in partitions])
+
+    consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+    while not stop_requested:
+        consumer.poll(0.05)
+    consumer.close()
+    say("closed")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kind", choices=["group-member", "confluent"], required=True)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--session-ms", type=int, default=3000)
+    parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+    args = parser.parse_args()
+    if args.kind == "group-member":
+        asyncio.run(run_group_member(args))
+    else:
+        run_confluent(args)
+
+
+if __name__ == "__main__":
+    main()
