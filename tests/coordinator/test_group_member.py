@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -40,7 +43,9 @@ class CallbackLog:
 
     entries: list[tuple[float, str, str, frozenset[tuple[str, int]]]] = field(default_factory=list)
 
-    def member(self, server: RunningServer, name: str, **options: object) -> GroupMember:
+    def member(self, server: Any, name: str, **options: object) -> GroupMember:
+        """A member of group g logging its callbacks (`server`: anything with `.bootstrap`)."""
+
         async def record(kind: str, partitions: frozenset[tuple[str, int]]) -> None:
             self.entries.append((asyncio.get_running_loop().time(), name, kind, partitions))
 
@@ -275,4 +280,76 @@ async def test_resource_groups_share_by_weight_and_take_over_from_a_crashed_inst
         assert group["a"].owned() | group["b"].owned() == set(tenants)
         await group["a"].close()
         await group["b"].close()
+    log.assert_never_shared()
+
+
+async def test_a_static_member_restarts_into_its_place_without_a_rebalance() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        steady = log.member(running, "steady", group_instance_id="steady-1")
+        static = log.member(running, "static", group_instance_id="static-1")
+        steady.start()
+        static.start()
+        await until(lambda: split([steady, static]))
+        held, generation = static.owned(), steady.generation
+        static.kill()  # a restart: no LeaveGroup (a static member never sends one on close)
+        log.crashed("static")
+        again = log.member(running, "static-again", group_instance_id="static-1")
+        again.start()
+        await until(lambda: again.owned() == held)
+        assert steady.generation == generation  # KIP-345: the other member saw no rebalance
+        assert [k for _, n, k, _ in log.entries if n == "steady"] == ["assigned"]
+        await again.close()
+        await steady.close()
+    log.assert_never_shared()
+
+
+async def serve_on(data_dir: Any, port: int) -> tuple[asyncio.subprocess.Process, int]:
+    """`rebalance serve` in its own process (port 0: any), as users run it."""
+    from serve_process import REBALANCE, STARTED
+
+    process = await asyncio.create_subprocess_exec(
+        *REBALANCE, "serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
+        "--topic", f"{TOPIC}:{PARTITIONS}", "--set", "group.initial.rebalance.delay.ms=100",
+        "--set", "group.min.session.timeout.ms=500", stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    STARTED.append(process.pid)
+    assert process.stderr is not None
+    while True:
+        line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+        assert line, "server exited before listening"
+        if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
+            return process, int(found.group(1))
+
+
+async def test_members_ride_out_a_coordinator_crash_and_restart(tmp_path: Any) -> None:
+    """The server process is SIGKILLed and started again on the same port with the same data:
+    the members lose their connections, rediscover the coordinator with backoff and carry on
+    in the generation it reloaded from SQLite (no partition lost: the outage is shorter than
+    the ownership lease)."""
+    log = CallbackLog()
+    process, port = await serve_on(tmp_path, 0)
+    running = SimpleNamespace(bootstrap=f"127.0.0.1:{port}")
+    members = [
+        log.member(running, f"m{i}", session_timeout_ms=15_000, rebalance_timeout_ms=15_000)
+        for i in range(2)
+    ]
+    for m in members:
+        m.start()
+    try:
+        await until(lambda: split(members), 30)
+        before = [m.owned() for m in members]
+        process.kill()
+        await process.wait()
+        process, _ = await serve_on(tmp_path, port)
+        await until(lambda: all(m.sent["FindCoordinator"] >= 2 for m in members), 30)
+        await until(lambda: all(m.member.settled for m in members), 30)
+        assert [m.owned() for m in members] == before
+        await members[0].commit({next(iter(before[0])): 5})
+        for m in members:
+            await m.close()
+    finally:
+        process.kill()
+        await process.wait()
+    assert not any(kind == "lost" for _, _, kind, _ in log.entries)
     log.assert_never_shared()
