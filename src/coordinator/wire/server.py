@@ -40,6 +40,7 @@ import asyncio
 import dataclasses
 import logging
 import socket
+import typing
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -176,6 +177,9 @@ class _Connection(asyncio.Protocol):
         "_closing",
         "_flush_scheduled",
         "_lost",
+        "_more",
+        "_more_size",
+        "_need",
         "_out",
         "_out_bytes",
         "_queue",
@@ -196,13 +200,19 @@ class _Connection(asyncio.Protocol):
         self.name = f"conn#{number}"
         self.peer = ""
         self.transport: asyncio.Transport | None = None
-        #: Tasks answering this connection's pending requests.
         #: Tasks answering this connection's pending requests (a dict: 64 bytes when empty,
         #: a set 216; an idle connection should cost little).
         self.in_flight: dict[asyncio.Task[None], None] = {}
         self._closed: asyncio.Future[None] | None = None
         self._lost = False
+        #: Received bytes not yet handled, starting at a frame boundary...
         self._buffer = b""
+        #: ...and the chunks received after them, joined only once the next frame is complete
+        #: (`_need` bytes in all), so that a large request arriving in many reads is copied
+        #: once, not once per read.
+        self._more: list[bytes] = []
+        self._more_size = 0
+        self._need = 0
         #: Pending and answered-but-blocked requests, oldest first (a list: 56 bytes when
         #: empty, a deque 624; it rarely holds more than a few).
         self._queue: list[_Slot] = []
@@ -221,18 +231,33 @@ class _Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (asyncio's own, or an alternative loop's that does not subclass
+        # `asyncio.Transport`, such as uvloop's).
+        self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.name = f"conn#{self.number} {self.peer}"
         self.server._opened(self)
 
     def data_received(self, data: bytes) -> None:
-        self._buffer = self._buffer + data if self._buffer else data
+        if not self._buffer:
+            self._buffer = data
+        else:
+            self._more.append(data)
+            self._more_size += len(data)
+            if len(self._buffer) + self._more_size < self._need:
+                return  # the next frame is still incomplete
+            self._join_input()
         self._process()
 
+    def _join_input(self) -> None:
+        if self._more:
+            self._buffer = b"".join([self._buffer, *self._more])
+            self._more.clear()
+            self._more_size = 0
+
     def eof_received(self) -> bool:
+        self._join_input()
         left = len(self._buffer)
         if left and not self._closing:
             if left < FRAME_LENGTH.size:
@@ -253,6 +278,7 @@ class _Connection(asyncio.Protocol):
         self._queue.clear()
         self._out.clear()
         self._buffer = b""
+        self._more.clear()
         self._lost = True
         self.server._gone(self)
         if self._closed is not None and not self._closed.done():
@@ -335,7 +361,11 @@ class _Connection(asyncio.Protocol):
             return
         if self._closing:
             return
-        self._buffer = buffer[position:] if position else buffer
+        rest = self._buffer = buffer[position:] if position else buffer
+        if len(rest) < FRAME_LENGTH.size:
+            self._need = FRAME_LENGTH.size
+        else:
+            self._need = FRAME_LENGTH.size + FRAME_LENGTH.unpack_from(rest, 0)[0]
         self._flush()
         self._update_reading()
 
@@ -357,6 +387,7 @@ class _Connection(asyncio.Protocol):
         """Back-pressure eased: handle what is buffered, then read again."""
         if self._closing:
             return
+        self._join_input()
         if self._buffer:
             self._process()
         else:
