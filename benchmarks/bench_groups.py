@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_wire import _echo, machine
+from coordinator.collector import tune_for_serving
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import running_server
 from coordinator.wire.codec import (
@@ -60,6 +61,7 @@ async def _serve(kind: str, ready: Connection) -> None:
         # that exist.
         topics = [("orders", 10)]
         async with running_server(data_dir=Path(scratch), groups=groups, topics=topics) as node:
+            tune_for_serving()  # as `rebalance serve` does once started
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)

@@ -52,9 +52,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
 from operator import add, itemgetter, lt
+from typing import TYPE_CHECKING
 
-from .pairs import PairTable
-from .quota import ClaimHint, QuotaResult, assign_by_quota
 from .racks import member_rack, racks_match, use_rack_aware
 from .spec import (
     GroupAssignment,
@@ -64,6 +63,11 @@ from .spec import (
     TopicPartition,
     subscribed_topics,
 )
+
+if TYPE_CHECKING:
+    # numpy-based: imported where used (groups of QUOTA_PATH_MIN_PARTITIONS and more), so that
+    # importing the assignors does not import numpy.
+    from .quota import ClaimHint, QuotaResult
 
 QUOTA_PATH_MIN_PARTITIONS = 256
 """Groups with fewer partitions take the list version even with equal subscriptions: below a
@@ -188,6 +192,9 @@ def balance(
             partition_racks = None
 
     if equal and partition_racks is None and layout.total >= QUOTA_PATH_MIN_PARTITIONS:
+        from .pairs import PairTable
+        from .quota import assign_by_quota
+
         fast = assign_by_quota(
             PairTable(layout.topics, layout.counts),
             [m.owned for m in members],

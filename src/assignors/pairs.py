@@ -13,11 +13,13 @@ completely before it is published, and two threads building the same one publish
 from __future__ import annotations
 
 from itertools import chain, repeat
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from .spec import TopicPartition
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 PAIR_BUDGET = 2_000_000
 """Most tuples the shared table keeps (about 64 bytes each, so about 130 MB at most)."""
@@ -54,6 +56,10 @@ class PairTable:
     def __init__(self, topics: list[str], counts: list[int]) -> None:
         self.topics = topics
         self.counts = counts
+        # numpy is imported here, not at module level: only the large-group paths use it, and
+        # a server that imports the assignors would otherwise carry it (22 MB) from the start.
+        import numpy as np
+
         self.bases = np.zeros(len(topics), dtype=np.int64)
         if counts:
             self.bases[1:] = np.cumsum(counts[:-1])
@@ -68,6 +74,8 @@ class PairTable:
         return self._tables
 
     def topic_of(self, indices: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        import numpy as np
+
         return np.searchsorted(self.bases, indices, side="right") - 1
 
     def all_pairs(self) -> list[TopicPartition]:

@@ -1,6 +1,7 @@
 """The `rebalance` console script: `serve` the Kafka-protocol coordinator, `repair` a data dir,
-run the `demo` or the `walkthrough`, and (with the `analytics` extra) `report` and `sweep`;
-`zk-offsets` shows a ZooKeeper-coordinated group (the `zookeeper` extra).
+run the `demo` or the `walkthrough`, list and describe `groups`, and (with the `analytics`
+extra) `report` and `sweep`; `zk-offsets` shows a ZooKeeper-coordinated group (the
+`zookeeper` extra).
 
 Failures end with one line on stderr and an exit status (see `coordinator.command_line`): 2 for
 a wrong command line, 1 for what stops a command at run time; `--debug` (`-v`) adds the
@@ -57,11 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--protocol",
-        choices=["classic", "consumer", "zookeeper"],
+        choices=["classic", "consumer", "zookeeper", "client-balance"],
         default="classic",
         help="classic: the group coordinator (JoinGroup/SyncGroup); consumer: KIP-848 groups "
         "with librdkafka consumers (needs the consumer extra); zookeeper: Kafka 0.8's "
-        "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra)",
+        "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra); "
+        "client-balance: TubeMQ's client-side assignment (nodes pick and register their "
+        "partitions)",
     )
     walkthrough = commands.add_parser(
         "walkthrough",
@@ -117,6 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("-k", dest="pattern", metavar="TEXT", help="only scenarios naming it")
     conformance.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     conformance.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
+    groups = commands.add_parser(
+        "groups",
+        help="list a server's groups, or describe one (client-balance groups: each node's "
+        "sourceCount, nodeId and partitions)",
+    )
+    group_commands = groups.add_subparsers(dest="groups_command", required=True, metavar="WHAT")
+    listing = group_commands.add_parser("list", help="every group with its type and state")
+    describe = group_commands.add_parser("describe", help="one group's members and partitions")
+    describe.add_argument("group", metavar="GROUP")
+    for sub in (listing, describe):
+        sub.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT")
+        add_debug_argument(sub)
     for command, purpose in ANALYTICS.items():
         # Parsed by coordinator.analytics.cli (see `main`); `--help` there too.
         analytics = commands.add_parser(
@@ -149,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         if args.protocol == "consumer":  # librdkafka produces and consumes
             _require("consumer", "confluent_kafka")
-        else:
+        elif args.protocol != "client-balance":  # its nodes are this package's client
             _require("aiokafka", "aiokafka")
         _require("analytics", "pyspark", "matplotlib")
         if args.protocol == "zookeeper":
@@ -174,6 +189,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")
         return run_zk_offsets(args)
+    if args.command == "groups":
+        from coordinator.group_admin import run_groups
+
+        return run_groups(args)
     if args.command == "repair":
         from coordinator.partition_log.repair import repair
 

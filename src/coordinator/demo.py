@@ -322,7 +322,8 @@ def run_demo(
 ) -> int:
     """Run the demo; its data dir and report stay in `output` (replaced on every run).
     `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers,
-    "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`)."""
+    "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`), "client-balance"
+    with TubeMQ's client-side assignment (`coordinator.client_balance.demo`)."""
     started = time.monotonic()
     if output.exists():
         shutil.rmtree(output)
@@ -332,6 +333,10 @@ def run_demo(
         from coordinator.zookeeper.demo import run_zookeeper_story  # the zookeeper extra
 
         asyncio.run(run_zookeeper_story(data_dir, say))
+    elif protocol == "client-balance":
+        from coordinator.client_balance.demo import run_client_balance_story
+
+        asyncio.run(run_client_balance_story(data_dir, say))
     else:
         asyncio.run(run_group_story(data_dir, say, protocol))
     if protocol == "consumer":

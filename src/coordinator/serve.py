@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coordinator.app import Extension, ServerApp
+from coordinator.collector import tune_for_serving
 from coordinator.command_line import OneLineParser, add_debug_argument, run_command
 from coordinator.config import ConfigError, SettingClaim, parse_settings
 from coordinator.errors import UsageError
@@ -97,9 +98,12 @@ async def run_serve(
     extensions: Sequence[Extension] = (),
     claims: Sequence[SettingClaim] = (),
     ready: asyncio.Event | None = None,
+    tune_collector: bool = False,
 ) -> int:
     """Run until SIGTERM/SIGINT; returns the process exit status. A failed start raises
-    (`UsageError` for a bad setting, another `OperationalError` for what else stops it)."""
+    (`UsageError` for a bad setting, another `OperationalError` for what else stops it).
+    `tune_collector`: the process only serves (`rebalance serve`): set up the garbage
+    collector for it once started (`coordinator.collector`)."""
     settings = list(args.settings)
     if getattr(args, "advertise", None) is not None:
         host, port = args.advertise
@@ -111,6 +115,8 @@ async def run_serve(
     app = ServerApp(config, args.data_dir, topics=args.topic, extensions=extensions)
     host, port = args.bind
     await app.start(host, port)
+    if tune_collector:
+        tune_for_serving()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -147,7 +153,9 @@ def serve_main(
     return run_command(
         "rebalance serve",
         args.debug,
-        lambda: asyncio.run(run_serve(args, extensions=extensions, claims=claims)),
+        lambda: asyncio.run(
+            run_serve(args, extensions=extensions, claims=claims, tune_collector=True)
+        ),
     )
 
 

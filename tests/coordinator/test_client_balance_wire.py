@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.apis import client_balance_schema as schema
+from coordinator.client_balance import schema
 from coordinator.testing import RunningServer, WireClient, running_server
 from rebalance.errors import ErrorCode
 

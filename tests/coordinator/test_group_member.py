@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -23,7 +26,14 @@ TOPIC = "jobs"
 PARTITIONS = 6
 ALL = frozenset((TOPIC, p) for p in range(PARTITIONS))
 CONFIG = CoordinatorConfig.from_properties(
-    {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "500"}
+    {
+        "group.initial.rebalance.delay.ms": "100",
+        "group.min.session.timeout.ms": "500",
+        "group.consumer.min.session.timeout.ms": "500",
+        "group.consumer.session.timeout.ms": "1500",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.heartbeat.interval.ms": "300",
+    }
 )
 
 
@@ -33,7 +43,9 @@ class CallbackLog:
 
     entries: list[tuple[float, str, str, frozenset[tuple[str, int]]]] = field(default_factory=list)
 
-    def member(self, server: RunningServer, name: str, **options: object) -> GroupMember:
+    def member(self, server: Any, name: str, **options: object) -> GroupMember:
+        """A member of group g logging its callbacks (`server`: anything with `.bootstrap`)."""
+
         async def record(kind: str, partitions: frozenset[tuple[str, int]]) -> None:
             self.entries.append((asyncio.get_running_loop().time(), name, kind, partitions))
 
@@ -189,3 +201,155 @@ async def test_the_async_iterator_sees_every_change() -> None:
         await asyncio.wait_for(watcher, 5)
     assert [type(c) for c in seen] == [Assigned, Revoked]
     assert not any(isinstance(c, Lost) for c in seen)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_many_members_in_one_loop_with_churn_never_share(protocol: str) -> None:
+    """Eight members (classic cooperative or KIP-848) in this event loop: join, a leave, a
+    crash; every partition is always held at most once and in the end exactly once."""
+    log = CallbackLog()
+    async with server() as running:
+        members = [log.member(running, f"m{i}", group_protocol=protocol) for i in range(5)]
+        for m in members:
+            m.start()
+        await until(lambda: split(members), 30)
+        crashed = members.pop(1)
+        crashed.kill()
+        log.crashed("m1")
+        leaving = members.pop(0)
+        await leaving.close()
+        await until(lambda: split(members), 30)
+        for m in members:
+            await m.close()
+    log.assert_never_shared()
+
+
+async def test_consumer_protocol_commits_carry_the_member_epoch() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        a = log.member(running, "a", group_protocol="consumer")
+        async with a:
+            assert await a.wait_stable(10) == ALL
+            epoch = a.generation
+            await a.commit({(TOPIC, 1): 11})
+            assert await a.committed([(TOPIC, 1)]) == {(TOPIC, 1): 11}
+            b = log.member(running, "b", group_protocol="consumer")
+            async with b:
+                await until(lambda: split([a, b]))
+                assert a.generation > epoch  # b's join bumped the group epoch, a reconciled
+                mine = next(iter(a.owned()))
+                await a.commit({mine: 12})
+                with pytest.raises(CommitFailed, match="not owned"):
+                    await a.commit({next(iter(b.owned())): 1})
+    log.assert_never_shared()
+
+
+async def test_resource_groups_share_by_weight_and_take_over_from_a_crashed_instance() -> None:
+    from coordinator.member import ResourceGroup
+
+    tenants = [f"tenant-{n}" for n in range(9)]
+    log = CallbackLog()
+
+    def instance(name: str, weight: int) -> ResourceGroup:
+        async def record(kind: str, resources: frozenset[str]) -> None:
+            items = frozenset((r, 0) for r in resources)
+            log.entries.append((asyncio.get_running_loop().time(), name, kind, items))
+
+        async def acquired(r: frozenset[str]) -> None:
+            await record("assigned", r)
+
+        async def released(r: frozenset[str]) -> None:
+            await record("revoked", r)
+
+        async def lost(r: frozenset[str]) -> None:
+            await record("lost", r)
+
+        return ResourceGroup(
+            running.bootstrap, "tenants", tenants, weight=weight, session_timeout_ms=1500,
+            heartbeat_interval_ms=300, on_acquired=acquired, on_released=released, on_lost=lost,
+        )  # fmt: skip
+
+    async with server() as running:
+        group = {"a": instance("a", 1), "b": instance("b", 2), "c": instance("c", 6)}
+        for member in group.values():
+            member.start()
+        await until(lambda: [len(m.owned()) for m in group.values()] == [1, 2, 6])
+        group["c"].kill()
+        log.crashed("c")
+        await until(lambda: [len(group[n].owned()) for n in "ab"] == [3, 6])
+        assert group["a"].owned() | group["b"].owned() == set(tenants)
+        await group["a"].close()
+        await group["b"].close()
+    log.assert_never_shared()
+
+
+async def test_a_static_member_restarts_into_its_place_without_a_rebalance() -> None:
+    log = CallbackLog()
+    async with server() as running:
+        steady = log.member(running, "steady", group_instance_id="steady-1")
+        static = log.member(running, "static", group_instance_id="static-1")
+        steady.start()
+        static.start()
+        await until(lambda: split([steady, static]))
+        held, generation = static.owned(), steady.generation
+        static.kill()  # a restart: no LeaveGroup (a static member never sends one on close)
+        log.crashed("static")
+        again = log.member(running, "static-again", group_instance_id="static-1")
+        again.start()
+        await until(lambda: again.owned() == held)
+        assert steady.generation == generation  # KIP-345: the other member saw no rebalance
+        assert [k for _, n, k, _ in log.entries if n == "steady"] == ["assigned"]
+        await again.close()
+        await steady.close()
+    log.assert_never_shared()
+
+
+async def serve_on(data_dir: Any, port: int) -> tuple[asyncio.subprocess.Process, int]:
+    """`rebalance serve` in its own process (port 0: any), as users run it."""
+    from serve_process import REBALANCE, STARTED
+
+    process = await asyncio.create_subprocess_exec(
+        *REBALANCE, "serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
+        "--topic", f"{TOPIC}:{PARTITIONS}", "--set", "group.initial.rebalance.delay.ms=100",
+        "--set", "group.min.session.timeout.ms=500", stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    STARTED.append(process.pid)
+    assert process.stderr is not None
+    while True:
+        line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+        assert line, "server exited before listening"
+        if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
+            return process, int(found.group(1))
+
+
+async def test_members_ride_out_a_coordinator_crash_and_restart(tmp_path: Any) -> None:
+    """The server process is SIGKILLed and started again on the same port with the same data:
+    the members lose their connections, rediscover the coordinator with backoff and carry on
+    in the generation it reloaded from SQLite (no partition lost: the outage is shorter than
+    the ownership lease)."""
+    log = CallbackLog()
+    process, port = await serve_on(tmp_path, 0)
+    running = SimpleNamespace(bootstrap=f"127.0.0.1:{port}")
+    members = [
+        log.member(running, f"m{i}", session_timeout_ms=15_000, rebalance_timeout_ms=15_000)
+        for i in range(2)
+    ]
+    for m in members:
+        m.start()
+    try:
+        await until(lambda: split(members), 30)
+        before = [m.owned() for m in members]
+        process.kill()
+        await process.wait()
+        process, _ = await serve_on(tmp_path, port)
+        await until(lambda: all(m.sent["FindCoordinator"] >= 2 for m in members), 30)
+        await until(lambda: all(m.member.settled for m in members), 30)
+        assert [m.owned() for m in members] == before
+        await members[0].commit({next(iter(before[0])): 5})
+        for m in members:
+            await m.close()
+    finally:
+        process.kill()
+        await process.wait()
+    assert not any(kind == "lost" for _, _, kind, _ in log.entries)
+    log.assert_never_shared()

@@ -265,3 +265,30 @@ async def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_b
     finally:
         greedy.close()
         await bystander.close()
+
+
+async def test_requests_split_across_many_reads_are_answered(node: RunningServer) -> None:
+    """A frame may arrive a byte at a time, or (a large one) in many reads."""
+    client = await connect(node)
+    first, second = client.encode(API_VERSIONS, 3, {}), client.encode(API_VERSIONS, 3, {})
+    for byte in first + second[:3]:
+        await client.send(bytes([byte]))
+        await asyncio.sleep(0)
+    await client.send(second[3:])
+    assert [(await client.read_response(API_VERSIONS, 3))[0] for _ in range(2)] == [1, 2]
+    await client.close()
+
+
+async def test_a_large_request_arriving_in_many_reads_is_answered() -> None:
+    """2 MiB (ApiVersions v0 padded with zeros, which the server ignores after the body as it
+    does librdkafka's padding) sent in 1 KiB writes."""
+    async with running_server(groups=False) as server:
+        client = await connect(server)
+        header = struct.pack(">hhih", API_VERSIONS, 0, 7, -1)
+        payload = header + bytes(2 << 20)
+        data = frame(payload)
+        for start in range(0, len(data), 1024):
+            await client.send(data[start : start + 1024])
+        correlation_id, response = await client.read_response(API_VERSIONS, 0)
+        assert (correlation_id, response.error_code) == (7, ErrorCode.none)
+        await client.close()

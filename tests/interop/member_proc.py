@@ -3,11 +3,12 @@
     {"t": monotonic seconds, "event": "assigned"|"revoked"|"lost", "partitions": [[t, p], ...]}
     {"t": ..., "event": "closed"}
 
-`--kind group-member` runs our `GroupMember` (cooperative-sticky); `--kind confluent` runs
-librdkafka (confluent-kafka) with `partition.assignment.strategy=cooperative-sticky`, whose
-callbacks are incremental. `time.monotonic()` is CLOCK_MONOTONIC, one clock for every process
-of the machine, so the lines of several processes can be merged in time order. SIGTERM closes
-the member cleanly; a test's SIGKILL leaves it to the session timeout.
+`--kind group-member` runs our `GroupMember`; `--kind confluent` runs librdkafka
+(confluent-kafka); both incremental: `--protocol classic` is cooperative-sticky, `--protocol
+consumer` is KIP-848 (`group.protocol=consumer`, the coordinator assigns). `time.monotonic()`
+is CLOCK_MONOTONIC, one clock for every process of the machine, so the lines of several
+processes can be merged in time order. SIGTERM closes the member cleanly; a test's SIGKILL
+leaves it to the session timeout.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ async def run_group_member(args: argparse.Namespace) -> None:
         say("lost", partitions)
 
     async with GroupMember(
-        args.bootstrap, args.group, [args.topic],
+        args.bootstrap, args.group, [args.topic], group_protocol=args.protocol,
         session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.session_ms // 5,
         rebalance_timeout_ms=args.session_ms * 2, client_id=args.name,
         on_assigned=assigned, on_revoked=revoked, on_lost=lost,
@@ -64,19 +65,23 @@ def run_confluent(args: argparse.Namespace) -> None:
         stop_requested = True
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "group.id": args.group,
-            "client.id": args.name,
-            "enable.auto.commit": False,
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.name,
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
+    if args.protocol == "consumer":
+        config["group.protocol"] = "consumer"  # session and heartbeat: the coordinator's
+    else:
+        config |= {
             "session.timeout.ms": args.session_ms,
             "heartbeat.interval.ms": args.session_ms // 5,
             "max.poll.interval.ms": max(args.session_ms * 2, 10_000),
             "partition.assignment.strategy": "cooperative-sticky",
-            "topic.metadata.refresh.interval.ms": 1000,
         }
-    )
+    consumer = Consumer(config)
 
     def assigned(_: Any, partitions: Any) -> None:
         say("assigned", [(p.topic, p.partition) for p in partitions])
@@ -102,6 +107,7 @@ def main() -> None:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--session-ms", type=int, default=3000)
+    parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
     args = parser.parse_args()
     if args.kind == "group-member":
         asyncio.run(run_group_member(args))

@@ -1,6 +1,6 @@
-"""Mixed cooperative groups: `GroupMember` processes with librdkafka (confluent-kafka)
-cooperative-sticky consumers, against our server, with churn: members join, one leaves cleanly,
-one of ours and one of librdkafka's are SIGKILLed.
+"""Mixed groups: `GroupMember` processes with librdkafka (confluent-kafka) consumers against
+our server, classic cooperative-sticky and KIP-848 (`group.protocol=consumer`), with churn:
+members join, one leaves cleanly, one of ours and one of librdkafka's are SIGKILLed.
 
 Every process reports its callbacks with CLOCK_MONOTONIC times (member_proc.py); the merged log
 must never show a partition held by two members at once (a SIGKILLed process holds nothing from
@@ -31,7 +31,14 @@ PARTITIONS = 8
 ALL = {(TOPIC, p) for p in range(PARTITIONS)}
 PROC = Path(__file__).with_name("member_proc.py")
 CONFIG = CoordinatorConfig.from_properties(
-    {"group.initial.rebalance.delay.ms": "200", "group.min.session.timeout.ms": "1000"}
+    {
+        "group.initial.rebalance.delay.ms": "200",
+        "group.min.session.timeout.ms": "1000",
+        "group.consumer.min.session.timeout.ms": "1000",
+        "group.consumer.session.timeout.ms": "2000",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.heartbeat.interval.ms": "300",
+    }
 )
 
 
@@ -73,10 +80,10 @@ class Proc:
             await self.reader
 
 
-async def spawn(bootstrap: str, kind: str, name: str) -> Proc:
+async def spawn(bootstrap: str, kind: str, name: str, protocol: str) -> Proc:
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(PROC), "--kind", kind, "--bootstrap", bootstrap, "--group", "mixed",
-        "--topic", TOPIC, "--name", name, "--session-ms", "2000",
+        "--topic", TOPIC, "--name", name, "--session-ms", "2000", "--protocol", protocol,
         stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     proc = Proc(name, process)
@@ -116,7 +123,8 @@ async def until_split(procs: list[Proc], timeout: float = 40.0) -> None:
         await asyncio.sleep(0.1)
 
 
-async def test_mixed_cooperative_group_under_churn() -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_mixed_incremental_group_under_churn(protocol: str) -> None:
     async with running_server(
         topics=[(TOPIC, PARTITIONS)], groups=GroupCoordinatorExtension(CONFIG)
     ) as server:
@@ -124,9 +132,9 @@ async def test_mixed_cooperative_group_under_churn() -> None:
         try:
             for kind, name in [("group-member", "ours-1"), ("confluent", "rdk-1"),
                                ("group-member", "ours-2"), ("confluent", "rdk-2")]:  # fmt: skip
-                procs.append(await spawn(server.bootstrap, kind, name))
+                procs.append(await spawn(server.bootstrap, kind, name, protocol))
             await until_split(procs)
-            procs.append(await spawn(server.bootstrap, "group-member", "ours-3"))
+            procs.append(await spawn(server.bootstrap, "group-member", "ours-3", protocol))
             await until_split(procs)
             leaving = procs.pop(0)  # ours-1 leaves cleanly
             await leaving.stop()

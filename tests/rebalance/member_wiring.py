@@ -33,7 +33,14 @@ from rebalance.replies import OffsetCommitReply
 from rebalance.testing import GroupHarness
 
 FAST = CoordinatorConfig.from_properties(
-    {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
+    {
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "100",
+        "group.consumer.min.session.timeout.ms": "100",
+        "group.consumer.session.timeout.ms": "3000",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.heartbeat.interval.ms": "1000",
+    }
 )
 
 
@@ -75,10 +82,10 @@ class Cluster:
             "client_id": name,
         }
         options |= settings
-        member = ClassicMember(
-            MemberConfig(group, **options),
-            ConsumerEmbedded(tuple(topics or sorted(self.partitions)), assignors),
+        protocol = options.pop("protocol", None) or ConsumerEmbedded(
+            tuple(topics or sorted(self.partitions)), assignors
         )
+        member = ClassicMember(MemberConfig(group, **options), protocol)
         self.members[name] = Wired(member)
         return member
 

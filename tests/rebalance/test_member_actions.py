@@ -57,7 +57,10 @@ def stable(*, cooperative: bool = True) -> ClassicMember:
     sync = m.poll(0)
     assert isinstance(sync, SyncGroup)
     m.on_reply(SyncGroupReply(ErrorCode.NONE, dict(sync.assignments)["m"]), 0)
-    assert m.state is MemberState.STABLE and m.owned == OWNED
+    assert m.state is MemberState.STABLE and not m.owned  # owned once a heartbeat confirms
+    assert isinstance(m.poll(0), Heartbeat)
+    m.on_reply(HeartbeatReply(ErrorCode.NONE), 0)
+    assert m.owned == OWNED
     m.take_changes()
     m.changes_done()
     return m
@@ -83,10 +86,10 @@ def in_flight(api: Api) -> tuple[ClassicMember, object]:
         assert isinstance(request, SyncGroup)
     elif api is Api.LEAVE_GROUP:
         m.close()
-        m.poll(1000)
+        assert m.poll(500) is None  # announces the revocation (no heartbeat due before 1000)
         m.take_changes()
         m.changes_done()
-        request = m.poll(1000)
+        request = m.poll(500)
         assert isinstance(request, LeaveGroup)
     else:
         request = m.commit({("t", 0): 5})

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from member_wiring import FAST
 
 from rebalance.commands import JoinGroup, OffsetCommit
+from rebalance.consumer_group.group import TopicInfo, TopicMetadata
 from rebalance.errors import ErrorCode
 from rebalance.member import (
     ClassicMember,
@@ -38,6 +39,7 @@ from rebalance.member import (
     MemberState,
     TopicsDescribed,
 )
+from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
 from rebalance.replies import OffsetCommitReply
 from rebalance.testing import GroupHarness
 
@@ -49,7 +51,7 @@ DELAYS = st.sampled_from([0, 5, 50, 300, 1500])
 @dataclass
 class Node:
     name: str
-    member: ClassicMember
+    member: ClassicMember | ConsumerMember
     paused_until: int = 0
     callbacks_until: int | None = None
     request_id: int | None = None
@@ -60,13 +62,17 @@ class Node:
 @dataclass
 class Sim:
     data: Any
-    cooperative: bool
+    protocol: str  # "eager", "cooperative" (classic) or "consumer" (KIP-848)
     harness: GroupHarness = field(default_factory=lambda: GroupHarness(FAST))
     nodes: dict[str, Node] = field(default_factory=dict)
     queue: list[tuple[int, int, str, Any]] = field(default_factory=list)
     parked: dict[int, tuple[str, int]] = field(default_factory=dict)
     seq: itertools.count[int] = field(default_factory=itertools.count)
     accepted_commits: int = 0
+
+    def __post_init__(self) -> None:
+        topics = TopicMetadata.of([TopicInfo("t", "id-t", PARTITIONS["t"])])
+        self.harness._absorb(self.harness.core.topics_changed(topics, 0))
 
     @property
     def now(self) -> int:
@@ -76,7 +82,16 @@ class Sim:
         heapq.heappush(self.queue, (time, next(self.seq), kind, payload))
 
     def add(self, name: str) -> None:
-        assignors = ("cooperative-sticky",) if self.cooperative else ("sticky", "range")
+        if self.protocol == "consumer":
+            consumer = ConsumerMemberConfig(
+                "g", f"{name}-id", ("t",), session_timeout_ms=SESSION,
+                rebalance_timeout_ms=REBALANCE, retry_backoff_ms=100,
+            )  # fmt: skip
+            self.nodes[name] = Node(name, ConsumerMember(consumer))
+            return
+        assignors = (
+            ("cooperative-sticky",) if self.protocol == "cooperative" else ("sticky", "range")
+        )
         config = MemberConfig("g", session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
                               heartbeat_interval_ms=HEARTBEAT, retry_backoff_ms=100)  # fmt: skip
         self.nodes[name] = Node(name, ClassicMember(config, ConsumerEmbedded(("t",), assignors)))
@@ -102,7 +117,7 @@ class Sim:
         if isinstance(request, FindCoordinator):
             self.reply(name, rid, FindCoordinatorReply(ErrorCode.NONE, 0, "c", 1))
         elif isinstance(request, DescribeTopics):
-            self.reply(name, rid, TopicsDescribed(dict(PARTITIONS)))
+            self.reply(name, rid, TopicsDescribed(dict(PARTITIONS), {"t": "id-t"}))
         else:
             token = self.harness.send(request)
             self.parked[token] = (name, rid)
@@ -123,7 +138,10 @@ class Sim:
             request = member.commit({tp: node.commits for tp in chosen})
         except CommitRefused:
             return
-        assert request.generation_id == member.owned_generation == member.generation
+        if isinstance(member, ClassicMember):
+            assert request.generation_id == member.owned_generation == member.generation
+        else:
+            assert request.generation_id == member.epoch
         node.commits += 1
         delay = self.data.draw(DELAYS, label="commit delay")
         self.at(self.now + delay, "commit", (node.name, request))
@@ -247,12 +265,16 @@ EVENT = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), cooperative=st.booleans(), script=st.lists(EVENT, max_size=25))
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.data(),
+    protocol=st.sampled_from(["eager", "cooperative", "consumer"]),
+    script=st.lists(EVENT, max_size=25),
+)
 def test_no_two_members_own_a_partition_and_commits_are_fenced(
-    data: Any, cooperative: bool, script: list[tuple[int, str, int, int]]
+    data: Any, protocol: str, script: list[tuple[int, str, int, int]]
 ) -> None:
-    sim = Sim(data, cooperative)
+    sim = Sim(data, protocol)
     for name in ("m0", "m1"):
         sim.at(0, "join", name)
     joined = {"m0", "m1"}
@@ -275,8 +297,8 @@ def test_the_simulation_reaches_a_stable_group_when_nothing_fails() -> None:
         def draw(self, strategy: Any, label: str = "") -> Any:
             return 1 if "lost" in label else 0
 
-    for cooperative in (True, False):
-        sim = Sim(Calm(), cooperative)
+    for protocol in ("eager", "cooperative", "consumer"):
+        sim = Sim(Calm(), protocol)
         for name in ("m0", "m1", "m2"):
             sim.at(0, "join", name)
         sim.run(10_000)

@@ -79,7 +79,14 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
     """The `ownership` table (columns in docs/analytics.md) of the classic groups."""
     outcome = F.col("outcome")
     revokes = ~is_cooperative(F.col("protocol")) | outcome.isin("completed", "empty")
-    later = Window.partitionBy("group").orderBy("episode").rowsBetween(1, Window.unboundedFollowing)
+    # The first revoking episode after each one. The window runs backwards over the later
+    # episodes so that its frame only grows: Spark recomputes a shrinking frame (current row to
+    # unbounded following) from scratch for every row, quadratic in a group's episodes.
+    later = (
+        Window.partitionBy("group")
+        .orderBy(F.col("episode").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
     revoking = F.struct(
         "episode", "start_ts", "end_ts", "trigger", "outcome", "protocol", "assignment"
     )
@@ -91,7 +98,7 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
             "outcome",
             "end_ts",
             "assignment",
-            F.first(F.when(revokes, revoking), ignorenulls=True).over(later).alias("next"),
+            F.last(F.when(revokes, revoking), ignorenulls=True).over(later).alias("next"),
         )
         .where((outcome == "completed") & _measurable(F.col("assignment")))
         .select(
@@ -112,10 +119,8 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         .where(F.size("partitions") > 0)
     )
     nxt = F.col("next")
-    held = holders.select(
-        "group",
-        "member",
-        "partitions",
+    held = F.struct(
+        F.col("partitions").alias("partitions"),
         F.col("end_ts").alias("start_ts"),
         nxt["start_ts"].alias("end_ts"),
         F.col("episode").alias("start_episode"),
@@ -123,24 +128,30 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         nxt["trigger"].alias("ended_by"),
         F.lit(False).alias("kept"),
     )
-    keeps = (nxt["outcome"] == "completed") & is_cooperative(nxt["protocol"])
-    next_partitions = partitions_of(nxt["assignment"][F.col("member")])
-    kept = (
-        holders.where(keeps & _measurable(nxt["assignment"]))
-        .select(
-            "group",
-            "member",
-            F.array_intersect("partitions", next_partitions).alias("partitions"),
-            nxt["start_ts"].alias("start_ts"),
-            nxt["end_ts"].alias("end_ts"),
-            nxt["episode"].alias("start_episode"),
-            nxt["episode"].alias("end_episode"),
-            F.lit(HANDED_OUT).alias("ended_by"),
-            F.lit(True).alias("kept"),
-        )
-        .where(F.size("partitions") > 0)
+    keeps = (
+        (nxt["outcome"] == "completed")
+        & is_cooperative(nxt["protocol"])
+        & _measurable(nxt["assignment"])
     )
-    rows = held.unionByName(kept).join(notes.drop("left_ts"), ["group", "member"], "left")
+    kept = F.struct(
+        F.array_intersect("partitions", partitions_of(nxt["assignment"][F.col("member")])).alias(
+            "partitions"
+        ),
+        nxt["start_ts"].alias("start_ts"),
+        nxt["end_ts"].alias("end_ts"),
+        nxt["episode"].alias("start_episode"),
+        nxt["episode"].alias("end_episode"),
+        F.lit(HANDED_OUT).alias("ended_by"),
+        F.lit(True).alias("kept"),
+    )
+    # A holder's stretch and, when the next episode keeps some of it, the kept stretch, from one
+    # pass over the holders (two selects of them would compute the window twice).
+    stretches = F.when(keeps, F.array(held, kept)).otherwise(F.array(held))
+    rows = (
+        holders.select("group", "member", F.inline(stretches))
+        .where(F.size("partitions") > 0)
+        .join(notes.drop("left_ts"), ["group", "member"], "left")
+    )
     last_heard = F.col("last_heard_ts")
     cut = (
         last_heard.isNotNull()

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis import client_balance_schema as schema
 from coordinator.apis.client_balance_heartbeat import held_to_wire
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.client_balance import schema
 from rebalance.client_balance.commands import ClientBalanceDescribe
 from rebalance.replies import ClientBalanceDescribeReply
 
 API_KEY = schema.DESCRIBE_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.ClientBalanceDescribeRequest, schema.ClientBalanceDescribeResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def to_response(reply: ClientBalanceDescribeReply) -> dict[str, Any]:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis import client_balance_schema as schema
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.client_balance import schema
 from rebalance.client_balance.commands import ClientBalanceHeartbeat
 from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 
 API_KEY = schema.HEARTBEAT_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.ClientBalanceHeartbeatRequest, schema.ClientBalanceHeartbeatResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def held_to_wire(held: HeldPartitions) -> list[dict[str, Any]]:

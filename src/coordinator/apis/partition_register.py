@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis import client_balance_schema as schema
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.client_balance import schema
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
 from rebalance.replies import RegisterPartitionsReply
 
 API_KEY = schema.REGISTER_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.PartitionRegisterRequest, schema.PartitionRegisterResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def to_command(request: Any) -> RegisterPartitions:

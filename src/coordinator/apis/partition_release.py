@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.apis import client_balance_schema as schema
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
+from coordinator.client_balance import schema
 from rebalance.client_balance.commands import PartitionRequest, ReleasePartitions
 from rebalance.replies import ReleasePartitionsReply
 
 API_KEY = schema.RELEASE_KEY
 VERSIONS = range(0, 1)
-SCHEMAS = {0: (schema.PartitionReleaseRequest, schema.PartitionReleaseResponse)}
+SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
 def to_command(request: Any) -> ReleasePartitions:

@@ -87,6 +87,8 @@ class Connection:
         except (OSError, ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._closed = True
+            self._writer.close()
             self._fail_pending()
 
     def _fail_pending(self) -> None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -47,6 +49,7 @@ from rebalance.member import (
     MemberState,
     Revoked,
 )
+from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
 from rebalance.member.messages import MemberFailed
 
 log = logging.getLogger(__name__)
@@ -85,7 +88,9 @@ class GroupMember:
         topics: Iterable[str] = (),
         *,
         protocol: EmbeddedProtocol | None = None,
+        group_protocol: str = "classic",
         assignors: Sequence[str] = ("cooperative-sticky",),
+        server_assignor: str | None = None,
         group_instance_id: str | None = None,
         session_timeout_ms: int = 45_000,
         rebalance_timeout_ms: int = 300_000,
@@ -98,20 +103,42 @@ class GroupMember:
         on_lost: Callback | None = None,
     ) -> None:
         self._servers = parse_servers(bootstrap_servers)
-        if protocol is None:
-            protocol = ConsumerEmbedded(tuple(topics), tuple(assignors))
-        self.member = ClassicMember(
-            MemberConfig(
-                group_id,
-                session_timeout_ms=session_timeout_ms,
-                rebalance_timeout_ms=rebalance_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                retry_backoff_ms=retry_backoff_ms,
-                group_instance_id=group_instance_id,
-                client_id=client_id,
-            ),
-            protocol,
-        )
+        self.member: ClassicMember | ConsumerMember
+        if group_protocol == "consumer":
+            # KIP-848: the session timeout is the coordinator's (group.consumer.session.timeout.ms);
+            # the value given here is what the member assumes for its ownership lease.
+            self.member = ConsumerMember(
+                ConsumerMemberConfig(
+                    group_id,
+                    str(uuid.uuid4()),
+                    tuple(topics),
+                    group_instance_id=group_instance_id,
+                    server_assignor=server_assignor,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    session_timeout_ms=session_timeout_ms,
+                    retry_backoff_ms=retry_backoff_ms,
+                    client_id=client_id,
+                )
+            )
+        elif group_protocol == "classic":
+            if protocol is None:
+                protocol = ConsumerEmbedded(tuple(topics), tuple(assignors))
+            self.member = ClassicMember(
+                MemberConfig(
+                    group_id,
+                    session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    heartbeat_interval_ms=heartbeat_interval_ms,
+                    retry_backoff_ms=retry_backoff_ms,
+                    group_instance_id=group_instance_id,
+                    client_id=client_id,
+                ),
+                protocol,
+            )
+        else:
+            raise ValueError(
+                f"group_protocol must be 'classic' or 'consumer', not {group_protocol!r}"
+            )
         self._client_id = client_id
         self._request_timeout_s = request_timeout_ms / 1000
         self._callbacks: dict[type, Callback | None] = {
@@ -129,6 +156,8 @@ class GroupMember:
         self._in_flight: asyncio.Task[Any] | None = None
         self._callback_task: asyncio.Task[None] | None = None
         self._stable = asyncio.Event()
+        #: Requests sent, by type name (FindCoordinator, JoinGroup, Heartbeat, ...).
+        self.sent: Counter[str] = Counter()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -197,7 +226,8 @@ class GroupMember:
             self._subscribers.remove(queue)
 
     async def wait_stable(self, timeout_s: float | None = None) -> frozenset[TopicPartition]:
-        """Wait until the member holds an assignment of its current generation."""
+        """Wait until the member holds its assignment with every callback done (classic: a
+        synced generation, no rebalance pending; consumer protocol: reconciled)."""
         await asyncio.wait_for(self._stable.wait(), timeout_s)
         return self.owned()
 
@@ -291,6 +321,7 @@ class GroupMember:
                 if self._callback_task is not None and self._callback_task.done():
                     self._callback_task = None
                     member.changes_done()
+                    self._stable_changed()
             while self._callback_task is not None or member.has_changes:
                 self._run_callbacks()
                 if self._callback_task is not None:
@@ -304,7 +335,7 @@ class GroupMember:
                 log.error("group member %s failed: %s", member.member_id, member.failure)
 
     def _stable_changed(self) -> None:
-        if self.member.state is MemberState.STABLE:
+        if self.member.settled:
             self._stable.set()
         else:
             self._stable.clear()
@@ -338,6 +369,7 @@ class GroupMember:
             else:
                 connection = await self._connect_coordinator()
             (api, values) = wire.to_wire(request)
+            self.sent[type(request).__name__] += 1
             timeout = self._request_timeout_s
             if api == wire.JOIN_GROUP:
                 timeout = max(timeout, self.member.config.rebalance_timeout_ms / 1000)

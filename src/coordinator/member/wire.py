@@ -3,14 +3,18 @@
 The versions are the newest whose semantics the pure member is written for and that every
 Kafka broker since 2.4 (and our server) speaks: FindCoordinator v3, JoinGroup v7 (v5+: static
 membership; v4+: MEMBER_ID_REQUIRED), SyncGroup v5, Heartbeat v4, LeaveGroup v4, OffsetCommit v8,
-OffsetFetch v7, Metadata v9.
+OffsetFetch v7, Metadata v12 (topic ids); for KIP-848 members ConsumerGroupHeartbeat v1 (the
+member id is the client's) and OffsetCommit v9 (the member epoch in place of the generation).
 """
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
 from typing import Any, Final
 
 from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
+from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.errors import ErrorCode
 from rebalance.member.messages import (
     DescribeTopics,
@@ -19,6 +23,7 @@ from rebalance.member.messages import (
     TopicsDescribed,
 )
 from rebalance.replies import (
+    ConsumerGroupHeartbeatReply,
     HeartbeatReply,
     JoinGroupMember,
     JoinGroupReply,
@@ -28,7 +33,8 @@ from rebalance.replies import (
     SyncGroupReply,
 )
 
-METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (3, 8), (8, 8), (9, 7), (10, 3)
+METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (3, 12), (8, 8), (9, 7), (10, 3)
+CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT_EPOCH = (68, 1), (8, 9)
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (11, 7), (12, 4), (13, 4), (14, 5)
 JOIN_EXTRA_S: Final = 5.0
 """A JoinGroup may be parked for the rebalance timeout: Java waits that long plus 5 s."""
@@ -46,7 +52,7 @@ def to_wire(request: Any) -> WireRequest:
         return FIND_COORDINATOR, {"key": request.group_id, "key_type": 0}
     if isinstance(request, DescribeTopics):
         return METADATA, {
-            "topics": [{"name": t} for t in request.topics],
+            "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in request.topics],
             "allow_auto_topic_creation": False,
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
@@ -86,8 +92,27 @@ def to_wire(request: Any) -> WireRequest:
                 for m in request.members
             ],
         }
+    if isinstance(request, ConsumerGroupHeartbeat):
+        owned = request.topic_partitions
+        return CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": request.group_id,
+            "member_id": request.member_id,
+            "member_epoch": request.member_epoch,
+            "instance_id": request.instance_id,
+            "rack_id": request.rack_id,
+            "rebalance_timeout": request.rebalance_timeout_ms,
+            "subscribed_topic_names": None
+            if request.subscribed_topic_names is None
+            else list(request.subscribed_topic_names),
+            "subscribed_topic_regex": None,
+            "server_assignor": request.server_assignor,
+            "topic_partitions": None
+            if owned is None
+            else [{"topic_id": uuid.UUID(t), "partitions": list(ps)} for t, ps in owned],
+        }
     if isinstance(request, OffsetCommit):
-        return OFFSET_COMMIT, {
+        api = OFFSET_COMMIT_EPOCH if request.version >= 9 else OFFSET_COMMIT
+        return api, {
             "group_id": request.group_id,
             "generation_id_or_member_epoch": request.generation_id,
             "member_id": request.member_id,
@@ -118,12 +143,30 @@ def from_wire(request: Any, response: Any) -> Any:
             error(response.error_code), int(response.node_id), response.host, int(response.port)
         )
     if isinstance(request, DescribeTopics):
+        found = [
+            t for t in response.topics if error(t.error_code) is ErrorCode.NONE and t.partitions
+        ]
         return TopicsDescribed(
-            {
-                str(t.name): len(t.partitions)
-                for t in response.topics
-                if error(t.error_code) is ErrorCode.NONE and t.partitions
-            }
+            {str(t.name): len(t.partitions) for t in found},
+            {str(t.name): str(t.topic_id) for t in found},
+        )
+    if isinstance(request, ConsumerGroupHeartbeat):
+        assignment = response.assignment
+        interval = response.heartbeat_interval
+        return ConsumerGroupHeartbeatReply(
+            error(response.error_code),
+            response.error_message,
+            response.member_id,
+            int(response.member_epoch),
+            int(interval / timedelta(milliseconds=1))
+            if isinstance(interval, timedelta)
+            else int(interval),
+            None
+            if assignment is None
+            else tuple(
+                (str(t.topic_id), tuple(int(p) for p in t.partitions))
+                for t in assignment.topic_partitions
+            ),
         )
     if isinstance(request, JoinGroup):
         return JoinGroupReply(

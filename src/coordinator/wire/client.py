@@ -27,15 +27,22 @@ class WireClient:
     feeding the server malformed bytes.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client_id: str = "rebalance-test",
+    ) -> None:
         self.reader = reader
         self.writer = writer
+        #: The request header's client id (what the server shows as the member's client).
+        self.client_id = client_id
         self._correlation_id = 0
 
     @classmethod
-    async def connect(cls, host: str, port: int) -> WireClient:
+    async def connect(cls, host: str, port: int, client_id: str = "rebalance-test") -> WireClient:
         reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer)
+        return cls(reader, writer, client_id)
 
     def next_correlation_id(self) -> int:
         self._correlation_id += 1
@@ -43,7 +50,7 @@ class WireClient:
 
     def encode(self, api_key: int, api_version: int, values: Mapping[str, Any]) -> bytes:
         request = build_request(api_key, api_version, values)
-        return encode_request(request, self.next_correlation_id(), "rebalance-test")
+        return encode_request(request, self.next_correlation_id(), self.client_id)
 
     async def send(self, data: bytes) -> None:
         self.writer.write(data)

@@ -21,12 +21,15 @@ Errors go through `actions.action_for` (Kafka's Java client's choices, one table
 Ownership lease (not in Kafka's classic client, added here on purpose). Kafka's Java consumer
 keeps believing it owns its partitions while its heartbeats fail, until it hears an error; by
 then the coordinator may have given them away. This member gives them up as *lost* once
-`min(session_timeout_ms, rebalance_timeout_ms)` has passed since it *sent* the last request
-that proved it a member of a stable generation (a heartbeat answered NONE, a JoinGroup or
-SyncGroup answered with success). The coordinator cannot remove it earlier: its session timer
-was re-armed when that request arrived, after it was sent, and a rebalance it has not heard of
-began after that request was answered. So, with clocks that run at the same rate, no two members
-ever believe they own the same partition (tests/rebalance/test_member_properties.py).
+`min(session_timeout_ms, rebalance_timeout_ms)` has passed since it *sent* the last heartbeat
+the coordinator accepted (NONE) for the generation the member holds. The coordinator cannot
+remove it earlier: an accepted heartbeat re-armed its session when it arrived, after it was
+sent, and a rebalance the member has not heard of began after that heartbeat was answered.
+Only heartbeats count: a JoinGroup or SyncGroup answered at once (the group already Stable)
+re-arms nothing at the coordinator. So partitions new in a SyncGroup are owned (and announced)
+once the heartbeat sent right after it is accepted. With clocks that run at the same rate, no
+two members ever believe they own the same partition (tests/rebalance/test_member_properties.py,
+which found the SyncGroup case).
 """
 
 from __future__ import annotations
@@ -140,6 +143,8 @@ class ClassicMember:
         self._retry_at_ms = 0
         self._next_heartbeat_ms = 0
         self._lease_from_ms: int | None = None
+        #: Assigned by the last SyncGroup, owned once a heartbeat confirms the generation.
+        self._pending: frozenset[TopicPartition] | None = None
         self._join_reply: JoinGroupReply | None = None
         self._partition_counts: dict[str, int] | None = None
         self._changes: list[Change] = []
@@ -227,6 +232,17 @@ class ClassicMember:
         return self.owned
 
     @property
+    def settled(self) -> bool:
+        """In a synced generation, no rebalance pending, every change announced and handled."""
+        return (
+            self.state is MemberState.STABLE
+            and self._pending is None
+            and not self._rejoin_needed
+            and not self._changes
+            and self._unacknowledged == 0
+        )
+
+    @property
     def has_changes(self) -> bool:
         """Changes announced and not yet taken."""
         return bool(self._changes)
@@ -304,10 +320,23 @@ class ClassicMember:
         if self.coordinator is None:
             return FindCoordinator(self.config.group_id)
         if self._closing:
-            return self._leave_request()
+            leave = self._leave_request()
+            if leave is not None or not self._can_heartbeat():
+                return leave
+            # the revocation callbacks still run: heartbeats keep the generation meanwhile
+            if now_ms >= self._next_heartbeat_ms:
+                return self._heartbeat_request()
+            return None
         if self.state is MemberState.UNJOINED:
             fire(self, "join")
+        if (
+            self._pending is not None
+            and self._can_heartbeat()
+            and now_ms >= self._next_heartbeat_ms
+        ):
+            return self._heartbeat_request()  # confirms the generation before anything else
         if self.state is MemberState.STABLE and self._rejoin_needed:
+            self._pending = None
             fire(self, "join")
         if self.state is MemberState.JOINING:
             if not self.protocol.cooperative and self.owned:
@@ -318,10 +347,13 @@ class ClassicMember:
         if self.state is MemberState.SYNCING:
             return self._sync_or_describe()
         if self._can_heartbeat() and now_ms >= self._next_heartbeat_ms:
-            return Heartbeat(
-                self.config.group_id, self.generation, self.member_id, self.config.group_instance_id
-            )
+            return self._heartbeat_request()
         return None
+
+    def _heartbeat_request(self) -> Heartbeat:
+        return Heartbeat(
+            self.config.group_id, self.generation, self.member_id, self.config.group_instance_id
+        )
 
     def _join_due(self) -> bool:
         return self.state in (MemberState.UNJOINED, MemberState.JOINING) or (
@@ -374,6 +406,7 @@ class ClassicMember:
         )
 
     def _leave_request(self) -> LeaveGroup | None:
+        self._pending = None
         if self.owned:
             if self.generation < 0 or self.member_id == "":
                 self._announce(Lost(self.owned, self.owned_generation))
@@ -409,7 +442,6 @@ class ClassicMember:
             self._join_reply = reply
             self._partition_counts = None
             self._rejoin_needed = False
-            self._prove(now_ms)
             fire(self, "joined")
             return
         action = action_for(Api.JOIN_GROUP, reply.error)
@@ -432,16 +464,17 @@ class ClassicMember:
                 self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "SyncGroup assignment")
                 return
             revoked = self.owned - assigned
-            added = assigned - self.owned
             if revoked:
                 self._announce(Revoked(revoked, self.owned_generation), revoking=True)
                 self._rejoin_needed = True  # KIP-429: the second rebalance hands them out
-            self.owned = assigned
+            self.owned -= revoked
             self.owned_generation = self.generation
             self.previous = tuple(sorted(assigned))
-            self._announce(Assigned(added, self.generation))
-            self._prove(now_ms)
-            self._next_heartbeat_ms = now_ms + self.config.heartbeat_interval_ms
+            # What is new is owned once a heartbeat of this generation is accepted: a SyncGroup
+            # answered at once (group already Stable) does not re-arm the member's session at
+            # the coordinator, so only that heartbeat proves the coordinator still counts it.
+            self._pending = assigned - self.owned
+            self._next_heartbeat_ms = now_ms
             fire(self, "synced")
             return
         self._act(action_for(Api.SYNC_GROUP, reply.error), reply.error, "SyncGroup", now_ms)
@@ -449,8 +482,12 @@ class ClassicMember:
     def _on_heartbeat(self, request: Heartbeat, reply: HeartbeatReply, now_ms: int) -> None:
         self._next_heartbeat_ms = self._sent_ms + self.config.heartbeat_interval_ms
         if reply.error is ErrorCode.NONE:
-            if request.generation_id == self.generation:
+            if request.generation_id == self.generation and self.state is MemberState.STABLE:
                 self._prove(now_ms)
+                if self._pending is not None:
+                    self.owned |= self._pending
+                    self._announce(Assigned(self._pending, self.generation))
+                    self._pending = None
             return
         action = action_for(Api.HEARTBEAT, reply.error)
         unchanged = request.generation_id == self.generation and request.member_id == self.member_id
@@ -485,7 +522,7 @@ class ClassicMember:
     # -- state changes -----------------------------------------------------------------------
 
     def _prove(self, now_ms: int) -> None:
-        """A request sent at `_sent_ms` proved membership: the ownership lease starts there."""
+        """A heartbeat sent at `_sent_ms` was accepted: the ownership lease starts there."""
         self._lease_from_ms = self._sent_ms
 
     def _check_lease(self, now_ms: int) -> None:
@@ -496,6 +533,7 @@ class ClassicMember:
         self._announce(Lost(self.owned, self.owned_generation))
         self.owned = frozenset()
         self.owned_generation = -1
+        self._pending = None
         if isinstance(self._in_flight, (JoinGroup, SyncGroup, DescribeTopics)):
             return  # a rebalance is under way: its answer decides the membership
         # Java, too, marks the coordinator unknown once a session passes without an answer.
@@ -505,6 +543,7 @@ class ClassicMember:
             fire(self, "reset")
 
     def _rejoin(self) -> None:
+        self._pending = None
         if self.state in _DONE:
             return
         self._rejoin_needed = True
@@ -513,6 +552,7 @@ class ClassicMember:
 
     def _reset(self, *, forget_member_id: bool) -> None:
         """Java's resetStateAndGeneration: owned partitions are lost, the member rejoins."""
+        self._pending = None
         if self.owned:
             self._announce(Lost(self.owned, self.owned_generation))
         self.owned = frozenset()
@@ -531,6 +571,7 @@ class ClassicMember:
         if self.state in (MemberState.LEFT, MemberState.FAILED):
             return
         self.failure = MemberFailed(error, where)
+        self._pending = None
         if self.owned:
             self._announce(Lost(self.owned, self.owned_generation))
             self.owned = frozenset()

@@ -10,7 +10,7 @@ partition counts of the subscribed topics. The assignment changes it announces a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from assignors.spec import TopicPartition
 from rebalance.errors import ErrorCode
@@ -38,9 +38,11 @@ class DescribeTopics:
 
 @dataclass(frozen=True, slots=True)
 class TopicsDescribed:
-    """Partition count per topic; a topic missing here does not exist (yet)."""
+    """Partition count per topic (a topic missing here does not exist yet), and topic ids by
+    name (the consumer protocol assigns by topic id)."""
 
     partitions: dict[str, int]
+    ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,14 @@ dataclass fields, which must be types, not strings.
 """
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
+
+from coordinator.wire.codec import register_schemas
 
 HEARTBEAT_KEY = 10000
 REGISTER_KEY = 10001
@@ -302,3 +304,19 @@ class ClientBalanceDescribeResponse:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time_ms: i32 = field(metadata={"kafka_type": "int32"})
     groups: tuple[DescribedGroupResponse, ...]
+
+
+#: Every client-balance API's schemas: key -> {version: (request class, response class)}.
+SCHEMAS: dict[int, dict[int, tuple[type[Any], type[Any]]]] = {
+    HEARTBEAT_KEY: {0: (ClientBalanceHeartbeatRequest, ClientBalanceHeartbeatResponse)},
+    REGISTER_KEY: {0: (PartitionRegisterRequest, PartitionRegisterResponse)},
+    RELEASE_KEY: {0: (PartitionReleaseRequest, PartitionReleaseResponse)},
+    DESCRIBE_KEY: {0: (ClientBalanceDescribeRequest, ClientBalanceDescribeResponse)},
+}
+
+
+def register_with_codec() -> None:
+    """Teach this process's codec the client-balance messages: a server does it when it
+    registers the APIs; a client (which registers no API) calls this."""
+    for api_key, versions in SCHEMAS.items():
+        register_schemas(api_key, versions)

@@ -1,0 +1,36 @@
+"""An asyncio client for client-balance groups: TubeMQ's `ClientBalanceConsumer` in Python.
+
+* `consumer`    `ClientBalanceConsumer`: the 17 operations (start, partition metadata,
+                connect/disconnect a partition with a bootstrap offset, the registered set,
+                offsets, get a message and confirm it, shutdown) over our wire APIs;
+* `allocation`  the default modulo split (`tubemq-modulo`: unsigned Java `String.hashCode` of the
+                partition key, modulo the source count) and a ready-made allocation loop (TubeMQ
+                leaves it to the application; so does this client, with the loop for the
+                common case);
+* `errors`      `ClientBalanceError` and the client-side codes;
+* `schema`      the extension APIs' messages, shared with the server's API modules
+                (`coordinator/apis/client_balance_*.py`, `partition_*.py`);
+* `node_process`, `demo`  one node as a process; `rebalance demo --protocol client-balance`.
+
+docs/client-balance.md maps each TubeMQ method onto this API.
+"""
+
+from coordinator.client_balance.allocation import allocate, modulo_assigned
+from coordinator.client_balance.consumer import (
+    ClientBalanceConfig,
+    ClientBalanceConsumer,
+    ConsumeResult,
+    OffsetInfo,
+)
+from coordinator.client_balance.errors import ClientBalanceError, ClientCode
+
+__all__ = [
+    "ClientBalanceConfig",
+    "ClientBalanceConsumer",
+    "ClientBalanceError",
+    "ClientCode",
+    "ConsumeResult",
+    "OffsetInfo",
+    "allocate",
+    "modulo_assigned",
+]

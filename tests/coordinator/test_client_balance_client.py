@@ -1,0 +1,173 @@
+"""The client-balance client against a server in this event loop: the modulo split, consuming
+and confirming, pinned partitions, and the two observations of spec §D.9 not repeated."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from coordinator.client_balance import (
+    ClientBalanceConfig,
+    ClientBalanceConsumer,
+    ClientBalanceError,
+    ClientCode,
+    modulo_assigned,
+)
+from coordinator.client_balance.allocation import allocation_pass
+from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from rebalance.errors import ErrorCode
+
+PRODUCE = 0
+SETTINGS = ("group.min.session.timeout.ms=100",)
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningServer]:
+    async with running_server(topics=[("t", 6)], settings=SETTINGS) as server:
+        client = await WireClient.connect(server.host, server.port)
+        for partition in range(6):
+            values = [f"{partition}-{i}".encode() for i in range(5)]
+            await produce(client, partition, values)
+        await client.close()
+        yield server
+
+
+async def produce(client: WireClient, partition: int, values: list[bytes]) -> Any:
+    return await client.request(
+        PRODUCE,
+        9,
+        {
+            "acks": -1,
+            "timeout": 1000,
+            "topic_data": [
+                {
+                    "name": "t",
+                    "partition_data": [{"index": partition, "records": record_batch(values)}],
+                }
+            ],
+        },
+    )
+
+
+def consumer(node: RunningServer, **config: Any) -> ClientBalanceConsumer:
+    return ClientBalanceConsumer(
+        ClientBalanceConfig(node.bootstrap, "g", session_timeout_ms=5000, **config)
+    )
+
+
+async def drain(c: ClientBalanceConsumer, expected: int) -> list[tuple[str, int]]:
+    seen: list[tuple[str, int]] = []
+    while len(seen) < expected:
+        result = await c.get_message(max_wait_ms=2000)
+        await c.confirm(result.confirm_context)
+        seen += [(result.partition_key, m.offset) for m in result.messages]
+    return seen
+
+
+async def test_three_nodes_split_by_modulo_and_consume_everything(node: RunningServer) -> None:
+    nodes = [consumer(node) for _ in range(3)]
+    for node_id, c in enumerate(nodes):
+        await c.start(["t"], 3, node_id)
+    meta = await nodes[0].partition_meta()
+    assert len(meta) == 6 and all(meta.values())
+    for c in nodes:
+        await allocation_pass(
+            c, lambda m, c=c: modulo_assigned(m, c.source_count, c.node_id), lambda key: -1
+        )
+    held = [c.registered() for c in nodes]
+    assert held == [modulo_assigned(meta, 3, i) for i in range(3)]
+    assert set().union(*held) == set(meta)
+    consumed = [await drain(c, 5 * len(h)) for c, h in zip(nodes, held, strict=True)]
+    assert sorted(k for part in consumed for k, _ in part) == sorted(
+        key for key in meta for _ in range(5)
+    )
+    for c in nodes:
+        assert {info.current_offset for info in c.offsets().values()} == {5}
+        await c.shutdown()
+
+
+async def test_confirm_not_consumed_hands_the_same_records_out_again(node: RunningServer) -> None:
+    c = consumer(node)
+    await c.start(["t"], -1, 0)
+    assert c.source_count == c.node_id == -2  # TubeMQ's undefined when the checks are off
+    key = sorted(await c.partition_meta())[0]
+    assert await c.connect(key, 2) == 2  # the bootstrap offset is where it starts
+    first = await c.get_message(max_wait_ms=2000)
+    assert [m.offset for m in first.messages] == [2, 3, 4]
+    with pytest.raises(ClientBalanceError) as busy:
+        await c.get_message(max_wait_ms=50)
+    assert busy.value.code == ClientCode.ALL_PARTITION_INUSE
+    await c.confirm(first.confirm_context, consumed=False)
+    again = await c.get_message(max_wait_ms=2000)
+    assert [m.offset for m in again.messages] == [2, 3, 4]
+    assert await c.confirm(again.confirm_context) == 5
+    await c.disconnect(key)
+    # Registered again: it starts from the committed offset.
+    assert await c.connect(key) == 5
+    await c.shutdown()
+
+
+async def test_a_pinned_partition_held_by_another_node_is_occupied(node: RunningServer) -> None:
+    a, b = consumer(node), consumer(node, occupied_retry_backoff_ms=60_000)
+    await a.start(["t"], 2, 0)
+    await b.start(["t"], 2, 1)
+    key = sorted(await a.partition_meta())[0]
+    await a.connect(key)
+    with pytest.raises(ClientBalanceError) as occupied:
+        await b.connect(key)
+    assert occupied.value.code == ErrorCode.PARTITION_OCCUPIED
+    assert a.consumer_id in occupied.value.message
+    with pytest.raises(ClientBalanceError) as again:
+        await b.connect(key)
+    assert again.value.code == ClientCode.CLIENT_HIGH_FREQUENCY_REQUEST
+    with pytest.raises(ClientBalanceError) as duplicate:
+        await consumer(node, register_retries=1).start(["t"], 2, 1)
+    assert duplicate.value.code == ErrorCode.CLIENT_DUPLICATE_INDEXID
+    await a.shutdown()
+    await b.shutdown()
+
+
+async def test_partitions_ready_waits_for_a_registration(node: RunningServer) -> None:
+    c = consumer(node)
+    await c.start(["t"], 1, 0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert not await c.partitions_ready(400)
+    assert loop.time() - started >= 0.4  # TubeMQ's returned after one ~250 ms sleep
+    key = sorted(await c.partition_meta())[0]
+
+    async def later() -> None:
+        await asyncio.sleep(0.3)
+        await c.connect(key)
+
+    task = asyncio.create_task(later())
+    assert await c.partitions_ready(5000)
+    await task
+    await c.shutdown()
+
+
+async def test_after_shutdown_every_action_says_so(node: RunningServer) -> None:
+    c = consumer(node)
+    await c.start(["t"], 1, 0)
+    await c.shutdown()
+    assert c.is_shutdown
+    for action in (c.partition_meta(), c.connect("1:t:0"), c.get_message(10), c.confirm("x")):
+        with pytest.raises(ClientBalanceError) as stopped:
+            await action
+        assert stopped.value.code == ClientCode.CLIENT_SHUTDOWN
+
+
+def test_the_metadata_interval_minimum_is_enforced() -> None:
+    config = ClientBalanceConfig("127.0.0.1:9092", "g", meta_check_interval_ms=100)
+    assert config.meta_check_interval_ms == 5000  # TubeMQ's setter clamped, then overwrote
+
+
+async def test_start_checks_the_node_id_locally(node: RunningServer) -> None:
+    c = consumer(node)
+    with pytest.raises(ClientBalanceError) as bad:
+        await c.start(["t"], 3, 3)
+    assert bad.value.code == ErrorCode.BAD_REQUEST
+    assert c.is_shutdown

@@ -1,0 +1,73 @@
+"""`rebalance groups list` and `rebalance groups describe GROUP` against a running server:
+a client-balance group shows each node's sourceCount, nodeId and partitions; a classic group its
+members and their assigned partitions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from coordinator.cli import main
+from coordinator.client_balance import ClientBalanceConfig, ClientBalanceConsumer
+from coordinator.testing import RunningServer, server_in_thread
+
+
+@pytest.fixture
+def node() -> Iterator[RunningServer]:
+    with server_in_thread(topics=[("t", 4)]) as server:
+        yield server
+
+
+def test_describe_a_client_balance_group(
+    node: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def two_nodes() -> list[ClientBalanceConsumer]:
+        nodes = []
+        for node_id, keys in enumerate([("1:t:0", "1:t:2"), ("1:t:1",)]):
+            c = ClientBalanceConsumer(
+                ClientBalanceConfig(node.bootstrap, "g", client_id=f"n{node_id}")
+            )
+            await c.start(["t"], 2, node_id)
+            for key in keys:
+                await c.connect(key)
+            nodes.append(c)
+        return nodes
+
+    async def scenario() -> None:
+        nodes = await two_nodes()
+        try:
+            describe = ["groups", "describe", "g", "--bootstrap", node.bootstrap]
+            assert await asyncio.to_thread(main, describe) == 0
+            listing = ["groups", "list", "--bootstrap", node.bootstrap]
+            assert await asyncio.to_thread(main, listing) == 0
+        finally:
+            for c in nodes:
+                await c.shutdown()
+
+    asyncio.run(scenario())
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "group g: client-balance, Stable, sourceCount 2, topics t, group epoch 2"
+    assert out[1].split() == [
+        "nodeId", "sourceCount", "member", "client", "host", "count", "partitions"
+    ]  # fmt: skip
+    first, second = out[2].split(), out[3].split()
+    assert (first[0], first[1], first[3], first[5], first[6]) == ("0", "2", "n0", "2", "t:0,2")
+    assert (second[0], second[1], second[3], second[5], second[6]) == ("1", "2", "n1", "1", "t:1")
+    assert first[2].startswith("n0-")
+    assert out[4].split() == ["group", "type", "state"]
+    assert out[5].split() == ["g", "client-balance", "Stable"]
+
+
+def test_describe_a_missing_group_says_so(
+    node: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["groups", "describe", "nobody", "--bootstrap", node.bootstrap]) == 0
+    assert "not a classic or client-balance group here (Dead)" in capsys.readouterr().out
+
+
+def test_an_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["groups", "list", "--bootstrap", "127.0.0.1:1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot connect to 127.0.0.1:1" in err[0]
