@@ -10,7 +10,11 @@ core never needs a lock. For each handler result it:
    transaction and fsync: group commit);
 3. answers the result's replies only once those records are durable, and never before the
    records of any earlier result are durable (appends complete in order), so no reply can
-   acknowledge state that a crash could still lose.
+   acknowledge state that a crash could still lose;
+4. computes the target assignments the core offloads (a large consumer group's) in one worker
+   thread and hands each back to the core on the loop. A thread, not a process: the inputs
+   (up to millions of partitions) are shared, not pickled on the loop, and while the assignor
+   runs the loop waits for the interpreter lock at most one switch interval (5 ms) at a time.
 
 If the store fails, the affected partitions are unloaded (parked requests get NOT_COORDINATOR)
 and loaded again from what is durable, and the failed result's own replies become
@@ -20,15 +24,18 @@ NOT_COORDINATOR: clients rediscover the coordinator and retry, as with a Kafka l
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Hashable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from coordinator import record_codec
 from coordinator.event_log import EventLog, epoch_offset_ms
 from rebalance.commands import Command, Heartbeat
 from rebalance.consumer_group.group import TopicMetadata
+from rebalance.consumer_group.target import ComputedTarget, TargetInputs, compute_target
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result
 from rebalance.errors import ErrorCode
@@ -71,6 +78,8 @@ class GroupRuntime:
         self._reloading: set[int] = set()
         self._batch: list[StoredRecord] = []
         self._batch_future: asyncio.Future[None] | None = None
+        self._assignor: ThreadPoolExecutor | None = None
+        self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self, partitions: Iterable[int] | None = None) -> None:
@@ -101,9 +110,13 @@ class GroupRuntime:
             loaded_result = self.core.complete_load(p, now)
             self._log_events(loaded_result)
             self._carry_out_timers(loaded_result)
+            self._offload(loaded_result)
         log.info("loaded %d records for %d partitions", loaded, len(partitions))
 
     async def close(self) -> None:
+        self._closed = True
+        if self._assignor is not None:
+            self._assignor.shutdown(wait=False, cancel_futures=True)
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -174,6 +187,7 @@ class GroupRuntime:
     def _carry_out(self, result: Result) -> None:
         self._log_events(result)
         self._carry_out_timers(result)
+        self._offload(result)
         if result.records:
             barrier: asyncio.Future[None] | None = self._enqueue_write(result.records)
         else:
@@ -184,6 +198,23 @@ class GroupRuntime:
             self._deliver(result)
         else:
             barrier.add_done_callback(lambda done: self._after_write(done, result))
+
+    def _offload(self, result: Result) -> None:
+        """Start the result's offloaded target assignments in the assignor thread."""
+        for inputs in result.offloaded:
+            if self._assignor is None:
+                self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
+            work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
+            work.add_done_callback(functools.partial(self._target_done, inputs))
+
+    def _target_done(self, inputs: TargetInputs, done: asyncio.Future[ComputedTarget]) -> None:
+        if self._closed or done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            log.error("assignor failed: %s %d: %r", inputs.group_id, inputs.group_epoch, error)
+        computed = None if error is not None else done.result()
+        self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
 
     def _log_events(self, result: Result) -> None:
         if result.events and self.events is not None:

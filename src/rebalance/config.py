@@ -92,6 +92,11 @@ class CoordinatorConfig(BaseModel):
     group_consumer_assignment_interval_ms: int = Field(
         1000, alias="group.consumer.assignment.interval.ms", ge=0, le=INT32_MAX
     )
+    #: Kafka 4.3's name: compute a large group's target assignment off the coordinator's loop
+    #: (a worker thread of the shell), so heartbeats go on being answered meanwhile.
+    group_consumer_assignor_offload_enable: bool = Field(
+        True, alias="group.consumer.assignor.offload.enable"
+    )
     #: Only Kafka 4.0's default is implemented: see `rebalance.consumer_group`.
     group_consumer_migration_policy: str = Field(
         "bidirectional", alias="group.consumer.migration.policy"

@@ -51,6 +51,7 @@ from rebalance.config import CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.group_type import ConsumerGroupType
+from rebalance.consumer_group.target import ComputedTarget, TargetInputs
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import DeleteReason, EventType
@@ -474,6 +475,13 @@ class GroupCoordinatorCore:
         heartbeats small and makes every epoch bump a recorded, replayable decision."""
         self._client_balance.topics_changed(metadata)
         return self._consumer.topics_changed(metadata, now_ms)
+
+    def target_computed(
+        self, inputs: TargetInputs, computed: ComputedTarget | None, now_ms: int
+    ) -> Result:
+        """A target assignment the shell computed off the loop (`Result.offloaded`); None
+        if the assignor failed. Applied only if its group epoch is still current."""
+        return self._consumer.target_computed(inputs, computed, now_ms)
 
     # =================================================================== deleted topics
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> Result:

@@ -10,19 +10,25 @@ A handler never performs I/O. Its `Result` says what must happen:
 * `events` describe what happened (member joined, rebalance started, ...) for the event log.
 * `timers` are `Schedule(key, deadline_ms)` (replaces any timer with that key) and `Cancel(key)`.
   When a timer fires, the shell calls `on_timer(key, now_ms)` on the same serial lane.
+* `offloaded` are target assignments of large consumer groups to compute away from the serial
+  lane (`rebalance.consumer_group.target.compute_target(inputs)`, pure); the shell hands each
+  result back with `target_computed(inputs, computed, now_ms)` on the lane.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rebalance.event_schema import ENUM_FIELDS, EventType
 from rebalance.events import Event
 from rebalance.records import Record
 from rebalance.replies import AnyReply
 from rebalance.timers import TimerKey
+
+if TYPE_CHECKING:
+    from rebalance.consumer_group.target import TargetInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,8 @@ class Result:
     timers: list[TimerEffect] = field(default_factory=list)
     #: What happened, for the event log (see `rebalance.events`); never affects behaviour.
     events: list[Event] = field(default_factory=list)
+    #: Target assignments for the shell to compute off the serial lane (see the module doc).
+    offloaded: list[TargetInputs] = field(default_factory=list)
 
     def reply(self, token: Hashable, response: AnyReply) -> None:
         self.replies.append(Reply(token, response))
@@ -75,11 +83,15 @@ class Result:
                 fields[key] = str(value)
         self.events.append(Event(type, ts, group, generation, member, fields))
 
+    def offload(self, inputs: TargetInputs) -> None:
+        self.offloaded.append(inputs)
+
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)
         self.replies.extend(other.replies)
         self.timers.extend(other.timers)
         self.events.extend(other.events)
+        self.offloaded.extend(other.offloaded)
 
 
 def single_reply(token: Hashable, response: AnyReply) -> Result:

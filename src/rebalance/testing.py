@@ -30,6 +30,7 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.target import TargetInputs, compute_target
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result, TimerEffect
 from rebalance.errors import ErrorCode
@@ -133,6 +134,11 @@ class GroupHarness:
         self.events: list[Event] = []
         self.replies: dict[Hashable, AnyReply] = {}
         self.fired: list[TimerKey] = []
+        #: Offloaded target assignments not yet handed back (`hold_offloaded`).
+        self.offloaded: list[TargetInputs] = []
+        #: False: an offloaded target is computed and handed back at once, as if by a worker
+        #: that is never slow; True: they wait in `offloaded` for `deliver_offloaded`.
+        self.hold_offloaded = False
         self._next_token = 0
         for partition in range(self.config.offsets_topic_num_partitions):
             self._absorb(self.core.load(partition, (), self.clock.now_ms()))
@@ -146,7 +152,17 @@ class GroupHarness:
                 raise AnsweredTwice(f"token {reply.token!r}: {reply.response!r}")
             self.replies[reply.token] = reply.response
         self.timer.apply(result.timers)
+        self.offloaded.extend(result.offloaded)
+        if not self.hold_offloaded:
+            self.deliver_offloaded()
         return result
+
+    def deliver_offloaded(self) -> None:
+        """Compute the held target assignments and hand them back, oldest first."""
+        while self.offloaded:
+            inputs = self.offloaded.pop(0)
+            computed = compute_target(inputs)
+            self._absorb(self.core.target_computed(inputs, computed, self.clock.now_ms()))
 
     def send(self, command: Command[Any]) -> int:
         """Submit a command; returns its reply token (see `reply`)."""

@@ -8,7 +8,8 @@ crashes, topic growth and coordinator moves:
   Stable, every member at the group epoch, with every subscribed partition assigned once.
 
 The same machine runs with Kafka 4.3's assignment batching (a target at most once a second,
-computed by the first heartbeat after it): the properties do not depend on when targets come.
+computed by the first heartbeat after it), and with targets computed by a worker that answers
+late: the properties do not depend on when targets come.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from rebalance.consumer_group import epochs
 from rebalance.consumer_group.group import MemberState
 
 G = "g"
@@ -165,3 +167,38 @@ BatchedReconciliationMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestBatchedReconciliationProperties = BatchedReconciliationMachine.TestCase
+
+
+class OffloadedReconciliationMachine(ReconciliationMachine):
+    """Every target (after a group's first) computed by a worker that answers whenever the
+    `worker_delivers` rule says: any number of heartbeats, joins and leaves in between."""
+
+    batching = True
+    settle_ms = 1_000
+
+    def __init__(self) -> None:
+        self.offload_from = epochs.OFFLOAD_FROM
+        epochs.OFFLOAD_FROM = 0
+        super().__init__()
+        self.h.hold_offloaded = True
+
+    @rule()
+    def worker_delivers(self) -> None:
+        self.h.deliver_offloaded()
+
+    def teardown(self) -> None:
+        try:
+            self.h.hold_offloaded = False
+            self.h.deliver_offloaded()
+            super().teardown()
+        finally:
+            epochs.OFFLOAD_FROM = self.offload_from
+
+
+OffloadedReconciliationMachine.TestCase.settings = settings(
+    max_examples=50,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestOffloadedReconciliationProperties = OffloadedReconciliationMachine.TestCase

@@ -16,12 +16,16 @@ from rebalance.consumer_group.group import (
     Partitions,
     TopicMetadata,
     count,
-    freeze,
 )
 from rebalance.consumer_group.reconcile import next_assignment
 from rebalance.consumer_group.records import GroupEpochValue, TargetEpochValue, TargetMemberValue
 from rebalance.consumer_group.replay import write
-from rebalance.consumer_group.target import chosen_assignor, compute_target
+from rebalance.consumer_group.target import (
+    ComputedTarget,
+    TargetInputs,
+    compute_target,
+    target_inputs,
+)
 from rebalance.effects import Result
 from rebalance.event_schema import ConsumerTrigger, EventType
 from rebalance.state import CoordinatorState
@@ -67,7 +71,11 @@ def maybe_bump(
             trigger=trigger,
             members=len(group.members),
         )
-    if group.target_epoch != group.group_epoch and assignment_due(state, group, now_ms):
+    if (
+        group.target_epoch != group.group_epoch
+        and group.computing is None  # one computation at a time; `target_computed` follows
+        and assignment_due(state, group, now_ms)
+    ):
         assign(state, metadata, result, group, now_ms)
 
 
@@ -88,34 +96,77 @@ def assign(
     group: ConsumerGroup,
     now_ms: int,
 ) -> None:
-    """Compute the target assignment of the group epoch and record what changed in it."""
-    assignor = chosen_assignor(group, state.config)
-    target = compute_target(group, metadata, assignor)
-    for member_id in sorted(target):
-        if target[member_id] != group.target.get(member_id, {}):
-            write(
-                state,
-                result,
-                group.group_id,
-                TargetMemberValue(member_id, freeze(target[member_id])),
-            )
-    write(state, result, group.group_id, TargetEpochValue(group.group_epoch))
+    """Compute the target assignment of the group epoch: here, or (a large group, with
+    `group.consumer.assignor.offload.enable`) in the shell's worker, which hands the result
+    back through `target_computed` while heartbeats go on being answered."""
+    inputs = target_inputs(group, metadata, state.config)
+    # A group's first target is computed here, whatever its size: until a target exists its
+    # members are at epoch 0, which a client can only send back as a new join.
+    offload = state.config.group_consumer_assignor_offload_enable and group.target_epoch > 0
+    if offload and inputs.size >= OFFLOAD_FROM:
+        group.computing = inputs
+        result.offload(inputs)
+        return
+    apply_target(state, result, group, inputs, compute_target(inputs), now_ms)
+
+
+#: The smallest `TargetInputs.size` computed off the loop: below it (a few tens of thousands
+#: of partitions) the assignors take a few milliseconds, less than the hand-off costs.
+OFFLOAD_FROM = 50_000
+
+
+def target_computed(
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    group: ConsumerGroup,
+    inputs: TargetInputs,
+    computed: ComputedTarget | None,
+    now_ms: int,
+) -> Result:
+    """A worker's target for `inputs.group_epoch` (None: the assignor failed). Applied only
+    if that epoch is still the group's: a membership, subscription or metadata change since
+    bumped the epoch, so the result answers a question nobody asks any more, and a new
+    computation starts from the current group at once. (Kafka 4.3's offloaded assignments
+    cancel a stale computation the same way.)"""
+    result = Result()
+    if group.computing is not inputs:
+        return result  # not this group's request: it was reloaded or re-created meanwhile
+    group.computing = None
+    if computed is not None and group.group_epoch == inputs.group_epoch:
+        apply_target(state, result, group, inputs, computed, now_ms)
+    else:
+        maybe_bump(state, metadata, result, group, None, now_ms, check_metadata=False)
+    return result
+
+
+def apply_target(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    inputs: TargetInputs,
+    computed: ComputedTarget,
+    now_ms: int,
+) -> None:
+    """Record the target of `inputs.group_epoch`: each changed member's, then the epoch. A
+    static member replaced meanwhile (which keeps the epoch) gets its instance's target under
+    its new member id, as if the replacement came after the computation."""
+    instance_of = {m.member_id: m.instance_id for m in inputs.members}
+    for member_id, partitions in computed.changed.items():
+        if member_id not in group.members:
+            member_id = group.static_members.get(instance_of.get(member_id) or "", "")
+            if member_id not in group.members:
+                continue
+        write(state, result, group.group_id, TargetMemberValue(member_id, partitions))
+    write(state, result, group.group_id, TargetEpochValue(inputs.group_epoch))
     group.assigned_at_ms = now_ms
-    by_id = metadata.by_id()
     result.event(
         EventType.TARGET_ASSIGNMENT,
         now_ms,
         group.group_id,
         group.target_epoch,
         group_type=GROUP_TYPE,
-        assignor=assignor,
-        assignments={
-            member_id: [
-                [by_id[t].name if t in by_id else t, sorted(ps)]
-                for t, ps in sorted(partitions.items())
-            ]
-            for member_id, partitions in sorted(target.items())
-        },
+        assignor=inputs.assignor,
+        assignments=computed.by_name,
     )
 
 

@@ -16,6 +16,7 @@ That map is the "never two owners" rule made into data.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -134,15 +135,21 @@ class ConsumerMember:
         )
 
     def subscribed_topics(self, metadata: TopicMetadata) -> set[str]:
-        """Names and regex matches, of topics that exist. DIFFERS: Kafka evaluates the regex
-        with RE2/J; Python's `re` (full match, as Java's `matches`) agrees on the RE2 syntax
-        clients use in practice, but also accepts what RE2 refuses (backreferences,
-        lookaround), and RE2's `\\C` or `\\pN` classes are not Python's."""
-        topics = {t for t in self.subscribed_topic_names if t in metadata.topics}
-        if self.subscribed_topic_regex:
-            pattern = re.compile(self.subscribed_topic_regex)
-            topics.update(t for t in metadata.topics if pattern.fullmatch(t))
-        return topics
+        return subscribed_topics(self.subscribed_topic_names, self.subscribed_topic_regex, metadata)
+
+
+def subscribed_topics(
+    names: tuple[str, ...], regex: str | None, metadata: TopicMetadata
+) -> set[str]:
+    """Names and regex matches, of topics that exist. DIFFERS: Kafka evaluates the regex with
+    RE2/J; Python's `re` (full match, as Java's `matches`) agrees on the RE2 syntax clients use
+    in practice, but also accepts what RE2 refuses (backreferences, lookaround), and RE2's
+    `\\C` or `\\pN` classes are not Python's."""
+    topics = {t for t in names if t in metadata.topics}
+    if regex:
+        pattern = re.compile(regex)
+        topics.update(t for t in metadata.topics if pattern.fullmatch(t))
+    return topics
 
 
 class ConsumerGroup:
@@ -154,6 +161,7 @@ class ConsumerGroup:
 
     __slots__ = (
         "assigned_at_ms",
+        "computing",
         "current_state_timestamp_ms",
         "group_epoch",
         "group_id",
@@ -164,6 +172,7 @@ class ConsumerGroup:
         "state",
         "static_members",
         "subscribed_metadata",
+        "subscribers",
         "target",
         "target_epoch",
     )
@@ -175,6 +184,10 @@ class ConsumerGroup:
         self.group_epoch = 0
         #: (name, id, partitions) of the subscribed topics the group epoch was computed for.
         self.subscribed_metadata: tuple[tuple[str, str, int], ...] = ()
+        #: How many members name each topic, or use each regex: the group's subscribed topics
+        #: without a walk over every member (each join asks for them: a walk made forming a
+        #: group quadratic).
+        self.subscribers: Counter[str | re.Pattern[str]] = Counter()
         self.members: dict[str, ConsumerMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Partitions] = {}  # member id -> target partitions
@@ -186,6 +199,9 @@ class ConsumerGroup:
         #: When the last target assignment was computed (None: not since this core loaded the
         #: group). Not recorded: it only paces the next computation (assignment batching).
         self.assigned_at_ms: int | None = None
+        #: The `TargetInputs` a worker is computing a target from (None: none in flight); a
+        #: result is this group's only if it answers that very request.
+        self.computing: object | None = None
 
     # -- lifecycle (the shared part of `rebalance.lifecycle`: load, loaded, unload, delete) --
     _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
@@ -226,9 +242,23 @@ class ConsumerGroup:
 
     def subscribed_topic_names(self, metadata: TopicMetadata) -> set[str]:
         topics: set[str] = set()
-        for member in self.members.values():
-            topics |= member.subscribed_topics(metadata)
+        for key in self.subscribers:
+            if isinstance(key, str):
+                if key in metadata.topics:
+                    topics.add(key)
+            else:
+                topics.update(t for t in metadata.topics if key.fullmatch(t))
         return topics
+
+    def count_subscription(self, member: ConsumerMember, sign: int) -> None:
+        """Add (1) or remove (-1) `member`'s subscription in `subscribers`."""
+        keys: list[str | re.Pattern[str]] = list(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            keys.append(re.compile(member.subscribed_topic_regex))
+        for key in keys:
+            self.subscribers[key] += sign
+            if self.subscribers[key] <= 0:
+                del self.subscribers[key]
 
     # -- bookkeeping kept consistent with the members -------------------------------------
     def set_current(self, member: ConsumerMember, value: CurrentAssignmentValue) -> None:
@@ -263,6 +293,7 @@ class ConsumerGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return
+        self.count_subscription(member, -1)
         self.release_all(member)
         self.target.pop(member_id, None)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == (

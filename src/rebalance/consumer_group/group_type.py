@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, ClassVar
 
-from rebalance.consumer_group import departure, heartbeat, replay
+from rebalance.consumer_group import departure, epochs, heartbeat, replay
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.epochs import maybe_bump
 from rebalance.consumer_group.group import (
@@ -30,7 +30,7 @@ from rebalance.consumer_group.group import (
     freeze,
 )
 from rebalance.consumer_group.records import ConsumerGroupRecord, ConsumerValue
-from rebalance.consumer_group.target import chosen_assignor
+from rebalance.consumer_group.target import ComputedTarget, TargetInputs, chosen_assignor
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
 from rebalance.lifecycle import GroupState
@@ -74,6 +74,14 @@ class ConsumerGroupType:
 
     def on_timer(self, key: TimerKey, group: ConsumerGroup, now_ms: int) -> Result:
         return departure.expire(self.state, self.metadata, key, group, now_ms)
+
+    def target_computed(
+        self, inputs: TargetInputs, computed: ComputedTarget | None, now_ms: int
+    ) -> Result:
+        group = self.state.groups.get(inputs.group_id)
+        if not isinstance(group, ConsumerGroup):
+            return Result()  # deleted meanwhile
+        return epochs.target_computed(self.state, self.metadata, group, inputs, computed, now_ms)
 
     # -- metadata, partitions ----------------------------------------------------------------
     def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:

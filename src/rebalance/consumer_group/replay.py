@@ -50,7 +50,9 @@ def replay(group: ConsumerGroup, value: ConsumerValue) -> None:
             member = group.members[value.member_id] = ConsumerMember(value.member_id)
         if member.instance_id is not None and member.instance_id != value.instance_id:
             group.static_members.pop(member.instance_id, None)
+        group.count_subscription(member, -1)
         member.apply_subscription(value)
+        group.count_subscription(member, 1)
         if value.instance_id is not None:
             group.static_members[value.instance_id] = value.member_id
     elif isinstance(value, TargetMemberValue):

@@ -1,0 +1,182 @@
+"""Does one big KIP-848 group stall the coordinator? Heartbeat latency of 1,000 members in 100
+small consumer groups while the target assignment of a 10,000-member group over 100 topics x
+10,000 partitions (1M, `uniform`) is computed after one of its members leaves.
+
+Two runs on the same node, each from scratch: the assignor on the coordinator's loop
+(`group.consumer.assignor.offload.enable=false`, the peer) and in the runtime's assignor thread
+(the default). The node is the real `GroupRuntime` (its loop, timers and write path) over an
+in-memory store, in this process; the small groups' members are tasks on the same loop, each
+heartbeating every `--period-ms` at fixed times. A heartbeat's latency is measured from when it
+was due to when its reply was ready, so time the loop spent blocked counts even if the
+heartbeat could not be sent meanwhile. Figures are over the heartbeats due between the leave and
+the moment the new target was applied (plus 200 ms), per run; medians over `--runs`.
+
+Run: `.venv/bin/python benchmarks/bench_consumer_group_stall.py [--members N] [--topics T]
+[--partitions P] [--runs R]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from coordinator.runtime import GroupRuntime
+from coordinator.store.memory import MemoryStore
+from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
+from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+
+SMALL_GROUPS = 100
+SMALL_MEMBERS = 10
+Owned = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+def config(offload: bool) -> CoordinatorConfig:
+    return CoordinatorConfig.from_properties(
+        {
+            "group.consumer.assignor.offload.enable": str(offload).lower(),
+            # nobody expires during the run; targets batched once a second while forming
+            "group.consumer.session.timeout.ms": "600000",
+            "group.consumer.max.session.timeout.ms": "600000",
+        }
+    )
+
+
+def join(group: str, member: str, topics: tuple[str, ...]) -> ConsumerGroupHeartbeat:
+    return ConsumerGroupHeartbeat(
+        group, member, 0, rebalance_timeout_ms=60000, subscribed_topic_names=topics,
+        topic_partitions=(),
+    )  # fmt: skip
+
+
+@dataclass
+class SmallMember:
+    group: str
+    member: str
+    epoch: int = 0
+    owned: Owned = ()
+    samples: list[tuple[float, float]] = field(default_factory=list)  # (due, latency ms)
+
+    async def run(self, runtime: GroupRuntime, start: float, period: float, stop: float) -> None:
+        reply = await runtime.submit(join(self.group, self.member, ("small",)))
+        self.epoch, self.owned = reply.member_epoch, reply.assignment or ()
+        due = start
+        while due < stop:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            command = ConsumerGroupHeartbeat(
+                self.group, self.member, self.epoch, topic_partitions=self.owned
+            )
+            reply = await runtime.submit(command)
+            self.samples.append((due, (time.monotonic() - due) * 1000))
+            self.epoch = reply.member_epoch
+            if reply.assignment is not None:
+                self.owned = reply.assignment
+            due += period
+
+
+def big_group(runtime: GroupRuntime) -> ConsumerGroup:
+    group = runtime.core.group("big")
+    assert isinstance(group, ConsumerGroup)
+    return group
+
+
+async def settled(group: ConsumerGroup) -> None:
+    while group.target_epoch != group.group_epoch:
+        await asyncio.sleep(0.005)
+
+
+async def one_run(offload: bool, args: argparse.Namespace) -> tuple[list[float], float]:
+    """(latencies in the window, ms from the leave to the new target applied)."""
+    runtime = GroupRuntime(GroupCoordinatorCore(config(offload), SplitMix64(1)), MemoryStore())
+    await runtime.start()
+    topics = [TopicInfo(f"t{k}", f"id-t{k}", args.partitions) for k in range(args.topics)]
+    runtime.topics_changed(TopicMetadata.of([*topics, TopicInfo("small", "id-small", 10)]))
+    names = tuple(t.name for t in topics)
+    try:
+        for i in range(args.members):  # the big group forms; one target for all the joins
+            await runtime.submit(join("big", f"b{i:05d}", names))
+        group = big_group(runtime)
+        await asyncio.sleep(1.0)  # the assignment interval passes; a heartbeat computes
+        first = group.members["b00000"]
+        await runtime.submit(ConsumerGroupHeartbeat("big", first.member_id, first.member_epoch))
+        await settled(group)
+        loop_start = time.monotonic() + 0.5
+        period = args.period_ms / 1000
+        end = loop_start + args.seconds
+        members = [
+            SmallMember(f"small-{g:03d}", f"s{g:03d}-{m}")
+            for g in range(SMALL_GROUPS)
+            for m in range(SMALL_MEMBERS)
+        ]
+        tasks = [
+            asyncio.create_task(m.run(runtime, loop_start + period * k / len(members), period, end))
+            for k, m in enumerate(members)
+        ]
+        await asyncio.sleep(loop_start + 1.5 - time.monotonic())  # past the interval again
+        left = time.monotonic()
+        await runtime.submit(ConsumerGroupHeartbeat("big", f"b{args.members - 1:05d}", -1))
+        await settled(group)
+        applied = time.monotonic()
+        await asyncio.gather(*tasks)
+        window = [lat for m in members for due, lat in m.samples if left <= due <= applied + 0.2]
+        return window, (applied - left) * 1000
+    finally:
+        await runtime.close()
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", type=int, default=10_000)
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=10_000, help="per topic")
+    parser.add_argument("--period-ms", type=int, default=2000, help="small members' heartbeats")
+    parser.add_argument("--seconds", type=float, default=8.0, help="small members run this long")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(
+        f"python {platform.python_version()}: {args.members} members x {args.topics} topics x "
+        f"{args.partitions} partitions (uniform); {SMALL_GROUPS * SMALL_MEMBERS} members in "
+        f"{SMALL_GROUPS} small groups heartbeating every {args.period_ms} ms"
+    )
+    figures: dict[bool, list[tuple[float, float, float, float, int]]] = {True: [], False: []}
+    for run in range(args.runs):
+        for offload in (False, True):  # alternated: the machine's load hits both alike
+            window, assign_ms = asyncio.run(one_run(offload, args))
+            row = (
+                quantile(window, 0.5),
+                quantile(window, 0.99),
+                max(window),
+                assign_ms,
+                len(window),
+            )
+            figures[offload].append(row)
+            where = "assignor thread" if offload else "on the loop"
+            print(
+                f"  run {run + 1} {where:<15}: p50 {row[0]:.1f} ms, p99 {row[1]:.1f} ms, "
+                f"max {row[2]:.1f} ms over {row[4]} heartbeats; target applied "
+                f"{row[3]:.0f} ms after the leave"
+            )
+    medians = {
+        offload: [statistics.median(r[i] for r in rows) for i in range(4)]
+        for offload, rows in figures.items()
+    }
+    for offload, (p50, p99, worst, assign_ms) in medians.items():
+        where = "assignor thread" if offload else "on the loop (peer)"
+        print(
+            f"{where:<19}: heartbeat p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms; "
+            f"target applied {assign_ms:.0f} ms after the leave (medians of {args.runs})"
+        )
+    print(f"ratio p99 on the loop / assignor thread: {medians[False][1] / medians[True][1]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
