@@ -34,12 +34,12 @@ def client_balance_comparison(events: DataFrame, activity: DataFrame) -> DataFra
     moves = registered.select(
         (previous.isNull() | (previous != F.col("member"))).cast("long").alias("moved")
     ).agg(F.sum("moved").alias("partitions_moved"))
+    taken_or_gone = kind.isin("partition_registered", "member_left", "member_expired")
     per_node = mine.groupBy("group", "member").agg(
         F.min(F.when(kind == "member_joined", F.col("ts"))).alias("joined"),
-        F.min(F.when(kind == "partition_registered", F.col("ts"))).alias("first_registered"),
-        F.min(F.when(kind.isin("member_left", "member_expired"), F.col("ts"))).alias("gone"),
+        F.min(F.when(taken_or_gone, F.col("ts"))).alias("until"),
     )
-    waited = F.coalesce("first_registered", "gone") - F.col("joined")
+    waited = F.col("until") - F.col("joined")
     waits = per_node.where(F.col("joined").isNotNull()).agg(
         (F.coalesce(F.sum(waited), F.lit(0)) / 1000).alias("member_seconds_without_partitions")
     )

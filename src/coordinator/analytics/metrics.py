@@ -40,6 +40,7 @@ def group_activity(checked: DataFrame) -> DataFrame:
         F.sum((F.col("group_type") == "client-balance").cast("long")).alias(
             "client_balance_events"
         ),
+        F.sum((F.col("group_type") == "consumer").cast("long")).alias("consumer_events"),
         F.sum(F.col("type").isin(*CHURN_EVENT_TYPES).cast("long")).alias("churn_events"),
     )
 

@@ -16,8 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.analytics.client_balance import EVENT_TYPES as CLIENT_BALANCE_EVENT_TYPES
-from coordinator.analytics.client_balance import client_balance_comparison
+from coordinator.analytics import client_balance, consumer_groups
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
@@ -30,6 +29,13 @@ from coordinator.analytics.zookeeper_ownership import zookeeper_ownership
 from coordinator.analytics.zookeeper_report import zookeeper_section
 
 TABLES = ("episodes", "groups", "ownership", "protocols", "quarantine", "quarantine_summary")
+EVENT_DERIVED_ROWS = (
+    ("client_balance_events", client_balance.EVENT_TYPES, client_balance.client_balance_comparison),
+    ("consumer_events", consumer_groups.EVENT_TYPES, consumer_groups.consumer_group_comparison),
+)
+"""Group types without episodes (client-balance groups never rebalance; KIP-848 groups reconcile
+member by member): their row of the comparison comes from their own events, read only when the
+log has some (the count is the `group_activity` column named first)."""
 ZOOKEEPER_TABLES = ("zookeeper", "zookeeper_runs")
 """Written only when the log has events of ZooKeeper-coordinated groups."""
 
@@ -87,12 +93,10 @@ def run_pipeline(
                 ownership = ownership.unionByName(zookeeper_ownership(runs, notes))
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
             protocols = protocol_comparison(activity, episodes)
-            if _total(activity.where(F.col("valid")), "client_balance_events"):
-                # No episodes (these groups never rebalance): their row comes from their events.
-                cb_events = loaded.events_of(CLIENT_BALANCE_EVENT_TYPES)
-                protocols = protocols.unionByName(
-                    client_balance_comparison(cb_events, activity)
-                ).orderBy("group_type")
+            for column, types, comparison in EVENT_DERIVED_ROWS:
+                if _total(activity.where(F.col("valid")), column):
+                    row = comparison(loaded.events_of(types), activity)
+                    protocols = protocols.unionByName(row).orderBy("group_type")
             protocols.write.mode("overwrite").parquet(f"{base}/protocols")
         valid = _total(activity.where(F.col("valid")), "events")
         bad = _total(activity.where(~F.col("valid")), "events")

@@ -1,13 +1,13 @@
 """Group types side by side (the `protocols` table and the report's comparison): how much each
 protocol made its groups suffer for the same kind of churn.
 
-Keyed on `group_type` ("classic", "zookeeper"; KIP-848's "consumer" and others join as their
-episodes are appended to `episodes/` with their type), so a new type needs no change here;
-client-balance groups, which never rebalance, get their row from `client_balance`). Per
-type: groups (that rebalanced), membership changes (joins, leaves, expiries: the churn that
-makes groups rebalance), rebalances, duration percentiles, partitions moved and member-seconds
-without partitions, the last three also per churn event, so that logs with different churn
-compare.
+Keyed on `group_type`: "classic" and "zookeeper" from the episodes (a type whose episodes are
+appended to `episodes/` needs no change here); client-balance and KIP-848 consumer groups, which
+have no episodes, get their rows from `client_balance` and `consumer_groups` (see the pipeline's
+`EVENT_DERIVED_ROWS`). Per type: groups (that rebalanced), membership changes (joins, leaves,
+expiries: the churn that makes groups rebalance), rebalances, duration percentiles, partitions
+moved and member-seconds without partitions, the last three also per churn event, so that logs
+with different churn compare.
 """
 
 from __future__ import annotations

@@ -1,0 +1,97 @@
+"""KIP-848 consumer groups in `rebalance report`: a real `rebalance demo --protocol consumer` log
+(kept in `consumer_demo_log/`) is read without a quarantined line, and the group-type
+comparison gains a consumer row whose figures match a plain-Python reading of the same lines, as
+`coordinator.analytics.consumer_groups` defines them: a rebalance per target assignment, from the
+first epoch bump it covers until every member of the target reported stable at its epoch; moves
+from one target to the next; each member's wait from its join to its first partitions."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from coordinator.analytics.pipeline import run_pipeline
+
+pytestmark = pytest.mark.spark
+
+HERE = Path(__file__).parent
+CONSUMER_LOG = HERE / "consumer_demo_log" / "events-000001.jsonl"
+CLASSIC_LOG = HERE / "demo_log" / "events-000001.jsonl"
+
+
+def reference(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    mine = sorted((e for e in lines if e.get("group_type") == "consumer"), key=lambda e: e["ts"])
+    targets = [e for e in mine if e["type"] == "target_assignment"]
+    bumps = [e for e in mine if e["type"] == "group_epoch_bumped"]
+    durations: list[int] = []
+    completed = moved = 0
+    owner: dict[tuple[str, str, int], str] = {}
+    last_epoch: dict[str, int] = {}
+    for target in sorted(targets, key=lambda t: (t["group"], t["generation"])):
+        group, epoch = target["group"], target["generation"]
+        covered = [b["ts"] for b in bumps if b["group"] == group
+                   and last_epoch.get(group, 0) < b["generation"] <= epoch]  # fmt: skip
+        last_epoch[group] = epoch
+        start = min(covered, default=target["ts"])
+        reached = {}
+        for e in mine:
+            if (e["type"] == "member_reconciled" and e["group"] == group
+                    and e["member_state"] == "stable" and e["generation"] == epoch
+                    and e.get("target_epoch") == epoch):  # fmt: skip
+                reached.setdefault(e["member"], e["ts"])
+        if set(target["assignments"]) <= set(reached):
+            completed += 1
+            ends = [reached[m] for m in target["assignments"]]
+            durations.append(max([*ends, target["ts"]]) - start)
+        for member, entries in target["assignments"].items():
+            for topic, partitions in entries:
+                for p in partitions:
+                    moved += owner.get((group, topic, p)) != member
+                    owner[group, topic, p] = member
+    joined: dict[tuple[str, str], int] = {}
+    until: dict[tuple[str, str], int] = {}
+    for e in mine:
+        who = (e["group"], e["member"])
+        if e["type"] == "member_joined":
+            joined.setdefault(who, e["ts"])
+        elif e["type"] in ("member_left", "member_expired") or (
+            e["type"] == "member_reconciled" and e["assigned"] > 0
+        ):
+            until.setdefault(who, e["ts"])
+    churn = sum(e["type"] in ("member_joined", "member_left", "member_expired") for e in mine)
+    return {
+        "groups": len({e["group"] for e in mine}),
+        "churn_events": churn,
+        "rebalances": len(targets),
+        "completed": completed,
+        "duration_p50_ms": statistics.median(durations),
+        "partitions_moved": moved,
+        "member_seconds_without_partitions": sum(until[w] - t for w, t in joined.items()) / 1000,
+    }
+
+
+def test_the_comparison_has_a_consumer_row(spark: SparkSession, tmp_path: Path) -> None:
+    source = tmp_path / "events"
+    source.mkdir()
+    # The classic demo's log beside it: its group has another name than the consumer demo's
+    # (a log from one coordinator never holds two groups of one name).
+    (source / "consumer.jsonl").write_bytes(CONSUMER_LOG.read_bytes())
+    classic = CLASSIC_LOG.read_text().replace('"group":"demo-billing"', '"group":"classic-billing"')
+    (source / "classic.jsonl").write_text(classic)
+    out = tmp_path / "out"
+    counts = run_pipeline(spark, str(source), str(out), None, show_progress=False)
+    assert counts.quarantined == 0
+    rows = {
+        r["group_type"]: r.asDict() for r in spark.read.parquet(str(out / "protocols")).collect()
+    }
+    assert set(rows) == {"classic", "consumer"}
+    lines = [json.loads(line) for line in CONSUMER_LOG.read_text().splitlines()]
+    expected = reference(lines)
+    # The demo's story: targets some member never reached (the last one's member left first).
+    assert 0 < expected["completed"] < expected["rebalances"]
+    assert {k: rows["consumer"][k] for k in expected} == pytest.approx(expected)
