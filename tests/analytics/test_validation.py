@@ -159,3 +159,27 @@ def test_partition_events_are_not_a_group(spark: SparkSession, tmp_path: Path) -
     assert (counts.lines, counts.events, counts.quarantined) == (3, 3, 0)
     groups = spark.read.parquet(str(out / "groups")).collect()
     assert [(g["group"], g["events"]) for g in groups] == [("g", 1)]
+
+
+def test_every_declared_event_type_is_read() -> None:
+    from rebalance.event_schema import EVENTS
+
+    assert set(EVENT_TYPES) == {str(t) for t in EVENTS}
+
+
+def test_client_balance_events_are_valid(spark: SparkSession, tmp_path: Path) -> None:
+    # As a client-balance group writes them (rebalance.client_balance): node joins, a partition
+    # taken with a bootstrap offset, released, and the node's session running out.
+    node = BASE | {"group_type": "client-balance", "member": "n0", "generation": 1}
+    partition = {"topic": "orders", "topic_partition": 2}
+    lines = [
+        node | {"type": "member_joined", "client_id": "c", "instance_id": None, "protocols": [],
+                "source_count": 3, "node_id": 0},
+        node | {"type": "partition_registered", "bootstrap_offset": 10} | partition,
+        node | {"type": "partition_released", "reason": "release"} | partition,
+        node | {"type": "member_expired", "reason": "session_timeout", "session_timeout_ms": 3000},
+    ]  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    counts = run_pipeline(spark, str(path), str(tmp_path / "out"), None, show_progress=False)
+    assert (counts.lines, counts.events, counts.quarantined) == (4, 4, 0)

@@ -37,6 +37,9 @@ def group_activity(checked: DataFrame) -> DataFrame:
         _count_of("commit_fenced").alias("fenced_commits"),
         _count_of("member_expired").alias("expirations"),
         F.sum((F.col("group_type") == "zookeeper").cast("long")).alias("zookeeper_events"),
+        F.sum((F.col("group_type") == "client-balance").cast("long")).alias(
+            "client_balance_events"
+        ),
         F.sum(F.col("type").isin(*CHURN_EVENT_TYPES).cast("long")).alias("churn_events"),
     )
 

@@ -16,6 +16,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from coordinator.analytics.client_balance import EVENT_TYPES as CLIENT_BALANCE_EVENT_TYPES
+from coordinator.analytics.client_balance import client_balance_comparison
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
@@ -85,6 +87,12 @@ def run_pipeline(
                 ownership = ownership.unionByName(zookeeper_ownership(runs, notes))
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
             protocols = protocol_comparison(activity, episodes)
+            if _total(activity.where(F.col("valid")), "client_balance_events"):
+                # No episodes (these groups never rebalance): their row comes from their events.
+                cb_events = loaded.events_of(CLIENT_BALANCE_EVENT_TYPES)
+                protocols = protocols.unionByName(
+                    client_balance_comparison(cb_events, activity)
+                ).orderBy("group_type")
             protocols.write.mode("overwrite").parquet(f"{base}/protocols")
         valid = _total(activity.where(F.col("valid")), "events")
         bad = _total(activity.where(~F.col("valid")), "events")

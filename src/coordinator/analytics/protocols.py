@@ -2,7 +2,8 @@
 protocol made its groups suffer for the same kind of churn.
 
 Keyed on `group_type` ("classic", "zookeeper"; KIP-848's "consumer" and others join as their
-episodes are appended to `episodes/` with their type), so a new type needs no change here. Per
+episodes are appended to `episodes/` with their type), so a new type needs no change here;
+client-balance groups, which never rebalance, get their row from `client_balance`). Per
 type: groups (that rebalanced), membership changes (joins, leaves, expiries: the churn that
 makes groups rebalance), rebalances, duration percentiles, partitions moved and member-seconds
 without partitions, the last three also per churn event, so that logs with different churn

@@ -70,7 +70,9 @@ CONSUMER_EVENT_TYPES = tuple(
     str(t) for t, s in EVENTS.items() if s.about_group and s.written_by == ("consumer",)
 )
 """Written only by KIP-848 consumer groups (`group_type` "consumer")."""
-GROUP_EVENT_TYPES = CLASSIC_GROUP_EVENT_TYPES + ZOOKEEPER_EVENT_TYPES + CONSUMER_EVENT_TYPES
+GROUP_EVENT_TYPES = tuple(str(t) for t, s in EVENTS.items() if s.about_group)
+"""Every event about a group, whichever group type writes it (a type written only by a new group
+type, such as client-balance's `partition_registered`, is valid the day it is declared)."""
 PARTITION_EVENT_TYPES = tuple(str(t) for t, s in EVENTS.items() if not s.about_group)
 EVENT_TYPES = GROUP_EVENT_TYPES + PARTITION_EVENT_TYPES
 
