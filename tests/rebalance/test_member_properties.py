@@ -5,7 +5,8 @@ GC or a stopped VM), commit what they own, and every message travels with a rand
 lost (requests before or after the coordinator saw them); callbacks take random time. Members,
 coordinator and network share one clock (no clock drift: see docs/member.md).
 
-Checked at every instant of the run:
+Protocols: classic eager, classic cooperative, KIP-848, and the named-resources protocol
+(weighted, cooperative; rebalance.member.resources). Checked at every instant of the run:
 
 * no partition is owned (`owns(now)`: assigned and its lease not expired) by two members at once
   — so no member believes it owns a partition the coordinator gave to another member of a later
@@ -40,6 +41,7 @@ from rebalance.member import (
     TopicsDescribed,
 )
 from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
+from rebalance.member.resources import ResourceEmbedded
 from rebalance.replies import OffsetCommitReply
 from rebalance.testing import GroupHarness
 
@@ -62,7 +64,7 @@ class Node:
 @dataclass
 class Sim:
     data: Any
-    protocol: str  # "eager", "cooperative" (classic) or "consumer" (KIP-848)
+    protocol: str  # "eager", "cooperative", "resources" (classic) or "consumer" (KIP-848)
     harness: GroupHarness = field(default_factory=lambda: GroupHarness(FAST))
     nodes: dict[str, Node] = field(default_factory=dict)
     queue: list[tuple[int, int, str, Any]] = field(default_factory=list)
@@ -92,9 +94,13 @@ class Sim:
         assignors = (
             ("cooperative-sticky",) if self.protocol == "cooperative" else ("sticky", "range")
         )
+        embedded: Any = ConsumerEmbedded(("t",), assignors)
+        if self.protocol == "resources":  # six named resources, weights 1 to 3
+            weight = 1 + len(self.nodes) % 3
+            embedded = ResourceEmbedded(tuple(f"t{n}" for n in range(6)), weight=weight)
         config = MemberConfig("g", session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
                               heartbeat_interval_ms=HEARTBEAT, retry_backoff_ms=100)  # fmt: skip
-        self.nodes[name] = Node(name, ClassicMember(config, ConsumerEmbedded(("t",), assignors)))
+        self.nodes[name] = Node(name, ClassicMember(config, embedded))
 
     # -- the network ----------------------------------------------------------------------
     def send(self, node: Node, request: Any) -> None:
@@ -265,10 +271,10 @@ EVENT = st.tuples(
 )
 
 
-@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.data(),
-    protocol=st.sampled_from(["eager", "cooperative", "consumer"]),
+    protocol=st.sampled_from(["eager", "cooperative", "consumer", "resources"]),
     script=st.lists(EVENT, max_size=25),
 )
 def test_no_two_members_own_a_partition_and_commits_are_fenced(
@@ -297,11 +303,15 @@ def test_the_simulation_reaches_a_stable_group_when_nothing_fails() -> None:
         def draw(self, strategy: Any, label: str = "") -> Any:
             return 1 if "lost" in label else 0
 
-    for protocol in ("eager", "cooperative", "consumer"):
+    for protocol in ("eager", "cooperative", "consumer", "resources"):
         sim = Sim(Calm(), protocol)
         for name in ("m0", "m1", "m2"):
             sim.at(0, "join", name)
         sim.run(10_000)
         owned = [n.member.owns(sim.now) for n in sim.nodes.values()]
-        assert sorted(len(o) for o in owned) == [2, 2, 2]
-        assert frozenset().union(*owned) == {("t", p) for p in range(6)}
+        if protocol == "resources":  # weights 1, 2, 3
+            assert [len(o) for o in owned] == [1, 2, 3]
+            assert frozenset().union(*owned) == {(f"t{n}", 0) for n in range(6)}
+        else:
+            assert sorted(len(o) for o in owned) == [2, 2, 2]
+            assert frozenset().union(*owned) == {("t", p) for p in range(6)}
