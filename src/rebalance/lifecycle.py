@@ -30,7 +30,7 @@ CompletingRebalance <- PreparingRebalance is `complete_join`; Stable <- Completi
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from transitions import Machine
 
@@ -155,3 +155,32 @@ def kafka_state_name(state: GroupState, has_members: bool) -> str:
     if state is GroupState.INITIALIZE:
         return "Loading"  # never shown on the wire: requests get COORDINATOR_LOAD_IN_PROGRESS
     return "Dead"
+
+
+class LoadedOnlyLifecycle:
+    """The lifecycle of the group types without a join round (KIP-848 consumer groups and
+    client-balance groups): the group is loaded, lives, and is unloaded or deleted. Their members
+    come and go by heartbeat, so there is no group-wide rebalance state; what ListGroups shows is
+    derived from the members, not from `state`."""
+
+    __slots__ = ("current_state_timestamp_ms", "state")
+
+    state: GroupState
+    current_state_timestamp_ms: int | None
+
+    _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
+        ("load", GroupState.DOWN): GroupState.INITIALIZE,
+        ("loaded", GroupState.INITIALIZE): GroupState.STABLE,
+        ("unload", GroupState.INITIALIZE): GroupState.DOWN,
+        ("unload", GroupState.STABLE): GroupState.DOWN,
+        ("delete", GroupState.STABLE): GroupState.DOWN,
+    }
+
+    def transition(self, trigger: str, now_ms: int | None) -> None:
+        """Move along `trigger` (the same names as `TRANSITIONS`), or raise `ValueError`."""
+        dest = self._EDGES.get((trigger, self.state))
+        if dest is None:
+            raise ValueError(f"{trigger!r} is not allowed in state {self.state.name}")
+        self.state = dest
+        if now_ms is not None:
+            self.current_state_timestamp_ms = now_ms

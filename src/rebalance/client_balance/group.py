@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from rebalance.client_balance.records import NodeValue
-from rebalance.lifecycle import GroupState
+from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
 from rebalance.replies import HeldPartitions
 
@@ -69,7 +68,7 @@ class Node:
         self.session_timeout_ms = value.session_timeout_ms
 
 
-class ClientBalanceGroup:
+class ClientBalanceGroup(LoadedOnlyLifecycle):
     """A client-balance group. `state` is the lifecycle's (loading, live); `kafka_state` is what
     ListGroups shows: Empty or Stable (there is never a rebalance to be in)."""
 
@@ -77,14 +76,12 @@ class ClientBalanceGroup:
     protocol_type = GROUP_TYPE
 
     __slots__ = (
-        "current_state_timestamp_ms",
         "group_epoch",
         "group_id",
         "holders",
         "nodes",
         "offsets",
         "partition",
-        "state",
     )
 
     def __init__(self, group_id: str, partition: int) -> None:
@@ -98,22 +95,6 @@ class ClientBalanceGroup:
         self.holders: dict[TopicPartition, str] = {}
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.current_state_timestamp_ms: int | None = None
-
-    _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
-        ("load", GroupState.DOWN): GroupState.INITIALIZE,
-        ("loaded", GroupState.INITIALIZE): GroupState.STABLE,
-        ("unload", GroupState.INITIALIZE): GroupState.DOWN,
-        ("unload", GroupState.STABLE): GroupState.DOWN,
-        ("delete", GroupState.STABLE): GroupState.DOWN,
-    }
-
-    def transition(self, trigger: str, now_ms: int | None) -> None:
-        dest = self._EDGES.get((trigger, self.state))
-        if dest is None:
-            raise ValueError(f"{trigger!r} is not allowed in state {self.state.name}")
-        self.state = dest
-        if now_ms is not None:
-            self.current_state_timestamp_ms = now_ms
 
     # -- views -----------------------------------------------------------------------------
     @property

@@ -20,14 +20,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar
 
 from rebalance.consumer_group.records import (
     Assignment,
     CurrentAssignmentValue,
     MemberValue,
 )
-from rebalance.lifecycle import GroupState
+from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
 
 #: The group type's name, in events and ListGroups.
@@ -152,7 +151,7 @@ def subscribed_topics(
     return topics
 
 
-class ConsumerGroup:
+class ConsumerGroup(LoadedOnlyLifecycle):
     """A KIP-848 consumer group. `state` is the lifecycle's (loading, live); `kafka_state` is
     what ListGroups shows (Empty, Assigning, Reconciling, Stable)."""
 
@@ -162,14 +161,12 @@ class ConsumerGroup:
     __slots__ = (
         "assigned_at_ms",
         "computing",
-        "current_state_timestamp_ms",
         "group_epoch",
         "group_id",
         "members",
         "offsets",
         "partition",
         "partition_owners",
-        "state",
         "static_members",
         "subscribed_metadata",
         "subscribers",
@@ -202,23 +199,6 @@ class ConsumerGroup:
         #: The `TargetInputs` a worker is computing a target from (None: none in flight); a
         #: result is this group's only if it answers that very request.
         self.computing: object | None = None
-
-    # -- lifecycle (the shared part of `rebalance.lifecycle`: load, loaded, unload, delete) --
-    _EDGES: ClassVar[dict[tuple[str, GroupState], GroupState]] = {
-        ("load", GroupState.DOWN): GroupState.INITIALIZE,
-        ("loaded", GroupState.INITIALIZE): GroupState.STABLE,
-        ("unload", GroupState.INITIALIZE): GroupState.DOWN,
-        ("unload", GroupState.STABLE): GroupState.DOWN,
-        ("delete", GroupState.STABLE): GroupState.DOWN,
-    }
-
-    def transition(self, trigger: str, now_ms: int | None) -> None:
-        dest = self._EDGES.get((trigger, self.state))
-        if dest is None:
-            raise ValueError(f"{trigger!r} is not allowed in state {self.state.name}")
-        self.state = dest
-        if now_ms is not None:
-            self.current_state_timestamp_ms = now_ms
 
     # -- views -----------------------------------------------------------------------------
     @property
