@@ -207,6 +207,37 @@ def test_close_revokes_then_leaves() -> None:
     assert a.state.name == "LEFT" and a.next_wakeup_ms(c.now) is None
 
 
+def test_closing_during_sync_waits_for_the_callbacks_without_waking_at_once() -> None:
+    # Found by the timing property: closed between JoinGroup and SyncGroup, a member announced
+    # its revocation and then asked to be woken "now" while it could send nothing until the
+    # callbacks finished: its shell would spin.
+    c = Cluster({"t": 2})
+    a = c.add("a")
+    c.settle()
+    b = c.add("b")
+    for _ in range(3):  # b finds the coordinator and joins; its JoinGroup waits for a
+        request = b.poll(c.now)
+        assert request is not None
+        reply = c.answer(request)
+        if isinstance(reply, int):
+            break
+        b.on_reply(reply, c.now)
+    c.harness.advance(1000)
+    for _ in range(2):  # a's heartbeat learns of the rebalance; its JoinGroup completes it
+        request = a.poll(c.now)
+        assert request is not None
+        a.on_reply(c.answer(request), c.now)
+    assert a.state is S.SYNCING and a.owned
+    a.close()
+    assert a.poll(c.now) is None
+    assert kinds(a.take_changes()) == ["revoked"]
+    wakeup = a.next_wakeup_ms(c.now)
+    assert wakeup is None or wakeup > c.now
+    a.changes_done()
+    assert a.next_wakeup_ms(c.now) == c.now
+    assert isinstance(a.poll(c.now), LeaveGroup)
+
+
 def test_a_static_member_does_not_send_leave_group() -> None:
     c = Cluster({"t": 2})
     a = c.add("a", group_instance_id="i-1")

@@ -178,7 +178,9 @@ class ClassicMember:
             settled = self._unacknowledged == 0 and not self._changes
             if (
                 self.coordinator is None
-                or self.state is MemberState.SYNCING
+                # Closing, the SyncGroup is not sent any more: the LeaveGroup waits for the
+                # revocation callbacks (`changes_done`), so waking now would only spin.
+                or (self.state is MemberState.SYNCING and not self._closing)
                 or (self._closing and settled)
                 or (
                     self._join_due() and (settled or (not self.protocol.cooperative and self.owned))
