@@ -5,8 +5,10 @@
 coordinator (FindCoordinator) and prints its members: for a classic group their client ids,
 hosts and assigned partitions (DescribeGroups); for a client-balance group each node's
 sourceCount, nodeId and held partitions (ClientBalanceDescribe), which is what TubeMQ's
-`admin_query_consume_group_detail` answers. Any broker speaking Kafka's protocol can be asked
-for classic groups; the client-balance view needs this server's extension API.
+`admin_query_consume_group_detail` answers; for a KIP-848 consumer group (which DescribeGroups
+shows as Dead, as Kafka does) each member's epoch, state and partitions (ConsumerGroupDescribe).
+Any broker speaking Kafka's protocol can be asked for classic and consumer groups; the
+client-balance view needs this server's extension API.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from coordinator.errors import OperationalError
 from coordinator.wire.client import WireClient
 
 LIST_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR = (16, 5), (15, 5), (10, 3)
+CONSUMER_GROUP_DESCRIBE = (69, 0)
 CLIENT_BALANCE = "client-balance"
 
 
@@ -73,7 +76,15 @@ async def _describe(bootstrap: str, group: str, out: TextIO) -> int:
             answer = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": [group]})
             _print_client_balance(answer.groups[0], out)
         elif described.group_state == "Dead":
-            out.write(f"group {group}: not a classic or client-balance group here (Dead)\n")
+            answer = await client.request(
+                *CONSUMER_GROUP_DESCRIBE,
+                {"group_ids": [group], "include_authorized_operations": False},
+            )
+            consumer_group = answer.groups[0]
+            if int(consumer_group.error_code) == 0:
+                _print_consumer(consumer_group, out)
+            else:
+                out.write(f"group {group}: no such group here (Dead)\n")
         else:
             _print_classic(described, out)
     finally:
@@ -103,6 +114,25 @@ def _print_client_balance(group: Any, out: TextIO) -> None:
         for n in group.nodes
     ]
     _table(out, ("nodeId", "sourceCount", "member", "client", "host", "count", "partitions"), rows)
+
+
+def _print_consumer(group: Any, out: TextIO) -> None:
+    out.write(
+        f"group {group.group_id}: consumer, {group.group_state}, group epoch "
+        f"{group.group_epoch}, target epoch {group.assignment_epoch}, assignor "
+        f"{group.assignor_name}\n"
+    )
+    rows = [
+        (
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            str(m.member_epoch),
+            _partitions((t.topic_name, t.partitions) for t in m.assignment.topic_partitions),
+        )
+        for m in group.members
+    ]
+    _table(out, ("member", "client", "host", "epoch", "partitions"), rows)
 
 
 def _print_classic(group: Any, out: TextIO) -> None:

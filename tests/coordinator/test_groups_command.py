@@ -11,6 +11,7 @@ import pytest
 
 from coordinator.cli import main
 from coordinator.client_balance import ClientBalanceConfig, ClientBalanceConsumer
+from coordinator.member import GroupMember
 from coordinator.testing import RunningServer, server_in_thread
 
 
@@ -64,10 +65,40 @@ def test_describe_a_missing_group_says_so(
     node: RunningServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["groups", "describe", "nobody", "--bootstrap", node.bootstrap]) == 0
-    assert "not a classic or client-balance group here (Dead)" in capsys.readouterr().out
+    assert "no such group here (Dead)" in capsys.readouterr().out
 
 
 def test_an_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["groups", "list", "--bootstrap", "127.0.0.1:1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot connect to 127.0.0.1:1" in err[0]
+
+
+def test_describe_a_consumer_group(node: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    async def scenario() -> None:
+        members = [
+            GroupMember(node.bootstrap, "kip848", ["t"], group_protocol="consumer",
+                        client_id=f"c{i}", heartbeat_interval_ms=200)
+            for i in range(2)
+        ]  # fmt: skip
+        for m in members:
+            await m.__aenter__()
+        try:
+            for _ in range(100):  # until the two members split the four partitions
+                owned = [len(await m.wait_stable(10)) for m in members]
+                if owned == [2, 2]:
+                    break
+                await asyncio.sleep(0.1)
+            describe = ["groups", "describe", "kip848", "--bootstrap", node.bootstrap]
+            assert await asyncio.to_thread(main, describe) == 0
+        finally:
+            for m in members:
+                await m.close()
+
+    asyncio.run(scenario())
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("group kip848: consumer, Stable, group epoch 2, target epoch 2, ")
+    assert out[1].split() == ["member", "client", "host", "epoch", "partitions"]
+    rows = sorted(line.split() for line in out[2:4])
+    assert [(r[1], r[3]) for r in rows] == [("c0", "2"), ("c1", "2")]
+    assert sorted(p for r in rows for p in r[4].removeprefix("t:").split(",")) == list("0123")
