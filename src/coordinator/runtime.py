@@ -107,10 +107,9 @@ class GroupRuntime:
                 loaded += 1
         now = self._clock.now_ms()
         for p in partitions:
-            loaded_result = self.core.complete_load(p, now)
-            self._log_events(loaded_result)
-            self._carry_out_timers(loaded_result)
-            self._offload(loaded_result)
+            # Like any result: loading can decide things (a KIP-848 group whose topics changed
+            # while it was not loaded bumps its epoch), and its records must be written too.
+            self._carry_out(self.core.complete_load(p, now))
         log.info("loaded %d records for %d partitions", loaded, len(partitions))
 
     async def close(self) -> None:
