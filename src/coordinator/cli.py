@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
         "client-balance: TubeMQ's client-side assignment (nodes pick and register their "
         "partitions)",
     )
+    demo.add_argument(
+        "--no-report",
+        action="store_true",
+        help="tell the story and keep its event log, without the Spark report (no analytics "
+        "extra or Java needed; `rebalance report DIR/data/events` explains it later)",
+    )
     walkthrough = commands.add_parser(
         "walkthrough",
         help="a narrated walk through the group lifecycle on the pure core (no I/O, instant)",
@@ -166,12 +172,13 @@ def _run(args: argparse.Namespace) -> int:
             _require("consumer", "confluent_kafka")
         elif args.protocol != "client-balance":  # its nodes are this package's client
             _require("aiokafka", "aiokafka")
-        _require("analytics", "pyspark", "matplotlib")
+        if not args.no_report:
+            _require("analytics", "pyspark", "matplotlib")
         if args.protocol == "zookeeper":
             _require("zookeeper", "kazoo")
         from coordinator.demo import run_demo
 
-        return run_demo(output=args.output, protocol=args.protocol)
+        return run_demo(output=args.output, protocol=args.protocol, report=not args.no_report)
     if args.command == "walkthrough":
         from coordinator.walkthrough import run_walkthrough
 

@@ -318,12 +318,18 @@ def explain(events_dir: Path, out: Path, say: Say) -> None:
 
 
 def run_demo(
-    say: Say = print, output: Path = Path("demo-output"), protocol: str = "classic"
+    say: Say = print,
+    output: Path = Path("demo-output"),
+    protocol: str = "classic",
+    *,
+    report: bool = True,
 ) -> int:
     """Run the demo; its data dir and report stay in `output` (replaced on every run).
+
     `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers,
     "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`), "client-balance"
-    with TubeMQ's client-side assignment (`coordinator.client_balance.demo`)."""
+    with TubeMQ's client-side assignment (`coordinator.client_balance.demo`). Without `report`,
+    the Spark report is not run (the event log stays for `rebalance report`)."""
     started = time.monotonic()
     if output.exists():
         shutil.rmtree(output)
@@ -343,7 +349,10 @@ def run_demo(
         from coordinator.demo_epochs import tell_consumer_epochs
 
         tell_consumer_epochs(data_dir / "events", GROUP, say)
-    explain(data_dir / "events", output / "report", say)
+    if report:
+        explain(data_dir / "events", output / "report", say)
+    else:
+        say(f"\nno report (--no-report): rebalance report {data_dir / 'events'} explains it")
     left = running_children()
     if left:
         say(f"\ndone in {time.monotonic() - started:.0f} s; still running: {left}")
