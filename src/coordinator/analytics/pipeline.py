@@ -40,10 +40,17 @@ ZOOKEEPER_TABLES = ("zookeeper", "zookeeper_runs")
 """Written only when the log has events of ZooKeeper-coordinated groups."""
 
 
-def _total(frame: DataFrame, column: str) -> int:
-    """Sum of a column of a small table (0 when it has no rows)."""
-    row = frame.agg(F.sum(column)).first()
-    return int(row[0] or 0) if row is not None else 0
+def _totals(activity: DataFrame) -> dict[str, int]:
+    """The line accounting and the per-type event counts of `group_activity`, in one job:
+    `valid` and `rejected` lines, and each `*_events` column summed over the valid rows."""
+    valid = F.col("valid")
+    counted = ["zookeeper_events", *(column for column, _, _ in EVENT_DERIVED_ROWS)]
+    row = activity.agg(
+        F.sum(F.when(valid, F.col("events"))).alias("valid"),
+        F.sum(F.when(~valid, F.col("events"))).alias("rejected"),
+        *(F.sum(F.when(valid, F.col(c))).alias(c) for c in counted),
+    ).first()
+    return {k: int(v or 0) for k, v in (row.asDict() if row is not None else {}).items()}
 
 
 def run_pipeline(
@@ -69,7 +76,8 @@ def run_pipeline(
     activity = group_activity(loaded.checked).persist(StorageLevel.MEMORY_AND_DISK)
     sections: list[str] = []
     try:
-        has_zookeeper = bool(_total(activity.where(F.col("valid")), "zookeeper_events"))
+        totals = _totals(activity)
+        has_zookeeper = bool(totals["zookeeper_events"])
         if has_zookeeper:
             with spark_progress(context, "ZooKeeper groups", enabled=show_progress):
                 _write_zookeeper_tables(spark, loaded.events_of(RUN_EVENT_TYPES), base)
@@ -94,12 +102,11 @@ def run_pipeline(
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
             protocols = protocol_comparison(activity, episodes)
             for column, types, comparison in EVENT_DERIVED_ROWS:
-                if _total(activity.where(F.col("valid")), column):
+                if totals[column]:
                     row = comparison(loaded.events_of(types), activity)
                     protocols = protocols.unionByName(row).orderBy("group_type")
             protocols.write.mode("overwrite").parquet(f"{base}/protocols")
-        valid = _total(activity.where(F.col("valid")), "events")
-        bad = _total(activity.where(~F.col("valid")), "events")
+        valid, bad = totals["valid"], totals["rejected"]
     finally:
         activity.unpersist()
     with spark_progress(context, "quarantining bad lines", enabled=show_progress):

@@ -261,9 +261,9 @@ class ClientBalanceGroupType:
     def _heartbeat(
         self, result: Result, cmd: ClientBalanceHeartbeat, now_ms: int
     ) -> ClientBalanceHeartbeatReply:
-        group = self._own_group(cmd.group_id)
-        self.expire_stale(result, group, now_ms)
-        node = self._node(group, cmd.member_id, cmd.member_epoch)
+        group, node = self._acting_node(
+            result, cmd.group_id, cmd.member_id, cmd.member_epoch, now_ms
+        )
         if cmd.held is not None:
             self._converge(result, group, node, thaw(cmd.held), now_ms)
         return self._alive(result, group, node, now_ms)
@@ -303,9 +303,9 @@ class ClientBalanceGroupType:
     def register(self, cmd: RegisterPartitions, now_ms: int, token: Hashable) -> Result:
         result = Result()
         try:
-            group = self._own_group(cmd.group_id)
-            self.expire_stale(result, group, now_ms)
-            node = self._node(group, cmd.member_id, cmd.member_epoch)
+            group, node = self._acting_node(
+                result, cmd.group_id, cmd.member_id, cmd.member_epoch, now_ms
+            )
         except CoordinatorError as exc:
             result.reply(token, cmd.error_reply(exc.code))
             return result
@@ -342,9 +342,9 @@ class ClientBalanceGroupType:
     def release(self, cmd: ReleasePartitions, now_ms: int, token: Hashable) -> Result:
         result = Result()
         try:
-            group = self._own_group(cmd.group_id)
-            self.expire_stale(result, group, now_ms)
-            node = self._node(group, cmd.member_id, cmd.member_epoch)
+            group, node = self._acting_node(
+                result, cmd.group_id, cmd.member_id, cmd.member_epoch, now_ms
+            )
         except CoordinatorError as exc:
             result.reply(token, cmd.error_reply(exc.code))
             return result
@@ -427,6 +427,15 @@ class ClientBalanceGroupType:
                 )
             raise CoordinatorError(ErrorCode.HB_NO_NODE, f"group {group_id} has no nodes")
         return group
+
+    def _acting_node(
+        self, result: Result, group_id: str, member_id: str, member_epoch: int, now_ms: int
+    ) -> tuple[ClientBalanceGroup, Node]:
+        """The group and the node a request comes from, after the group's stale holders are
+        gone (a request is decided against live nodes only); CoordinatorError otherwise."""
+        group = self._own_group(group_id)
+        self.expire_stale(result, group, now_ms)
+        return group, self._node(group, member_id, member_epoch)
 
     @staticmethod
     def _node(group: ClientBalanceGroup, member_id: str, member_epoch: int) -> Node:
