@@ -139,6 +139,15 @@ def produce(bootstrap: str, start: int, count: int) -> None:
     producer.close(timeout=10)
 
 
+def logged_events(data_dir: Path) -> list[dict[str, Any]]:
+    """Every event of the node's event log (`DATA_DIR/events`)."""
+    return [
+        json.loads(line)
+        for path in sorted((data_dir / "events").glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
 def split_cleanly(members: list[Member]) -> bool:
     """Every partition owned exactly once, and every member owns something."""
     assignments = [m.assignment for m in members]
@@ -362,6 +371,12 @@ async def test_kip848_commit_restart_resume_from_committed_offsets(tmp_path: Pat
                 lambda: sum(first.committed.values()) == RECORDS, "every record is committed"
             )
             await first.stop()
+    # librdkafka committed with OffsetCommit v9 carrying its member epoch, and the coordinator
+    # checked it against the member's (the event log says so: the epoch, no fenced commit).
+    commits = [e for e in logged_events(tmp_path) if e.get("group") == "resume-848"]
+    accepted = [e for e in commits if e["type"] == "offset_commit"]
+    assert accepted and all(e["generation"] >= 1 and e["member"] for e in accepted)
+    assert not [e for e in commits if e["type"] == "commit_fenced"]
     # The server restarts on the same data dir: the group and its offsets come back.
     async with node(tmp_path) as server:
         await asyncio.to_thread(produce, server.bootstrap, RECORDS, 9)

@@ -13,6 +13,7 @@ from rebalance.commands import (
     JoinGroup,
     ListGroups,
     OffsetCommit,
+    OffsetFetch,
 )
 from rebalance.config import ConfigError, CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
@@ -24,9 +25,11 @@ from rebalance.replies import (
     DeleteGroupsReply,
     DescribedGroup,
     DescribeGroupsReply,
+    FetchedOffset,
     JoinGroupReply,
     ListGroupsReply,
     OffsetCommitReply,
+    OffsetFetchReply,
 )
 
 G = "g"
@@ -471,6 +474,41 @@ def test_commits_carry_the_member_epoch() -> None:
     assert commit(0) is ErrorCode.STALE_MEMBER_EPOCH
     assert commit(1, "ghost") is ErrorCode.UNKNOWN_MEMBER_ID
     assert commit(1, version=8) is ErrorCode.UNSUPPORTED_VERSION
+    # Generation -1 is an admin's commit: accepted only while the group has no member.
+    assert commit(-1, "") is ErrorCode.UNKNOWN_MEMBER_ID
+    h.hb(ConsumerGroupHeartbeat(G, "a", -1))
+    assert commit(-1, "") is ErrorCode.NONE
+
+
+def test_fetches_naming_a_member_carry_its_epoch() -> None:
+    """OffsetFetch v9 (Kafka's `ConsumerGroup.validateOffsetFetch`): no member named (null,
+    -1) is always answered; a named member must be current, with its current epoch; the
+    error is the group's, with no partitions."""
+    h = ConsumerHarness(t=1)
+    h.join(G, "a")
+    h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 7),)),), 1, "a"))
+
+    def fetch(member: str | None, epoch: int) -> OffsetFetchReply:
+        command = OffsetFetch(G, (("t", (0,)),), version=9, member_id=member, member_epoch=epoch)
+        reply = h.reply(h.send(command))
+        assert isinstance(reply, OffsetFetchReply)
+        return reply
+
+    found = (("t", (FetchedOffset(0, 7, -1, ""),)),)
+    assert fetch(None, -1) == OffsetFetchReply(ErrorCode.NONE, found)
+    assert fetch("a", 1) == OffsetFetchReply(ErrorCode.NONE, found)
+    assert fetch("a", 0) == OffsetFetchReply(ErrorCode.STALE_MEMBER_EPOCH)
+    assert fetch("a", 2) == OffsetFetchReply(ErrorCode.STALE_MEMBER_EPOCH)
+    assert fetch("ghost", 1) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
+    assert fetch(None, 1) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
+    assert fetch("", -1) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
+    # A classic group checks no member (Kafka: only a Dead group refuses), nor does a group
+    # nobody has created.
+    h.send(OffsetCommit("classic", (CommitTopic("t", (CommitPartition(0, 3),)),)))
+    for group in ("classic", "nobody"):
+        command = OffsetFetch(group, (("t", (0,)),), version=9, member_id="x", member_epoch=5)
+        reply = h.reply(h.send(command))
+        assert isinstance(reply, OffsetFetchReply) and reply.error is ErrorCode.NONE
 
 
 # ========================================================================== configuration
