@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -36,8 +35,9 @@ from coordinator.errors import OperationalError
 from coordinator.partition_log.partition import LogCorruptError
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
-from coordinator.wire.listener import bind_listener
+from coordinator.wire.open_listeners import Opened, open_listeners
 from coordinator.wire.server import WireServer
+from coordinator.wire.session import ServedListener
 
 logger = logging.getLogger("coordinator.serve")
 
@@ -75,14 +75,15 @@ class ServerApp:
         """
         lock = DirectoryLock.acquire(self.data_dir)
         try:
-            listener = bind_listener(host, port)
+            listeners = open_listeners(self.config, (host, port))
         except BaseException:
             lock.release(remove_created=True)
             raise
         try:
-            address = await self._open(listener)
+            address = await self._open(listeners)
         except BaseException as exc:
-            listener.close()
+            for listener, _ in listeners:
+                listener.close()
             await self._stack.aclose()
             lock.release(remove_created=True)
             if isinstance(exc, OSError) and exc.filename is not None:
@@ -94,7 +95,7 @@ class ServerApp:
         self._lock = lock
         return address
 
-    async def _open(self, listener: socket.socket) -> tuple[str, int]:
+    async def _open(self, listeners: Opened) -> tuple[str, int]:
         try:
             topics = TopicStore(self.data_dir)
         except LogCorruptError as exc:
@@ -103,9 +104,9 @@ class ServerApp:
                 f"cut the log after its last valid batch by adding --truncate (keeps a backup)"
             ) from exc
         self._stack.callback(topics.close)
-        host, port = listener.getsockname()[:2]
+        host, port = listeners[0][0].getsockname()[:2]
         settings = BrokerSettings()
-        settings.add(lambda: model_entries(self.config))
+        settings.add(lambda: model_entries(self.config, skip=_SHOWN_AS_BOUND))
         settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
         broker = Broker(
             self.config,
@@ -117,7 +118,7 @@ class ServerApp:
             ProducerIdAllocator(self.data_dir),
             settings,
         )
-        settings.add(lambda: self._address_entries(broker, _endpoint(host, port)))
+        settings.add(lambda: self._address_entries())
         self.broker = broker
         for extension in self._extensions:
             await self._stack.enter_async_context(extension(broker))
@@ -138,14 +139,23 @@ class ServerApp:
                     partitions,
                 )
         self.server = WireServer(broker)
-        return await self.server.start(listener)
+        addresses = [await self.server.start(sock, served) for sock, served in listeners]
+        return addresses[0]
 
-    def _address_entries(self, broker: Broker, bound: str) -> list[ConfigEntry]:
-        """`--bind`, `--advertise` and `--data-dir` under their Kafka names."""
-        advertised = _endpoint(broker.host, broker.port)
+    @property
+    def listeners(self) -> list[ServedListener]:
+        """The listeners served, the node's main one first (empty until started)."""
+        return [] if self.server is None else list(self.server.listeners)
+
+    def _address_entries(self) -> list[ConfigEntry]:
+        """The listeners as bound and advertised (`--bind`/`--advertise` or `listeners`), and
+        `--data-dir`, under their Kafka names."""
+        served = self.listeners
+        bound = ",".join(f"{s.name}://{_endpoint(*s.bound)}" for s in served)
+        advertised = ",".join(f"{s.name}://{_endpoint(*s.advertised)}" for s in served)
         return [
-            given_entry("listeners", f"PLAINTEXT://{bound}", ConfigType.STRING),
-            given_entry("advertised.listeners", f"PLAINTEXT://{advertised}", ConfigType.STRING),
+            given_entry("listeners", bound, ConfigType.STRING),
+            given_entry("advertised.listeners", advertised, ConfigType.STRING),
             given_entry("log.dirs", str(self.data_dir), ConfigType.STRING),
         ]
 
@@ -157,6 +167,10 @@ class ServerApp:
         if self._lock is not None:
             self._lock.release()  # last: every file of the data dir is closed
             self._lock = None
+
+
+#: Listed with their actual values (bound ports, derived addresses) by `_address_entries`.
+_SHOWN_AS_BOUND = ("listeners", "advertised_listeners")
 
 
 def _endpoint(host: str, port: int) -> str:

@@ -58,10 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--protocol",
-        choices=["classic", "consumer", "zookeeper", "client-balance"],
+        choices=["classic", "consumer", "cooperative", "zookeeper", "client-balance"],
         default="classic",
         help="classic: the group coordinator (JoinGroup/SyncGroup); consumer: KIP-848 groups "
-        "with librdkafka consumers (needs the consumer extra); zookeeper: Kafka 0.8's "
+        "with librdkafka consumers (needs the consumer extra); cooperative: KIP-429 "
+        "incremental rebalancing with this package's GroupMember under aiokafka consumers; "
+        "zookeeper: Kafka 0.8's "
         "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra); "
         "client-balance: TubeMQ's client-side assignment (nodes pick and register their "
         "partitions)",

@@ -12,11 +12,13 @@ Settings that only matter on a cluster (`coordinator.cluster_settings`) are acce
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
+from coordinator.wire.endpoints import parse_endpoints, parse_protocol_map
+from coordinator.wire.tls import parse_protocols
 
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
 
@@ -51,6 +53,43 @@ class ServerConfig(BaseModel):
     cluster_id: str = Field(default="rebalance-cluster", min_length=1, alias="cluster.id")
     cluster_only: dict[str, str] = Field(default_factory=dict)
     """Settings that only matter on a cluster, as given (see `coordinator.cluster_settings`)."""
+    # Listeners and TLS (`coordinator.wire.endpoints`, `coordinator.wire.tls`, docs/security.md).
+    listeners: str | None = Field(default=None, alias="listeners")
+    """`NAME://HOST:PORT,...`; when given, replaces `--bind`."""
+    advertised_listeners: str | None = Field(default=None, alias="advertised.listeners")
+    listener_security_protocol_map: str | None = Field(
+        default=None, alias="listener.security.protocol.map"
+    )
+    ssl_keystore_location: str | None = Field(default=None, alias="ssl.keystore.location")
+    # Kafka's default store type is JKS; only PEM is read here (see coordinator.wire.tls).
+    ssl_keystore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.keystore.type")
+    ssl_key_password: SecretStr | None = Field(default=None, alias="ssl.key.password")
+    ssl_truststore_location: str | None = Field(default=None, alias="ssl.truststore.location")
+    ssl_truststore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.truststore.type")
+    ssl_client_auth: Literal["none", "requested", "required"] = Field(
+        default="none", alias="ssl.client.auth"
+    )
+    ssl_enabled_protocols: str = Field(default="TLSv1.2,TLSv1.3", alias="ssl.enabled.protocols")
+
+    @field_validator("listeners", "advertised_listeners")
+    @classmethod
+    def _endpoints(cls, value: str | None, info: Any) -> str | None:
+        if value is not None:
+            parse_endpoints(value, "listeners" if info.field_name == "listeners" else "")
+        return value
+
+    @field_validator("listener_security_protocol_map")
+    @classmethod
+    def _protocol_map(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_protocol_map(value)
+        return value
+
+    @field_validator("ssl_enabled_protocols")
+    @classmethod
+    def _tls_versions(cls, value: str) -> str:
+        parse_protocols(value)
+        return value
 
     @classmethod
     def kafka_keys(cls) -> frozenset[str]:
@@ -111,4 +150,5 @@ def parse_settings(
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"]) or "?"
-        raise ConfigError(f"bad value for {key}: {first['msg']}") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"bad value for {key}: {message}") from exc

@@ -3,7 +3,9 @@
 It starts the server in-process (SQLite store and event log in a scratch data dir), produces
 records, and runs real aiokafka consumers, each its own process, using our sticky assignor as
 their `partition_assignment_strategy` (`--protocol consumer`: librdkafka consumers with
-`group.protocol=consumer`, KIP-848, the coordinator's `uniform` assignor). Members join, one
+`group.protocol=consumer`, KIP-848, the coordinator's `uniform` assignor; `--protocol
+cooperative`: aiokafka consumers fetching what this package's `GroupMember` owns, KIP-429
+cooperative-sticky, only the partitions that move are revoked). Members join, one
 leaves cleanly, one is SIGKILLed and is expired by its session timeout; a commit from a
 superseded generation (member epoch) is fenced. Then the
 server stops and the Spark report (`rebalance report`) explains the rebalances from the event
@@ -46,6 +48,10 @@ class DemoMember:
     partitions: list[int] = field(default_factory=list)
     consumed: int = 0
     reader: asyncio.Task[None] | None = None
+    #: Partitions given back since the story last looked (cooperative members report it).
+    revoked: list[int] = field(default_factory=list)
+    #: Every partition held since the story last looked.
+    held: set[int] = field(default_factory=set)
 
     async def follow(self) -> None:
         assert self.process.stdout is not None
@@ -53,8 +59,11 @@ class DemoMember:
             line = json.loads(raw)
             if line["event"] == "assigned":
                 self.partitions = line["partitions"]
+                self.held.update(self.partitions)
             elif line["event"] == "consumed":
                 self.consumed = line["count"]
+            elif line["event"] == "revoked":
+                self.revoked += line["partitions"]
 
 
 async def start_member(server: RunningServer, name: str, protocol: str) -> DemoMember:
@@ -103,10 +112,18 @@ async def produce_confluent(bootstrap: str) -> None:
 class Stage:
     """Waits for the group to settle and narrates what changed."""
 
-    def __init__(self, server: RunningServer, groups: GroupCoordinatorExtension, say: Say) -> None:
+    def __init__(
+        self,
+        server: RunningServer,
+        groups: GroupCoordinatorExtension,
+        say: Say,
+        *,
+        cooperative: bool = False,
+    ) -> None:
         self.server = server
         self.groups = groups
         self.say = say
+        self.cooperative = cooperative
         self.previous: dict[int, str] = {}
 
     def generation(self) -> int:
@@ -133,9 +150,19 @@ class Stage:
             await asyncio.sleep(0.1)
         owners = {p: m.name for m in members for p in m.partitions}
         moved = sum(1 for p, owner in owners.items() if self.previous.get(p, owner) != owner)
+        revoked = ""
+        if self.cooperative:
+            # Members still in the group gave back only what moved away from them (what they
+            # held meanwhile and hold no more); the rest they kept consuming throughout.
+            taken = sum(len(m.held - set(m.partitions)) for m in members)
+            given = sum(len(m.revoked) for m in members)
+            revoked = f"; revoked from members that stay: {given} (moved away from them: {taken})"
+        for m in members:
+            m.revoked.clear()
+            m.held = set(m.partitions)
         self.say(
             f"{what}: {EPOCH_NAME[group.group_type]} {epoch_of(group)}, stable after "
-            f"{time.monotonic() - started:.1f} s; partitions moved: {moved}"
+            f"{time.monotonic() - started:.1f} s; partitions moved: {moved}{revoked}"
         )
         for m in sorted(members, key=lambda m: m.name):
             self.say(f"    {m.name:<6} {m.partitions}")
@@ -211,8 +238,9 @@ STORY_CONFIG = {
 
 
 async def run_group_story(data_dir: Path, say: Say, protocol: str = "classic") -> None:
-    """The story on the group coordinator: classic groups (aiokafka, JoinGroup/SyncGroup) or,
-    with `protocol` "consumer", a KIP-848 group (librdkafka, ConsumerGroupHeartbeat)."""
+    """The story on the group coordinator: classic groups (aiokafka, JoinGroup/SyncGroup), with
+    `protocol` "consumer" a KIP-848 group (librdkafka, ConsumerGroupHeartbeat), with
+    "cooperative" a classic group of `GroupMember`s rebalancing incrementally (KIP-429)."""
     config = CoordinatorConfig.from_properties(STORY_CONFIG)
     consumer = protocol == "consumer"
     groups = GroupCoordinatorExtension(config)
@@ -225,9 +253,14 @@ async def run_group_story(data_dir: Path, say: Say, protocol: str = "classic") -
         say(f"server on {server.bootstrap}, data in {data_dir}")
         await (produce_confluent if consumer else produce)(server.bootstrap)
         say(f"produced {RECORDS} records to {TOPIC!r} ({PARTITIONS} partitions)")
-        stage = Stage(server, groups, say)
+        stage = Stage(server, groups, say, cooperative=protocol == "cooperative")
         if consumer:
             say("\nconsumers alice, bob, carol join (librdkafka, group.protocol=consumer):")
+        elif protocol == "cooperative":
+            say(
+                "\nconsumers alice, bob, carol join (aiokafka fetching what a GroupMember owns, "
+                "cooperative-sticky):"
+            )
         else:
             say("\nconsumers alice, bob, carol join (aiokafka, our sticky assignor):")
         members += [await start_member(server, n, protocol) for n in ("alice", "bob", "carol")]
@@ -327,7 +360,8 @@ def run_demo(
     """Run the demo; its data dir and report stay in `output` (replaced on every run).
 
     `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers,
-    "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`), "client-balance"
+    "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`), "cooperative"
+    with aiokafka consumers on this package's `GroupMember` (KIP-429), "client-balance"
     with TubeMQ's client-side assignment (`coordinator.client_balance.demo`). Without `report`,
     the Spark report is not run (the event log stays for `rebalance report`)."""
     started = time.monotonic()

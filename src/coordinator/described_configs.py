@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 INT32_MAX = 2**31 - 1
 
@@ -61,7 +61,7 @@ class ConfigEntry:
 
 def kafka_text(value: object) -> str | None:
     """A setting's value as Kafka writes it (booleans in lower case; None stays None)."""
-    if value is None:
+    if value is None or isinstance(value, SecretStr):  # a password is never shown, as in Kafka
         return None
     return str(value).lower() if isinstance(value, bool) else str(value)
 

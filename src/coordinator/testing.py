@@ -64,6 +64,14 @@ class RunningServer:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def bootstrap_of(self, listener: str) -> str:
+        """HOST:PORT of the named listener as bound (`listeners=NAME://...`)."""
+        for served in self.app.listeners:
+            if served.name == listener.upper():
+                host, port = served.bound
+                return f"{host}:{port}"
+        raise LookupError(f"no listener named {listener}")
+
 
 @asynccontextmanager
 async def running_server(

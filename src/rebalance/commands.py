@@ -150,6 +150,10 @@ class OffsetFetch(Command[OffsetFetchReply]):
     topics: tuple[tuple[str, tuple[int, ...]], ...] | None
     require_stable: bool = False
     version: int = 8
+    #: v9+: who asks. A KIP-848 member names itself and its member epoch; admin clients and
+    #: classic consumers leave them None and -1 (and so does librdkafka, observed).
+    member_id: str | None = None
+    member_epoch: int = -1
 
     def error_reply(self, code: ErrorCode) -> OffsetFetchReply:
         return OffsetFetchReply(code)

@@ -151,6 +151,12 @@ class Offsets:
     def fetch(self, cmd: OffsetFetch, token: Hashable) -> Result:
         result = Result()
         group = self.state.groups.get(cmd.group_id)
+        if isinstance(group, ConsumerGroup):
+            try:
+                _validate_consumer_fetch(group, cmd)
+            except CoordinatorError as exc:
+                result.reply(token, cmd.error_reply(exc.code))
+                return result
         offsets = group.offsets if group is not None else {}
         if cmd.topics is None:
             by_topic: dict[str, list[FetchedOffset]] = {}
@@ -254,6 +260,23 @@ def _validate_consumer_commit(group: ConsumerGroup, cmd: OffsetCommit) -> None:
     if cmd.version < 9:
         raise CoordinatorError(ErrorCode.UNSUPPORTED_VERSION)
     if cmd.generation_id != group.members[cmd.member_id].member_epoch:
+        raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
+
+
+def _validate_consumer_fetch(group: ConsumerGroup, cmd: OffsetFetch) -> None:
+    """Kafka's `ConsumerGroup.validateOffsetFetch` (OffsetFetch v9+): a fetch naming no member
+    (member id null, epoch -1: admin clients, classic consumers, librdkafka) is answered; one
+    naming a member must name a current member with its current epoch. The error is the
+    group's (OffsetFetch v8+ has a per-group error code), no partitions answered.
+
+    A classic group only refuses fetches when Dead, which no live group here is; an unknown
+    group answers -1 for every partition (Kafka validates nothing then either)."""
+    if cmd.member_id is None and cmd.member_epoch < 0:
+        return
+    member = group.members.get(cmd.member_id or "")
+    if member is None:
+        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if cmd.member_epoch != member.member_epoch:
         raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
 
 

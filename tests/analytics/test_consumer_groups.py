@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from reference_episodes import episodes as reference_episodes
 
+from coordinator.analytics.metrics import CHURN_EVENT_TYPES
 from coordinator.analytics.pipeline import run_pipeline
 
 pytestmark = pytest.mark.spark
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.spark
 HERE = Path(__file__).parent
 CONSUMER_LOG = HERE / "consumer_demo_log" / "events-000001.jsonl"
 CLASSIC_LOG = HERE / "demo_log" / "events-000001.jsonl"
+COOPERATIVE_LOG = HERE / "cooperative_demo_log" / "events-000001.jsonl"
 
 
 def reference(lines: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,23 +78,60 @@ def reference(lines: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def test_the_comparison_has_a_consumer_row(spark: SparkSession, tmp_path: Path) -> None:
+def cooperative_reference(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The comparison's figures for the one classic group of `lines`, from its episodes."""
+    episodes = reference_episodes(lines)
+    durations = [e["duration_ms"] for e in episodes if e["duration_ms"] is not None]
+    return {
+        "groups": 1,
+        "churn_events": sum(e["type"] in CHURN_EVENT_TYPES for e in lines),
+        "rebalances": len(episodes),
+        "completed": sum(e["outcome"] == "completed" for e in episodes),
+        "duration_p50_ms": statistics.median(durations),
+        "partitions_moved": sum(e["partitions_moved"] or 0 for e in episodes),
+        "member_seconds_without_partitions": sum(e["stop_the_world_total_ms"] for e in episodes)
+        / 1000,
+    }
+
+
+def test_the_comparison_has_consumer_and_cooperative_rows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     source = tmp_path / "events"
     source.mkdir()
-    # The classic demo's log beside it: its group has another name than the consumer demo's
+    # The classic demos' logs beside it: their groups get other names than the consumer demo's
     # (a log from one coordinator never holds two groups of one name).
     (source / "consumer.jsonl").write_bytes(CONSUMER_LOG.read_bytes())
-    classic = CLASSIC_LOG.read_text().replace('"group":"demo-billing"', '"group":"classic-billing"')
-    (source / "classic.jsonl").write_text(classic)
+    for name, log in (("classic", CLASSIC_LOG), ("cooperative", COOPERATIVE_LOG)):
+        text = log.read_text().replace('"group":"demo-billing"', f'"group":"{name}-billing"')
+        (source / f"{name}.jsonl").write_text(text)
     out = tmp_path / "out"
     counts = run_pipeline(spark, str(source), str(out), None, show_progress=False)
     assert counts.quarantined == 0
     rows = {
         r["group_type"]: r.asDict() for r in spark.read.parquet(str(out / "protocols")).collect()
     }
-    assert set(rows) == {"classic", "consumer"}
+    assert set(rows) == {"classic", "classic-cooperative", "consumer"}
     lines = [json.loads(line) for line in CONSUMER_LOG.read_text().splitlines()]
     expected = reference(lines)
     # The demo's story: targets some member never reached (the last one's member left first).
     assert 0 < expected["completed"] < expected["rebalances"]
     assert {k: rows["consumer"][k] for k in expected} == pytest.approx(expected)
+
+    cooperative = [json.loads(line) for line in COOPERATIVE_LOG.read_text().splitlines()]
+    expected = cooperative_reference(cooperative)
+    assert {k: rows["classic-cooperative"][k] for k in expected} == pytest.approx(expected)
+    # The story, as the log tells it: once the group formed, dave's join took two rebalances
+    # (the others revoke what moves, then dave gets it) and only dave waited; bob's leave and
+    # carol's expiry stopped nobody. Eager members all wait at every one of those.
+    waited = [
+        (e["trigger"], sorted(m.split("-")[0] for m, ms in e["stop_the_world_ms"].items() if ms))
+        for e in reference_episodes(cooperative)[1:]
+        if e["outcome"] == "completed"
+    ]
+    assert waited == [("member_joined", ["dave"]), ("metadata_changed", ["dave"]),
+                      ("member_left", []), ("member_expired", [])]  # fmt: skip
+    assert (
+        rows["classic-cooperative"]["member_seconds_without_partitions_per_churn_event"]
+        < rows["classic"]["member_seconds_without_partitions_per_churn_event"]
+    )

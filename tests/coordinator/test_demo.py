@@ -8,6 +8,7 @@ generations the story went through, and nothing the demo started outlives it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -41,9 +42,12 @@ def _processes_with(marker: str) -> list[str]:
     return found
 
 
-# The consumer story runs without the Spark report (--no-report): the classic run covers the
-# report of a demo, and tests/analytics/test_consumer_groups.py reads a consumer demo's log.
-@pytest.mark.parametrize(("protocol", "report"), [("classic", True), ("consumer", False)])
+# The consumer and cooperative stories run without the Spark report (--no-report): the classic
+# run covers the report of a demo, and tests/analytics/test_consumer_groups.py reads a consumer
+# and a cooperative demo's log.
+@pytest.mark.parametrize(
+    ("protocol", "report"), [("classic", True), ("consumer", False), ("cooperative", False)]
+)
 def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
     tmp_path: Path, protocol: str, report: bool
 ) -> None:
@@ -70,6 +74,9 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
     assert _processes_with(marker) == []
     if protocol == "consumer":
         _check_the_consumer_group_story(text, written)
+        return
+    if protocol == "cooperative":
+        _check_the_cooperative_story(text, written)
         return
 
     assert "is fenced: illegal_generation" in text
@@ -110,3 +117,27 @@ def _check_the_consumer_group_story(text: str, written: list[dict[str, Any]]) ->
     fenced = [e for e in group if e["type"] == "commit_fenced"]
     assert [e["error"] for e in fenced] == ["STALE_MEMBER_EPOCH"]
     assert re.search(r"the KIP-848 group's 8 group epochs, from the event log", text)
+
+
+SETTLED = re.compile(
+    r"^(.*): generation (\d+), stable after .* partitions moved: (\d+); "
+    r"revoked from members that stay: (\d+) \(moved away from them: (\d+)\)$"
+)
+
+
+def _check_the_cooperative_story(text: str, written: list[dict[str, Any]]) -> None:
+    """KIP-429 with GroupMembers: members give back only what moves away from them, dave's
+    join takes two rebalances (revoke, then assign), a leave or an expiry one; the stale
+    generation is fenced; the group's rebalances all agreed on cooperative-sticky."""
+    stages = [m.groups() for line in text.splitlines() if (m := SETTLED.match(line.strip()))]
+    assert [what for what, *_ in stages] == [
+        "three members", "dave joins", "bob leaves cleanly (LeaveGroup)", "carol expired"
+    ]  # fmt: skip
+    assert all(given == taken for *_, given, taken in stages)
+    generations = [int(g) for _, g, *_ in stages]
+    assert [b - a for a, b in itertools.pairwise(generations)] == [2, 1, 1]
+    assert [int(stages[1][k]) for k in (2, 3)] == [3, 3]  # dave's three came from the others
+    assert [int(stage[3]) for stage in stages[2:]] == [0, 0]  # leavers' partitions: no revoke
+    assert "is fenced: illegal_generation" in text
+    joins = [e for e in written if e["type"] == "join_completed"]
+    assert joins and {e["protocol"] for e in joins} == {"cooperative-sticky"}

@@ -118,7 +118,7 @@ async def test_commit_for_a_missing_topic_or_partition_is_refused_and_not_stored
     )
     assert errors == {("t1", 0): ErrorCode.none, ("t1", 2): UNKNOWN, ("t1", -1): UNKNOWN,
                       ("nope", 0): UNKNOWN}  # fmt: skip
-    fetch_version = min(version, 8)
+    fetch_version = version  # commits from v2, fetches to v9: the same range
     asked = await fetch(client, fetch_version, group, {"t1": [0, 1, 2], "nope": [0]})
     # OffsetFetch v1+ does not look at topics: a partition without an offset is -1, NONE.
     none = ErrorCode.none
@@ -127,7 +127,7 @@ async def test_commit_for_a_missing_topic_or_partition_is_refused_and_not_stored
     assert await fetch(client, fetch_version, group, None) == {("t1", 0): (5, ErrorCode.none)}
 
 
-@pytest.mark.parametrize("version", range(1, 9))
+@pytest.mark.parametrize("version", range(1, 10))
 async def test_fetch_of_a_missing_topic_answers_no_offset_at_every_version(
     client: WireClient, version: int
 ) -> None:
@@ -174,6 +174,47 @@ async def test_offsets_for_a_topic_created_later_are_accepted(
     node.broker.topics.create("t2", 1)
     assert await commit(client, 9, "later", {"t2": [(0, 4)]}) == {("t2", 0): ErrorCode.none}
     assert await fetch(client, 8, "later", None) == {("t2", 0): (4, ErrorCode.none)}
+
+
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+async def test_v9_commits_and_fetches_of_a_consumer_group_carry_the_member_epoch(
+    client: WireClient,
+) -> None:
+    """KIP-848 over the wire: a member's OffsetCommit and OffsetFetch v9 name it and its
+    epoch; an older epoch is STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, and a
+    fetch naming nobody (what admin clients and librdkafka send) is answered."""
+    joined = await client.request(
+        CONSUMER_GROUP_HEARTBEAT,
+        1,
+        {"group_id": "kip848", "member_id": "m1", "member_epoch": 0,
+         "rebalance_timeout": 30_000, "subscribed_topic_names": ["t1"], "topic_partitions": []},
+    )  # fmt: skip
+    assert joined.error_code is ErrorCode.none and joined.member_epoch == 1
+    epoch = joined.member_epoch
+    fenced = ErrorCode.stale_member_epoch
+    current = await commit(client, 9, "kip848", {"t1": [(0, 5)]}, generation=epoch, member_id="m1")
+    assert current == {("t1", 0): ErrorCode.none}
+    stale = await commit(client, 9, "kip848", {"t1": [(1, 6)]}, generation=0, member_id="m1")
+    assert stale == {("t1", 1): fenced}
+
+    async def fetch_as(member_id: str | None, member_epoch: int) -> Any:
+        response = await client.request(
+            OFFSET_FETCH,
+            9,
+            {"groups": [{"group_id": "kip848", "member_id": member_id,
+                         "member_epoch": member_epoch, "topics": None}], "require_stable": True},
+        )  # fmt: skip
+        (group,) = response.groups
+        offsets = {(t.name, p.partition_index): p.committed_offset
+                   for t in group.topics for p in t.partitions}  # fmt: skip
+        return group.error_code, offsets
+
+    assert await fetch_as("m1", epoch) == (ErrorCode.none, {("t1", 0): 5})
+    assert await fetch_as(None, -1) == (ErrorCode.none, {("t1", 0): 5})
+    assert await fetch_as("m1", epoch - 1) == (fenced, {})
+    assert await fetch_as("ghost", epoch) == (ErrorCode.unknown_member_id, {})
 
 
 JOIN_GROUP, HEARTBEAT, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 14, 15

@@ -2,12 +2,14 @@
 protocol made its groups suffer for the same kind of churn.
 
 Keyed on `group_type`: "classic" and "zookeeper" from the episodes (a type whose episodes are
-appended to `episodes/` needs no change here); client-balance and KIP-848 consumer groups, which
-have no episodes, get their rows from `client_balance` and `consumer_groups` (see the pipeline's
-`EVENT_DERIVED_ROWS`). Per type: groups (that rebalanced), membership changes (joins, leaves,
-expiries: the churn that makes groups rebalance), rebalances, duration percentiles, partitions
-moved and member-seconds without partitions, the last three also per churn event, so that logs
-with different churn compare.
+appended to `episodes/` needs no change here), with classic groups whose members agreed on a
+cooperative assignor (KIP-429, e.g. this package's `GroupMember`) in a row of their own,
+`COOPERATIVE`: they revoke only what moves, so the same churn stops their members differently.
+Client-balance and KIP-848 consumer groups, which have no episodes, get their rows from
+`client_balance` and `consumer_groups` (see the pipeline's `EVENT_DERIVED_ROWS`). Per type:
+groups (that rebalanced), membership changes (joins, leaves, expiries: the churn that makes
+groups rebalance), rebalances, duration percentiles, partitions moved and member-seconds without
+partitions, the last three also per churn event, so that logs with different churn compare.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from matplotlib.patches import Patch
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE, is_cooperative
 from coordinator.analytics.metrics import DURATION_QUANTILES
 from coordinator.analytics.report_html import html_table
 from coordinator.analytics.report_style import OKABE_ITO, save, spans_decades
 
 PLOT_FILE = "protocols.png"
+COOPERATIVE = "classic-cooperative"
+"""The comparison's row for classic groups that rebalanced with a cooperative assignor."""
 COLUMNS = [
     "group_type", "groups", "churn_events", "rebalances", "completed", "duration_p50_ms",
     "duration_p95_ms", "duration_p99_ms", "partitions_moved", "member_seconds_without_partitions",
@@ -36,11 +41,26 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+def comparison_types(episodes: DataFrame) -> DataFrame:
+    """Each group's row of the comparison: its episodes' `group_type`, `COOPERATIVE` for a
+    classic group whose rebalances used a cooperative assignor (any of them: the first
+    rebalances of a group can end before its members agree on a protocol)."""
+    cooperative = F.col("group_type") == CLASSIC_GROUP_TYPE
+    cooperative = cooperative & is_cooperative(F.col("protocol"))
+    return (
+        episodes.groupBy("group", "group_type")
+        .agg(F.max(cooperative).alias("cooperative"))
+        .select("group", F.when(F.col("cooperative"), F.lit(COOPERATIVE))
+                .otherwise(F.col("group_type")).alias("group_type"))
+    )  # fmt: skip
+
+
 def protocol_comparison(activity: DataFrame, episodes: DataFrame) -> DataFrame:
     """One row per group type (columns: `COLUMNS`), from `group_activity` and `episodes`."""
     # A group's type is its episodes' (one per group): the activity scan aggregates no strings,
     # which would make it sort-based. Groups that never rebalanced are left out.
-    types = episodes.select("group", "group_type").distinct()
+    types = comparison_types(episodes)
+    episodes = episodes.drop("group_type").join(types, "group")
     groups = (
         activity.where(F.col("valid") & F.col("group").isNotNull())
         .join(types, "group")

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from coordinator.partition_log.producer_ids import ProducerIdAllocator
     from coordinator.partition_log.topics import TopicStore
     from coordinator.runtime import GroupRuntime
+    from coordinator.wire.session import Session
 
 ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
 Handler = Callable[[Any, int, "RequestContext"], Awaitable[ResponseValue]]
@@ -194,9 +195,18 @@ class Broker:
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    """Per-request facts. A client is never identified by its connection."""
+    """Per-request facts. A client is never identified by its connection; `session` is its
+    connection's security state (listener, principal), None outside the wire server."""
 
     broker: Broker
     correlation_id: int
     client_id: str | None
     peer: str
+    session: Session | None = None
+
+    def advertised_address(self) -> tuple[str, int]:
+        """The node's address as told to this client: the advertised address of the listener
+        it connected to (Kafka's per-listener `advertised.listeners`)."""
+        if self.session is not None:
+            return self.session.listener.advertised
+        return self.broker.host, self.broker.port

@@ -27,6 +27,7 @@ BROKER_ENDPOINTS = 1
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     broker = ctx.broker
+    host, port = ctx.advertised_address()
     endpoint_type = int(getattr(request, "endpoint_type", BROKER_ENDPOINTS))
     answer: dict[str, Any] = {
         "throttle_time": 0,
@@ -38,8 +39,8 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "brokers": [
             {
                 "broker_id": broker.node_id,
-                "host": broker.host,
-                "port": broker.port,
+                "host": host,
+                "port": port,
                 "rack": None,
                 "is_fenced": False,
             }

@@ -29,11 +29,11 @@ SHARE_KEY_TYPE = 2
 def locate(key_type: int, api_version: int, ctx: RequestContext) -> dict[str, Any]:
     """The coordinator entry for one key (without the key itself)."""
     if key_type == GROUP_KEY_TYPE:
-        broker = ctx.broker
+        host, port = ctx.advertised_address()
         return {
-            "node_id": broker.node_id,
-            "host": broker.host,
-            "port": broker.port,
+            "node_id": ctx.broker.node_id,
+            "host": host,
+            "port": port,
             "error_code": ErrorCode.none,
             "error_message": None,
         }

@@ -118,9 +118,10 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             if topic["name"] is not None:  # Kafka leaves unknown topic ids out
                 topic["topic_authorized_operations"] = TOPIC_OPERATIONS
     asked_cluster = getattr(request, "include_cluster_authorized_operations", False)
+    host, port = ctx.advertised_address()
     return {
         "throttle_time": 0,
-        "brokers": [{"node_id": broker.node_id, "host": broker.host, "port": broker.port}],
+        "brokers": [{"node_id": broker.node_id, "host": host, "port": port}],
         "cluster_id": broker.config.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,

@@ -2,8 +2,9 @@
 
 Advertised from v1 (kio's floor). v2: null Topics = every committed offset, top-level
 ErrorCode; v3: throttle time; v5: CommittedLeaderEpoch; v6: flexible; v7: RequireStable;
-v8: several groups per request (`Groups[]`, per-group ErrorCode). v9-v10 (member epochs, topic
-ids) are not advertised. aiokafka uses v3, kafka-python v8, librdkafka v9 (it settles for v8).
+v8: several groups per request (`Groups[]`, per-group ErrorCode); v9: each group's MemberId and
+MemberEpoch (KIP-848: a consumer group's member is checked, STALE_MEMBER_EPOCH). v10 (topic ids)
+is not advertised: no client here uses it. aiokafka uses v3, kafka-python v8, librdkafka v9.
 v0-v1 have no top-level error: a group-level error is copied into every partition.
 """
 
@@ -19,7 +20,7 @@ from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetFetchReply
 
 API_KEY = 9
-VERSIONS = range(1, 9)
+VERSIONS = range(1, 10)
 
 
 def _topics(requested: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
@@ -47,10 +48,20 @@ def _topic_list(reply: OffsetFetchReply, fold_error: bool) -> list[dict[str, Any
 
 
 async def _fetch(
-    rt: GroupRuntime, group_id: str, topics: Any, require_stable: bool, api_version: int
+    rt: GroupRuntime,
+    group_id: str,
+    topics: Any,
+    require_stable: bool,
+    api_version: int,
+    asker: Any = None,
 ) -> OffsetFetchReply:
-    reply = await rt.submit(OffsetFetch(group_id, _topics(topics), require_stable, api_version))
-    return reply
+    """`asker`: the v9+ group entry naming the member that fetches (None before v9)."""
+    member_id = getattr(asker, "member_id", None)
+    member_epoch = getattr(asker, "member_epoch", -1)
+    command = OffsetFetch(
+        group_id, _topics(topics), require_stable, api_version, member_id, member_epoch
+    )
+    return await rt.submit(command)
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
@@ -59,7 +70,9 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     if api_version >= 8:
         groups = []
         for group in request.groups:
-            reply = await _fetch(rt, group.group_id, group.topics, require_stable, api_version)
+            reply = await _fetch(
+                rt, group.group_id, group.topics, require_stable, api_version, group
+            )
             groups.append(
                 {
                     "group_id": group.group_id,

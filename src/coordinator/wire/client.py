@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,8 +41,16 @@ class WireClient:
         self._correlation_id = 0
 
     @classmethod
-    async def connect(cls, host: str, port: int, client_id: str = "rebalance-test") -> WireClient:
-        reader, writer = await asyncio.open_connection(host, port)
+    async def connect(
+        cls,
+        host: str,
+        port: int,
+        client_id: str = "rebalance-test",
+        *,
+        tls: ssl.SSLContext | None = None,
+    ) -> WireClient:
+        """Connect (over TLS with `tls`: an SSL or SASL_SSL listener)."""
+        reader, writer = await asyncio.open_connection(host, port, ssl=tls)
         return cls(reader, writer, client_id)
 
     def next_correlation_id(self) -> int:

@@ -30,6 +30,10 @@ with UNKNOWN_SERVER_ERROR if its response has a top-level error code (as Kafka d
 the connection is closed (clients reconnect and retry). When a connection closes, its in-flight
 requests are cancelled.
 
+Listeners: `start` may be called once per listening socket (`listeners`); each connection
+carries a `Session` (`coordinator.wire.session`) naming its listener, with its TLS context
+when the listener is SSL or SASL_SSL (asyncio does the TLS; this protocol sees plain bytes).
+
 Shutdown (`close`): stop accepting, wake long polls, let in-flight requests finish within a grace
 period, then close every connection.
 """
@@ -40,6 +44,7 @@ import asyncio
 import dataclasses
 import logging
 import socket
+import ssl
 import typing
 from collections.abc import Mapping
 from typing import Any, Final
@@ -61,6 +66,8 @@ from coordinator.wire.codec import (
     response_class,
 )
 from coordinator.wire.listener import is_wildcard
+from coordinator.wire.session import ServedListener, Session
+from coordinator.wire.tls import tls_principal
 
 logger = logging.getLogger("coordinator.wire")
 
@@ -86,22 +93,45 @@ class WireServer:
     def __init__(self, broker: Broker, *, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.broker = broker
         self.max_in_flight = max_in_flight
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        #: Every listener served, in the order started (the first is the node's main address).
+        self.listeners: list[ServedListener] = []
         self._connections: set[_Connection] = set()
         self._next_connection_id = 0
 
     def __repr__(self) -> str:
-        state = "listening" if self._server is not None else "stopped"
+        state = "listening" if self._servers else "stopped"
         address = f"{self.broker.host}:{self.broker.port}"
         return f"<WireServer {address} {state} connections={len(self._connections)}>"
 
-    async def start(self, listener: socket.socket) -> tuple[str, int]:
+    async def start(
+        self, listener: socket.socket, served: ServedListener | None = None
+    ) -> tuple[str, int]:
         """Serve on a bound, listening socket (see `coordinator.wire.listener`); returns the
-        bound address. The broker is told the address to advertise."""
+        bound address. Called once per listener. Without `served`: one PLAINTEXT listener
+        whose advertised address the broker decides (`--bind`/`--advertise`); with it, the
+        first listener's advertised address becomes the broker's main one."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._new_connection, sock=listener)
         bound_host, bound_port = listener.getsockname()[:2]
-        self.broker.replace_address(bound_host, bound_port)
+        if served is None:
+            self.broker.replace_address(bound_host, bound_port)
+            self._log_address(bound_host, bound_port)
+            advertised = (self.broker.host, self.broker.port)
+            served = ServedListener("PLAINTEXT", "PLAINTEXT", (bound_host, bound_port), advertised)
+        else:
+            if not self.listeners:
+                self.broker.host, self.broker.port = served.advertised
+            logger.info("listener %s (%s) on %s:%d, advertised as %s:%d", served.name,
+                        served.protocol, bound_host, bound_port, *served.advertised)  # fmt: skip
+        self.listeners.append(served)
+        self._servers.append(
+            await loop.create_server(
+                lambda: self._new_connection(served), sock=listener, ssl=served.tls
+            )
+        )
+        return bound_host, bound_port
+
+    def _log_address(self, bound_host: str, bound_port: int) -> None:
         advertised = (self.broker.host, self.broker.port)
         if advertised == (bound_host, bound_port):
             logger.info("listening on %s:%d (node %d)", bound_host, bound_port, self.broker.node_id)
@@ -116,12 +146,11 @@ class WireServer:
                 "listening on %s:%d (node %d), advertised to clients as %s:%d%s",
                 bound_host, bound_port, self.broker.node_id, *advertised, reason,
             )  # fmt: skip
-        return bound_host, bound_port
 
     async def close(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish (up to `grace` s), close connections."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         self.broker.begin_closing()
         connections = list(self._connections)
         for conn in connections:
@@ -138,13 +167,13 @@ class WireServer:
             await asyncio.wait(closed, timeout=_CLOSE_DRAIN)
         for conn in connections:
             conn.abort()  # a client that never read its last responses
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
 
-    def _new_connection(self) -> _Connection:
+    def _new_connection(self, listener: ServedListener) -> _Connection:
         self._next_connection_id += 1
-        return _Connection(self, self._next_connection_id)
+        return _Connection(self, self._next_connection_id, listener)
 
     def _opened(self, conn: _Connection) -> None:
         self._connections.add(conn)
@@ -187,15 +216,19 @@ class _Connection(asyncio.Protocol):
         "_stopped",
         "_writing_paused",
         "in_flight",
+        "listener",
         "name",
         "number",
         "peer",
         "server",
+        "session",
         "transport",
     )
 
-    def __init__(self, server: WireServer, number: int) -> None:
+    def __init__(self, server: WireServer, number: int, listener: ServedListener) -> None:
         self.server = server
+        self.listener = listener
+        self.session: Session | None = None
         self.number = number
         self.name = f"conn#{number}"
         self.peer = ""
@@ -237,7 +270,18 @@ class _Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.name = f"conn#{self.number} {self.peer}"
+        self.session = self._new_session(transport, peer)
         self.server._opened(self)
+
+    def _new_session(self, transport: asyncio.BaseTransport, peer: object) -> Session:
+        tls = transport.get_extra_info("ssl_object")
+        certificate = tls.getpeercert() if isinstance(tls, ssl.SSLObject) else None
+        return Session(
+            self.listener,
+            peer[0] if isinstance(peer, tuple) else str(peer),
+            tls_principal(certificate),
+            authenticated=not self.listener.uses_sasl,
+        )
 
     def data_received(self, data: bytes) -> None:
         if not self._buffer:
@@ -414,7 +458,9 @@ class _Connection(asyncio.Protocol):
             decoded = decode_request(frame, prefix)
         except FrameError as exc:
             raise _CloseConnection(str(exc)) from None
-        context = RequestContext(self.server.broker, correlation_id, decoded.client_id, self.peer)
+        context = RequestContext(
+            self.server.broker, correlation_id, decoded.client_id, self.peer, self.session
+        )
         if spec.answer_now is not None:
             try:
                 value = spec.answer_now(decoded.body, api_version, context)

@@ -1,0 +1,264 @@
+"""The three real client libraries, unmodified, configured for a listener's security protocol.
+
+`Security` holds what a client is given (CA file, client certificate, SASL mechanism and
+credentials); `consume_and_commit(lib, ...)` has one consumer of that library join a group,
+read every seeded record, commit synchronously and read its committed offsets back;
+`refused(lib, ...)` connects and returns the error the library reports when the server refuses
+it (None if it was let in). kafka-python and confluent-kafka are synchronous; call these from a
+thread (`asyncio.to_thread`) or a plain test; aiokafka runs on an event loop of its own here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LIBRARIES = ["aiokafka", "kafka-python", "confluent"]
+
+
+@dataclass(frozen=True)
+class Security:
+    protocol: str  # SSL, SASL_PLAINTEXT, SASL_SSL
+    cafile: Path | None = None
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+
+def kafka_python_options(security: Security) -> dict[str, Any]:
+    options: dict[str, Any] = {"security_protocol": security.protocol}
+    if security.cafile is not None:
+        options.update(ssl_cafile=str(security.cafile), ssl_check_hostname=True)
+    if security.certfile is not None:
+        options.update(ssl_certfile=str(security.certfile), ssl_keyfile=str(security.keyfile))
+    if security.mechanism is not None:
+        options.update(
+            sasl_mechanism=security.mechanism,
+            sasl_plain_username=security.username,
+            sasl_plain_password=security.password,
+        )
+    return options
+
+
+def aiokafka_options(security: Security) -> dict[str, Any]:
+    from aiokafka.helpers import create_ssl_context
+
+    options: dict[str, Any] = {"security_protocol": security.protocol}
+    if security.cafile is not None:
+        options["ssl_context"] = create_ssl_context(
+            cafile=str(security.cafile),
+            certfile=None if security.certfile is None else str(security.certfile),
+            keyfile=None if security.keyfile is None else str(security.keyfile),
+        )
+    if security.mechanism is not None:
+        options.update(
+            sasl_mechanism=security.mechanism,
+            sasl_plain_username=security.username,
+            sasl_plain_password=security.password,
+        )
+    return options
+
+
+def confluent_options(security: Security) -> dict[str, Any]:
+    options: dict[str, Any] = {"security.protocol": security.protocol}
+    if security.cafile is not None:
+        options["ssl.ca.location"] = str(security.cafile)
+    if security.certfile is not None:
+        options["ssl.certificate.location"] = str(security.certfile)
+        options["ssl.key.location"] = str(security.keyfile)
+    if security.mechanism is not None:
+        options.update(
+            {
+                "sasl.mechanism": security.mechanism,
+                "sasl.username": security.username,
+                "sasl.password": security.password,
+            }
+        )
+    return options
+
+
+def consume_and_commit(
+    lib: str, bootstrap: str, security: Security, *, topic: str, group: str, count: int
+) -> tuple[int, dict[int, int]]:
+    """(records read, committed offset by partition) of one consumer of `lib` in `group`."""
+    if lib == "kafka-python":
+        return _kafka_python_group(bootstrap, security, topic, group, count)
+    if lib == "aiokafka":
+        return asyncio.run(_aiokafka_group(bootstrap, security, topic, group, count))
+    return _confluent_group(bootstrap, security, topic, group, count)
+
+
+def _kafka_python_group(
+    bootstrap: str, security: Security, topic: str, group: str, count: int
+) -> tuple[int, dict[int, int]]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **kafka_python_options(security),
+    )
+    try:
+        read = 0
+        deadline = time.monotonic() + 30
+        while read < count and time.monotonic() < deadline:
+            read += sum(len(batch) for batch in consumer.poll(timeout_ms=200).values())
+        consumer.commit()
+        return read, {tp.partition: consumer.committed(tp) for tp in consumer.assignment()}
+    finally:
+        consumer.close()
+
+
+async def _aiokafka_group(
+    bootstrap: str, security: Security, topic: str, group: str, count: int
+) -> tuple[int, dict[int, int]]:
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **aiokafka_options(security),
+    )
+    await consumer.start()
+    try:
+        read = 0
+        async with asyncio.timeout(30):
+            while read < count:
+                batches = await consumer.getmany(timeout_ms=200)
+                read += sum(len(batch) for batch in batches.values())
+        await consumer.commit()
+        return read, {tp.partition: await consumer.committed(tp) for tp in consumer.assignment()}
+    finally:
+        await consumer.stop()
+
+
+def _confluent_group(
+    bootstrap: str, security: Security, topic: str, group: str, count: int
+) -> tuple[int, dict[int, int]]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **confluent_options(security),
+        }
+    )
+    consumer.subscribe([topic])
+    try:
+        read = 0
+        deadline = time.monotonic() + 30
+        while read < count and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                read += 1
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed(consumer.assignment(), timeout=10)
+        return read, {tp.partition: tp.offset for tp in committed}
+    finally:
+        consumer.close()
+
+
+def refused(lib: str, bootstrap: str, security: Security) -> str | None:
+    """The error `lib` reports when the server refuses its connection; None if let in."""
+    if lib == "kafka-python":
+        return _kafka_python_refused(bootstrap, security)
+    if lib == "aiokafka":
+        return asyncio.run(_aiokafka_refused(bootstrap, security))
+    return _confluent_refused(bootstrap, security)
+
+
+def _kafka_python_refused(bootstrap: str, security: Security) -> str | None:
+    from kafka import KafkaAdminClient
+
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            request_timeout_ms=5000,
+            bootstrap_timeout_ms=3000,
+            **kafka_python_options(security),
+        )
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        admin.list_topics()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        admin.close()
+    return None
+
+
+async def _aiokafka_refused(bootstrap: str, security: Security) -> str | None:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, request_timeout_ms=5000, **aiokafka_options(security)
+    )
+    try:
+        await producer.start()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        await producer.stop()
+    return None
+
+
+def _confluent_refused(bootstrap: str, security: Security) -> str | None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    errors: list[str] = []
+    admin = AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "error_cb": lambda error: errors.append(f"{error.name()}: {error.str()}"),
+            "log_level": 0,
+            **confluent_options(security),
+        }
+    )
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        try:
+            admin.list_topics(timeout=0.3)
+        except KafkaException:
+            admin.poll(0.1)  # serves error_cb
+            continue
+        return None
+    return "; ".join(errors) or "no answer"
+
+
+def seed(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
+    """Write `per_partition` records into each partition (Produce over a PLAINTEXT listener)."""
+    from coordinator.testing import WireClient, record_batch
+
+    async def produce() -> None:
+        host, _, port = bootstrap.rpartition(":")
+        client = await WireClient.connect(host, int(port))
+        try:
+            for partition in range(partitions):
+                values = [f"{partition}-{i}".encode() for i in range(per_partition)]
+                batch = {"index": partition, "records": record_batch(values)}
+                response = await client.request(
+                    0, 9,
+                    {"acks": -1, "timeout": 5000,
+                     "topic_data": [{"name": topic, "partition_data": [batch]}]},
+                )  # fmt: skip
+                assert response.responses[0].partition_responses[0].error_code == 0
+        finally:
+            await client.close()
+
+    asyncio.run(produce())
