@@ -22,6 +22,8 @@ from pydantic import (
 INT32_MAX = 2**31 - 1
 #: The server assignors a consumer group may name (`assignors` package names).
 SERVER_ASSIGNORS = frozenset({"uniform", "range"})
+#: `group.consumer.migration.policy` values (Kafka's `ConsumerGroupMigrationPolicy`, any case).
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 class ConfigError(ValueError):
@@ -97,7 +99,11 @@ class CoordinatorConfig(BaseModel):
     group_consumer_assignor_offload_enable: bool = Field(
         True, alias="group.consumer.assignor.offload.enable"
     )
-    #: Only Kafka 4.0's default is implemented: see `rebalance.consumer_group`.
+    #: Kafka's four values (default bidirectional). They govern only the online conversion of
+    #: a group *with members* (upgrade: a consumer heartbeat to a classic group; downgrade: the
+    #: last KIP-848 member of a group of classic members leaves). DIFFERS: that conversion is
+    #: not implemented (`rebalance.consumer_group.classic_requests`), so every value answers as
+    #: Kafka does under `disabled`; empty groups change type under every policy, as in Kafka.
     group_consumer_migration_policy: str = Field(
         "bidirectional", alias="group.consumer.migration.policy"
     )
@@ -120,8 +126,8 @@ class CoordinatorConfig(BaseModel):
     @field_validator("group_consumer_migration_policy")
     @classmethod
     def _known_policy(cls, value: str) -> str:
-        if value.lower() != "bidirectional":
-            raise ValueError("only bidirectional (Kafka's default) is implemented")
+        if value.lower() not in MIGRATION_POLICIES:
+            raise ValueError(f"must be one of {', '.join(MIGRATION_POLICIES)} (got {value!r})")
         return value.lower()
 
     @model_validator(mode="after")

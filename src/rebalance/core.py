@@ -48,8 +48,9 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group import classic_requests
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup, TopicMetadata
 from rebalance.consumer_group.group_type import ConsumerGroupType
 from rebalance.consumer_group.target import ComputedTarget, TargetInputs
 from rebalance.effects import Result, single_reply
@@ -226,14 +227,17 @@ class GroupCoordinatorCore:
 
     # ===================================================================== group APIs
     def _not_classic(self, group_id: str) -> ErrorCode:
-        """GROUP_ID_NOT_FOUND for a classic request to a group of another type (Kafka's
-        "Group X is not a classic group"). DIFFERS: Kafka lets classic members into a
-        consumer group (online migration, `group.consumer.migration.policy`) and turns an
-        empty consumer group into a classic one on JoinGroup; neither is implemented yet."""
+        """GROUP_ID_NOT_FOUND for a classic request to a client-balance group (a group of
+        another type). Consumer groups answer classic requests themselves
+        (`rebalance.consumer_group.classic_requests`)."""
         group = self.state.groups.get(group_id)
-        if group is not None and group.group_type != self._classic.name:
+        if group is not None and group.group_type == self._client_balance.name:
             return ErrorCode.GROUP_ID_NOT_FOUND
         return ErrorCode.NONE
+
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.state.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
 
     def consumer_group_heartbeat(
         self, cmd: ConsumerGroupHeartbeat, now_ms: int, token: Hashable
@@ -307,6 +311,17 @@ class GroupCoordinatorCore:
             error = self._not_classic(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
+        consumer = self._consumer_group(cmd.group_id)
+        if consumer is not None:
+            if consumer.members:
+                return single_reply(token, self._consumer.classic_join(consumer, cmd))
+            if cmd.member_id:
+                # A known member id and no classic group: the classic answer, nothing converted.
+                return single_reply(token, cmd.error_reply(ErrorCode.UNKNOWN_MEMBER_ID))
+            result = Result()
+            self._consumer.to_classic(result, consumer, now_ms)
+            result.extend(self._classic.join(cmd, now_ms, token))
+            return result
         return self._classic.join(cmd, now_ms, token)
 
     def sync_group(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
@@ -319,6 +334,8 @@ class GroupCoordinatorCore:
             error = self._availability(cmd.group_id)
         if error is ErrorCode.NONE:
             error = self._not_classic(cmd.group_id)
+        if error is ErrorCode.NONE and (consumer := self._consumer_group(cmd.group_id)):
+            error = classic_requests.member_error(consumer, cmd.member_id, cmd.group_instance_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._classic.sync(cmd, now_ms, token)
@@ -330,6 +347,8 @@ class GroupCoordinatorCore:
             return single_reply(token, HeartbeatReply(ErrorCode.NONE))
         if error is ErrorCode.NONE:
             error = self._not_classic(cmd.group_id)
+        if error is ErrorCode.NONE and (consumer := self._consumer_group(cmd.group_id)):
+            error = classic_requests.member_error(consumer, cmd.member_id, cmd.group_instance_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._classic.heartbeat(cmd, now_ms, token)
@@ -340,6 +359,9 @@ class GroupCoordinatorCore:
             error = self._not_classic(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
+        consumer = self._consumer_group(cmd.group_id)
+        if consumer is not None:
+            return self._consumer.classic_leave(consumer, cmd, now_ms, token)
         return self._classic.leave(cmd, now_ms, token)
 
     def offset_commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:

@@ -65,7 +65,7 @@ def run_kafka_python(args: argparse.Namespace) -> None:
         def on_partitions_assigned(self, assigned: Any) -> None:
             say(event="assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))
 
-    consumer.subscribe([args.topic], listener=Listener())
+    consumer.subscribe(args.topic.split(","), listener=Listener())
     while not stop_requested:
         batch = consumer.poll(timeout_ms=200)
         offsets = {}
@@ -119,7 +119,7 @@ async def run_aiokafka(args: argparse.Namespace) -> None:
         async def on_partitions_assigned(self, assigned: Any) -> None:
             say(event="assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))
 
-    consumer.subscribe([args.topic], listener=Listener())
+    consumer.subscribe(args.topic.split(","), listener=Listener())
     await consumer.start()
     try:
         while not stop_requested:
@@ -167,7 +167,7 @@ def run_confluent(args: argparse.Namespace) -> None:
     def on_assign(_: Any, partitions: Any) -> None:
         say(event="assigned", partitions=sorted([p.topic, p.partition] for p in partitions))
 
-    consumer.subscribe([args.topic], on_assign=on_assign)
+    consumer.subscribe(args.topic.split(","), on_assign=on_assign)
     while not stop_requested:
         messages = consumer.consume(num_messages=100, timeout=0.2)
         offsets: dict[tuple[str, int], int] = {}
@@ -216,7 +216,9 @@ def run_confluent_consumer_protocol(args: argparse.Namespace) -> None:
         owned.difference_update((p.topic, p.partition) for p in partitions)
         say(event="assigned", partitions=sorted([t, p] for t, p in owned))
 
-    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    consumer.subscribe(
+        args.topic.split(","), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
+    )
     while not stop_requested:
         messages = consumer.consume(num_messages=100, timeout=0.2)
         offsets: dict[tuple[str, int], int] = {}
@@ -247,7 +249,7 @@ def main() -> None:
     )
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--group", required=True)
-    parser.add_argument("--topic", required=True)
+    parser.add_argument("--topic", required=True, help="a topic, or several joined by commas")
     parser.add_argument("--client-id", default="interop")
     parser.add_argument("--instance-id", default=None)
     parser.add_argument("--session-ms", type=int, default=6000)

@@ -6,6 +6,9 @@ split the partitions without overlap; a member leaves and the others take over; 
 SIGKILLed and the others take over after its session timeout. Across libraries: commit, restart
 the server, resume from the committed offset; a static member restarts without the others
 rebalancing; one group mixing all three libraries. Admin clients list and describe groups.
+KIP-848 (librdkafka `group.protocol=consumer`): the same scenarios, commits carrying the member
+epoch, a topic created and partitions added while the group runs, and classic and consumer
+groups side by side on one server, an emptied consumer group then taken over by a classic one.
 """
 
 from __future__ import annotations
@@ -103,10 +106,11 @@ async def start_member(
     instance_id: str | None = None,
     session_ms: int = 4000,
     strategies: tuple[str, ...] = ("range", "roundrobin"),
+    topics: tuple[str, ...] = (TOPIC,),
 ) -> Member:
     args = [
         sys.executable, str(PROC), "--lib", lib, "--bootstrap", server.bootstrap,
-        "--group", group, "--topic", TOPIC, "--session-ms", str(session_ms),
+        "--group", group, "--topic", ",".join(topics), "--session-ms", str(session_ms),
         "--heartbeat-ms", "300", "--client-id", name or lib,
     ]  # fmt: skip
     for strategy in strategies:
@@ -146,6 +150,16 @@ def logged_events(data_dir: Path) -> list[dict[str, Any]]:
         for path in sorted((data_dir / "events").glob("*.jsonl"))
         for line in path.read_text().splitlines()
     ]
+
+
+def committed(members: list[Member]) -> dict[tuple[str, int], int]:
+    """The group's committed offsets as its members reported them (the highest per partition:
+    a partition that moved was committed by both its owners)."""
+    merged: dict[tuple[str, int], int] = {}
+    for member in members:
+        for tp, offset in member.committed.items():
+            merged[tp] = max(offset, merged.get(tp, 0))
+    return merged
 
 
 def split_cleanly(members: list[Member]) -> bool:
@@ -390,23 +404,67 @@ async def test_kip848_commit_restart_resume_from_committed_offsets(tmp_path: Pat
             await second.stop()
 
 
-async def test_kip848_partitions_added_while_the_group_runs() -> None:
-    from confluent_kafka.admin import AdminClient, NewPartitions
+async def test_kip848_topic_created_and_partitions_added_while_the_group_runs() -> None:
+    """The members subscribe to a topic that does not exist yet: its creation, and partitions
+    added to the other topic, bump the group epoch and the new partitions are assigned once."""
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
     async with node() as server:
-        members = [await start_member(server, KIP848, "grow-848", name=f"m{i}") for i in range(2)]
+        members = [
+            await start_member(server, KIP848, "grow-848", name=f"m{i}", topics=(TOPIC, "later"))
+            for i in range(2)
+        ]
         async with members_of(*members):
             await eventually(lambda: split_cleanly(members), "two members split 3 partitions")
             admin = AdminClient({"bootstrap.servers": server.bootstrap})
-            futures = admin.create_partitions([NewPartitions(TOPIC, 5)])
-            await asyncio.to_thread(futures[TOPIC].result, 30)
-            grown = {(TOPIC, p) for p in range(5)}
 
-            def split_five() -> bool:
+            def split(expected: set[tuple[str, int]]) -> bool:
                 owned = [m.assignment for m in members]
-                return set().union(*owned) == grown and sum(map(len, owned)) == 5
+                return set().union(*owned) == expected and sum(map(len, owned)) == len(expected)
 
-            await eventually(split_five, "the new partitions are assigned once each")
+            created = admin.create_topics([NewTopic("later", 2)])
+            await asyncio.to_thread(created["later"].result, 30)
+            with_later = ALL | {("later", p) for p in range(2)}
+            await eventually(lambda: split(with_later), "the new topic is assigned once")
+            grown = admin.create_partitions([NewPartitions(TOPIC, 5)])
+            await asyncio.to_thread(grown[TOPIC].result, 30)
+            with_more = with_later | {(TOPIC, p) for p in range(5)}
+            await eventually(lambda: split(with_more), "the new partitions are assigned once")
+
+
+async def test_classic_and_consumer_groups_side_by_side_then_a_group_changes_type() -> None:
+    """One server, one topic, two groups at once: a classic group (kafka-python and librdkafka
+    classic) and a KIP-848 group (librdkafka `group.protocol=consumer`); each consumes every
+    record once. Then the KIP-848 group empties and a classic consumer takes its id: the empty
+    consumer group becomes a classic group, resuming from the offsets the KIP-848 members
+    committed."""
+    async with node() as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        classic = [
+            await start_member(server, lib, "side-classic", strategies=("roundrobin",))
+            for lib in ("kafka-python", "confluent")
+        ]
+        modern = [await start_member(server, KIP848, "side-848", name=f"m{i}") for i in range(2)]
+        async with members_of(*classic, *modern):
+            for members in (classic, modern):
+                await eventually(lambda m=members: split_cleanly(m), "each group splits the topic")
+                await eventually(
+                    lambda m=members: sum(committed(m).values()) == RECORDS,
+                    "each group consumes and commits every record",
+                )
+                values = {r["value"] for m in members for r in m.records}
+                assert values == {f"r{i}" for i in range(RECORDS)}
+            for member in modern:
+                await member.stop()  # epoch -1: the consumer group is empty now
+            await asyncio.to_thread(produce, server.bootstrap, RECORDS, 6)
+            successor = await start_member(server, "confluent", "side-848", name="classic")
+            async with members_of(successor):
+                await eventually(lambda: successor.assignment == ALL, "the classic one owns all")
+                await eventually(lambda: len(successor.records) >= 6, "it consumes the new ones")
+                await asyncio.sleep(1.0)
+                assert sorted(r["value"] for r in successor.records) == sorted(
+                    f"r{i}" for i in range(RECORDS, RECORDS + 6)
+                )
 
 
 async def test_kip848_admin_clients_see_the_consumer_group() -> None:

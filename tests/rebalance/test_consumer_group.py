@@ -10,12 +10,16 @@ from rebalance.commands import (
     CommitTopic,
     DeleteGroups,
     DescribeGroups,
+    Heartbeat,
     JoinGroup,
+    LeaveGroup,
+    LeavingMember,
     ListGroups,
     OffsetCommit,
     OffsetFetch,
+    SyncGroup,
 )
-from rebalance.config import ConfigError, CoordinatorConfig
+from rebalance.config import MIGRATION_POLICIES, ConfigError, CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import MemberState
 from rebalance.errors import ErrorCode
@@ -26,10 +30,14 @@ from rebalance.replies import (
     DescribedGroup,
     DescribeGroupsReply,
     FetchedOffset,
+    HeartbeatReply,
     JoinGroupReply,
+    LeaveGroupReply,
+    LeftMember,
     ListGroupsReply,
     OffsetCommitReply,
     OffsetFetchReply,
+    SyncGroupReply,
 )
 
 G = "g"
@@ -438,14 +446,110 @@ def test_states_listing_and_deletion() -> None:
     assert G not in h.core.groups()
 
 
-def test_a_classic_request_to_a_consumer_group_is_group_id_not_found() -> None:
+def test_a_classic_join_to_a_consumer_group_with_members_is_checked_then_refused() -> None:
+    """Kafka's `classicGroupJoinToConsumerGroup` checks, in order: group full, protocol type
+    "consumer" with a protocol, KIP-394's member id round trip. Kafka would then admit the
+    member (online migration); here it is refused with INCONSISTENT_GROUP_PROTOCOL (DIFFERS,
+    `classic_requests`), and the group is untouched."""
     h = ConsumerHarness(t=1)
     h.join(G, "a")
-    token = h.send(JoinGroup(G, "", "consumer", (("range", b""),), 10000, 10000))
-    assert h.reply(token) == JoinGroupReply(ErrorCode.GROUP_ID_NOT_FOUND)
+    epoch = h.group(G).group_epoch
+
+    def join(member_id: str = "", protocol_type: str = "consumer", version: int = 5) -> object:
+        protocols = (("range", b"m"),)
+        return h.reply(h.send(JoinGroup(G, member_id, protocol_type, protocols, 10000, 10000,
+                                        version=version)))  # fmt: skip
+
+    required = join()
+    assert isinstance(required, JoinGroupReply)
+    assert required.error is ErrorCode.MEMBER_ID_REQUIRED and required.member_id
+    assert join(required.member_id) == JoinGroupReply(
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=required.member_id
+    )
+    assert join(version=3) == JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    assert join(protocol_type="connect") == JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    full = ConsumerHarness(CoordinatorConfig.from_properties({"group.consumer.max.size": "1"}), t=1)
+    full.join(G, "a")
+    token = full.send(JoinGroup(G, "", "consumer", (("range", b"m"),), 10000, 10000))
+    assert full.reply(token) == JoinGroupReply(ErrorCode.GROUP_MAX_SIZE_REACHED)
+    assert set(h.group(G).members) == {"a"} and h.group(G).group_epoch == epoch
     # DescribeGroups (v0-v5) describes it as it describes an unknown group
     reply = h.reply(h.send(DescribeGroups((G,))))
     assert reply == DescribeGroupsReply((DescribedGroup(G, ErrorCode.NONE, state="Dead"),))
+
+
+def test_classic_sync_and_heartbeat_to_a_consumer_group_are_unknown_members() -> None:
+    """No member of a consumer group uses the classic protocol here, so Kafka's answer is
+    UNKNOWN_MEMBER_ID, or FENCED_INSTANCE_ID for an instance id another member id holds."""
+    h = ConsumerHarness(t=1)
+    h.join(G, "a", instance_id="i1")
+    for member, instance, error in (
+        ("a", None, ErrorCode.UNKNOWN_MEMBER_ID),
+        ("a", "i1", ErrorCode.UNKNOWN_MEMBER_ID),
+        ("b", "i1", ErrorCode.FENCED_INSTANCE_ID),
+        ("b", "i2", ErrorCode.UNKNOWN_MEMBER_ID),
+    ):
+        beat = h.reply(h.send(Heartbeat(G, 1, member, instance)))
+        assert beat == HeartbeatReply(error)
+        synced = h.reply(h.send(SyncGroup(G, 1, member, (), instance, "consumer", "range")))
+        assert synced == SyncGroupReply(error)
+
+
+def test_leave_group_by_instance_id_removes_a_static_consumer_member() -> None:
+    """The admin client's removal of static members (LeaveGroup, instance id, no member id)
+    works on consumer groups: the member is removed and the epoch bumps once."""
+    h = ConsumerHarness(t=2)
+    for member, instance in (("a", "i1"), ("b", "i2"), ("c", None)):
+        h.join(G, member, instance_id=instance)
+    epoch = h.group(G).group_epoch
+    leaving = (
+        LeavingMember("", "i1"),
+        LeavingMember("x", "i2"),  # another member id: fenced
+        LeavingMember("c"),  # not a classic member
+        LeavingMember("", "nobody"),
+    )
+    reply = h.reply(h.send(LeaveGroup(G, leaving)))
+    assert reply == LeaveGroupReply(
+        ErrorCode.NONE,
+        (
+            LeftMember("", "i1", ErrorCode.NONE),
+            LeftMember("x", "i2", ErrorCode.FENCED_INSTANCE_ID),
+            LeftMember("c", None, ErrorCode.UNKNOWN_MEMBER_ID),
+            LeftMember("", "nobody", ErrorCode.UNKNOWN_MEMBER_ID),
+        ),
+    )
+    assert set(h.group(G).members) == {"b", "c"} and h.group(G).group_epoch == epoch + 1
+    left = [e for e in h.events if e.type is EventType.MEMBER_LEFT]
+    assert left[-1].member == "a" and left[-1].fields["reason"] == "admin_removal"
+    h.failover()
+    assert set(h.group(G).members) == {"b", "c"}
+
+
+def test_a_classic_join_to_an_empty_consumer_group_makes_it_classic_and_keeps_its_offsets() -> None:
+    """Kafka's `maybeDeleteEmptyConsumerGroup`, under every migration policy: the consumer
+    group's records are deleted, the offsets stay, the classic group forms; and back again."""
+    for policy in MIGRATION_POLICIES:
+        config = CoordinatorConfig.from_properties({"group.consumer.migration.policy": policy})
+        h = ConsumerHarness(config, t=1)
+        h.join(G, "a")
+        h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 42),)),), 1, "a"))
+        h.hb(ConsumerGroupHeartbeat(G, "a", -1))
+        known = h.reply(h.send(JoinGroup(G, "m-1", "consumer", (("range", b"m"),), 10000, 10000)))
+        assert known == JoinGroupReply(ErrorCode.UNKNOWN_MEMBER_ID, member_id="m-1")
+        assert h.core.group(G).group_type == "consumer"  # a known id converts nothing
+        token = h.send(JoinGroup(G, "", "consumer", (("range", b"m"),), 10000, 10000, version=3))
+        h.advance(h.config.group_initial_rebalance_delay_ms)
+        joined = h.reply(token)
+        assert isinstance(joined, JoinGroupReply) and joined.error is ErrorCode.NONE
+        assert h.core.group(G).group_type == "classic"
+        assert h.core.group(G).offsets[("t", 0)].offset == 42
+        h.failover()
+        assert h.core.group(G).group_type == "classic"
+        assert h.core.group(G).offsets[("t", 0)].offset == 42
+        # The classic member leaves; a KIP-848 member turns the empty group back.
+        h.send(LeaveGroup(G, (LeavingMember(joined.member_id),)))
+        assert h.join(G, "b").error is ErrorCode.NONE
+        assert h.group(G).offsets[("t", 0)].offset == 42
 
 
 def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets() -> None:
@@ -522,6 +626,9 @@ def test_group_consumer_settings_are_accepted_and_checked() -> None:
         }
     )
     assert config.group_consumer_assignors == ("range", "uniform")
+    assert config.group_consumer_migration_policy == "bidirectional"
+    with pytest.raises(ConfigError, match="must be one of disabled, upgrade, downgrade"):
+        CoordinatorConfig.from_properties({"group.consumer.migration.policy": "sideways"})
     with pytest.raises(ConfigError, match=r"session\.timeout\.ms must be within"):
         CoordinatorConfig.from_properties({"group.consumer.session.timeout.ms": "1000"})
     with pytest.raises(ConfigError, match="unknown server assignor 'sticky'"):

@@ -7,8 +7,9 @@ from consumer_harness import Client, ConsumerHarness
 
 from coordinator import record_codec
 from coordinator.store.base import StoredRecord
-from rebalance.commands import DeleteGroups
+from rebalance.commands import CommitPartition, CommitTopic, DeleteGroups, JoinGroup, OffsetCommit
 from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.records import ConsumerGroupRecord
 from rebalance.core import GroupCoordinatorCore
 from rebalance.records import Record
 from rebalance.rng import SplitMix64
@@ -73,3 +74,19 @@ def test_a_deleted_group_leaves_no_rows() -> None:
     h.send(DeleteGroups((G,)))
     assert compacted(h.records) == []
     assert reload(h).group(G) is None
+
+
+def test_an_empty_consumer_group_turned_classic_keeps_no_consumer_rows() -> None:
+    """A classic JoinGroup to an empty consumer group: the stored rows are the classic group's
+    and the offsets, and they load as the classic group with its offsets."""
+    h = ConsumerHarness(t=1)
+    c = Client(h, G, "a")
+    c.heartbeat()
+    h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 9),)),), 1, "a"))
+    c.leave()
+    h.send(JoinGroup(G, "", "consumer", (("range", b"m"),), 10000, 10000, version=3))
+    rows = compacted(h.records)
+    assert not [r for r in rows if isinstance(r, ConsumerGroupRecord)]
+    loaded = reload(h).group(G)
+    assert loaded is not None and loaded.group_type == "classic"
+    assert loaded.offsets[("t", 0)].offset == 9

@@ -120,6 +120,21 @@ def fence(
     expiry: ExpiryReason | None,
 ) -> None:
     """Remove `member` (leave, session or revocation timeout) and re-target the rest."""
+    remove(state, result, group, member, now_ms, expiry)
+    trigger = ConsumerTrigger.MEMBER_LEFT if expiry is None else ConsumerTrigger.MEMBER_EXPIRED
+    maybe_bump(state, metadata, result, group, trigger, now_ms)
+
+
+def remove(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    now_ms: int,
+    expiry: ExpiryReason | None,
+    reason: LeaveReason = LeaveReason.LEAVE,
+) -> None:
+    """Remove `member` without re-targeting (the caller bumps the epoch once for all)."""
     remove_member(state, result, group, member)
     state.cancel(result, consumer_session_key(group.group_id, member.member_id))
     state.cancel(result, consumer_revocation_key(group.group_id, member.member_id))
@@ -131,7 +146,7 @@ def fence(
             group.group_epoch,
             member.member_id,
             group_type=GROUP_TYPE,
-            reason=LeaveReason.LEAVE,
+            reason=reason,
         )
     else:
         result.event(
@@ -143,8 +158,6 @@ def fence(
             group_type=GROUP_TYPE,
             reason=expiry,
         )
-    trigger = ConsumerTrigger.MEMBER_LEFT if expiry is None else ConsumerTrigger.MEMBER_EXPIRED
-    maybe_bump(state, metadata, result, group, trigger, now_ms)
 
 
 def expire(

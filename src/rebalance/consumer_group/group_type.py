@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, ClassVar
 
-from rebalance.consumer_group import departure, epochs, heartbeat, replay
+from rebalance.commands import JoinGroup, LeaveGroup
+from rebalance.consumer_group import classic_requests, departure, epochs, heartbeat, replay
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.epochs import maybe_bump
 from rebalance.consumer_group.group import (
@@ -39,6 +40,7 @@ from rebalance.replies import (
     DescribedConsumerGroup,
     DescribedConsumerMember,
     DescribedGroup,
+    JoinGroupReply,
     ListedGroup,
     NamedAssignment,
 )
@@ -71,6 +73,20 @@ class ConsumerGroupType:
     # -- requests, timers --------------------------------------------------------------------
     def heartbeat(self, cmd: ConsumerGroupHeartbeat, now_ms: int, token: Hashable) -> Result:
         return heartbeat.heartbeat(self.state, self.metadata, cmd, now_ms, token)
+
+    # -- classic requests to a consumer group (`classic_requests`) ----------------------------
+    def to_classic(self, result: Result, group: ConsumerGroup, now_ms: int) -> None:
+        classic_requests.to_classic(self.state, result, group, now_ms)
+
+    def classic_join(self, group: ConsumerGroup, cmd: JoinGroup) -> JoinGroupReply:
+        return classic_requests.refuse_join(self.state, group, cmd)
+
+    def classic_leave(
+        self, group: ConsumerGroup, cmd: LeaveGroup, now_ms: int, token: Hashable
+    ) -> Result:
+        result, reply = classic_requests.leave(self.state, self.metadata, group, cmd, now_ms)
+        result.reply(token, reply)
+        return result
 
     def on_timer(self, key: TimerKey, group: ConsumerGroup, now_ms: int) -> Result:
         return departure.expire(self.state, self.metadata, key, group, now_ms)

@@ -50,9 +50,10 @@ def find_group(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {cmd.group_id} not found."
             )
     elif not isinstance(group, ConsumerGroup):
-        # Kafka converts an empty classic group (`maybeDeleteEmptyClassicGroup`); a non-empty
-        # one is converted online under its migration policy.
-        # DIFFERS: online upgrade of a classic group with members is not implemented yet.
+        # Kafka converts an empty classic group (`maybeDeleteEmptyClassicGroup`, any policy); a
+        # non-empty one is converted online when `group.consumer.migration.policy` allows an
+        # upgrade (upgrade, bidirectional), else refused with GROUP_ID_NOT_FOUND as here.
+        # DIFFERS: that online upgrade is not implemented; every policy answers as `disabled`.
         if not (joining and group.empty):
             raise CoordinatorError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {cmd.group_id} is not a consumer group."
