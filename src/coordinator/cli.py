@@ -1,6 +1,6 @@
 """The `rebalance` console script: `serve` the Kafka-protocol coordinator, `repair` a data dir,
-run the `demo` or the `walkthrough`, list and describe `groups`, and (with the `analytics`
-extra) `report` and `sweep`; `zk-offsets` shows a ZooKeeper-coordinated group (the
+run the `demo` or the `walkthrough`, list and describe `groups`, manage SASL `users`, and (with
+the `analytics` extra) `report` and `sweep`; `zk-offsets` shows a ZooKeeper-coordinated group (the
 `zookeeper` extra).
 
 Failures end with one line on stderr and an exit status (see `coordinator.command_line`): 2 for
@@ -25,6 +25,7 @@ from coordinator.command_line import (
 )
 from coordinator.errors import MissingExtraError, UsageError
 from coordinator.serve import add_serve_arguments
+from coordinator.users import add_users_arguments
 from coordinator.zookeeper.options import (
     add_zk_offsets_arguments,
     add_zookeeper_arguments,
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in (listing, describe):
         sub.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT")
         add_debug_argument(sub)
+    add_users_arguments(commands)
     for command, purpose in ANALYTICS.items():
         # Parsed by coordinator.analytics.cli (see `main`); `--help` there too.
         analytics = commands.add_parser(
@@ -219,6 +221,10 @@ def _run(args: argparse.Namespace) -> int:
         from coordinator.group_admin import run_groups
 
         return run_groups(args)
+    if args.command == "users":
+        from coordinator.users import run_users
+
+        return run_users(args)
     if args.command == "repair":
         from coordinator.partition_log.repair import repair
 
