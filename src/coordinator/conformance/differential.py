@@ -55,6 +55,8 @@ T = TypeVar("T")
 
 #: Runs per Hypothesis call: between calls the run checks its time budget.
 BATCH_RUNS = 40
+#: A flag that is mostly off (Hypothesis shrinks it to off).
+RARELY = st.sampled_from((False, False, False, True))
 #: Partitions of the topic the runs commit to.
 TOPIC_PARTITIONS = len(PARTITIONS)
 
@@ -143,46 +145,49 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
         def _has_idle_slot(self) -> bool:
             return bool(self.lockstep.idle_slots())
 
+        def _slot(self, data: st.DataObject, idle: bool = False) -> str:
+            """Mostly a slot that is a member (its requests reach the group's state), sometimes
+            any (a stranger's requests are refused)."""
+            allowed = self.lockstep.idle_slots() if idle else list(SLOTS)
+            members = [s for s in self.lockstep.with_ids() if s in allowed]
+            return data.draw(st.sampled_from([*members, *members, *allowed]), label="slot")
+
+        # Two join rules: a member needs two joins to get in (KIP-394), and one to leave.
         @precondition(_has_idle_slot)
-        @rule(
-            data=st.data(),
-            protocols=st.sampled_from(PROTOCOL_CHOICES),
-            fresh=st.sampled_from((False, False, False, True)),
-        )
+        @rule(data=st.data(), protocols=st.sampled_from(PROTOCOL_CHOICES), fresh=RARELY)
         def join(self, data: st.DataObject, protocols: tuple[str, ...], fresh: bool) -> None:
-            slot = data.draw(st.sampled_from(self.lockstep.idle_slots()), label="slot")
-            self._apply(Join(slot, protocols, fresh))
+            self._apply(Join(self._slot(data, idle=True), protocols, fresh))
+
+        @precondition(_has_idle_slot)
+        @rule(data=st.data())
+        def rejoin(self, data: st.DataObject) -> None:
+            self._apply(Join(self._slot(data, idle=True)))
 
         @precondition(_has_idle_slot)
         @rule(data=st.data())
         def sync(self, data: st.DataObject) -> None:
-            slot = data.draw(st.sampled_from(self.lockstep.idle_slots()), label="slot")
-            self._apply(Sync(slot))
+            self._apply(Sync(self._slot(data, idle=True)))
 
-        @rule(slot=st.sampled_from(SLOTS), stale=st.sampled_from((False, True)))
-        def heartbeat(self, slot: str, stale: bool) -> None:
-            self._apply(Heartbeat(slot, stale))
+        @rule(data=st.data(), stale=RARELY)
+        def heartbeat(self, data: st.DataObject, stale: bool) -> None:
+            self._apply(Heartbeat(self._slot(data), stale))
 
-        @rule(slot=st.sampled_from(SLOTS))
-        def leave(self, slot: str) -> None:
-            self._apply(Leave(slot))
+        @rule(data=st.data())
+        def leave(self, data: st.DataObject) -> None:
+            self._apply(Leave(self._slot(data)))
 
         @rule(
-            slot=st.sampled_from(SLOTS),
+            data=st.data(),
             partition=st.sampled_from(PARTITIONS),
             offset=st.integers(0, 99),
             mode=st.sampled_from(COMMIT_MODES),
         )
-        def commit(self, slot: str, partition: int, offset: int, mode: str) -> None:
-            self._apply(Commit(slot, partition, offset, mode))
+        def commit(self, data: st.DataObject, partition: int, offset: int, mode: str) -> None:
+            self._apply(Commit(self._slot(data), partition, offset, mode))
 
-        @rule(group=st.sampled_from(GROUPS))
-        def fetch(self, group: str) -> None:
-            self._apply(Fetch(group))
-
-        @rule(group=st.sampled_from(GROUPS))
-        def describe(self, group: str) -> None:
-            self._apply(Describe(group))
+        @rule(group=st.sampled_from(GROUPS), fetch=st.booleans())
+        def observe(self, group: str, fetch: bool) -> None:
+            self._apply(Fetch(group) if fetch else Describe(group))
 
         def teardown(self) -> None:
             session.end(self.lockstep)

@@ -93,6 +93,8 @@ class View:
     leader: dict[str, str] = field(default_factory=dict)
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)
     protocol: dict[str, str | None] = field(default_factory=dict)
+    #: The first protocol each slot offered in its last JoinGroup.
+    offered: dict[str, str] = field(default_factory=dict)
 
     def name(self, member_id: str) -> str:
         if not member_id:
@@ -153,6 +155,10 @@ class Lockstep:
 
     def idle_slots(self) -> list[str]:
         return [s for s in SLOTS if not self.busy(s)]
+
+    def with_ids(self) -> list[str]:
+        """Slots the broker has handed a member id (their requests reach a member)."""
+        return [s for s in SLOTS if self.views["broker"].ids[s]]
 
     async def apply(self, step: Step) -> None:
         self._check_early_answers()
@@ -234,6 +240,7 @@ class Lockstep:
         if isinstance(step, Join):
             if step.fresh:
                 view.ids[slot] = ""
+            view.offered[slot] = step.protocols[0]
             return commands.JoinGroup(
                 group_id=group_id,
                 member_id=view.ids[slot],
@@ -259,7 +266,8 @@ class Lockstep:
                 assignments if leads else (),
                 group_instance_id=instance,
                 protocol_type="consumer",
-                protocol_name=view.protocol.get(group),
+                # What its join answered (a consumer syncs only after one); else what it offered.
+                protocol_name=view.protocol.get(group) or view.offered.get(slot, "range"),
                 version=v[SYNC_GROUP],
             )
         if isinstance(step, Heartbeat):
@@ -357,13 +365,22 @@ class Lockstep:
         return adopted
 
     def _remember(self, f: InFlight, reply: AnyReply, view: View) -> None:
-        if isinstance(f.step, Join) and isinstance(reply, JoinGroupReply) and not reply.error:
+        """What a consumer keeps from an answer: its generation, the group's leader and
+        members; and, as a consumer does, it forgets its member id once it has left or its
+        join was refused as UNKNOWN_MEMBER_ID (`join a0 fresh` forgets it at any time)."""
+        if isinstance(f.step, Join) and isinstance(reply, JoinGroupReply):
             slot, group = f.step.slot, _group(f.step)
+            if reply.error.name == "UNKNOWN_MEMBER_ID":
+                view.ids[slot] = ""
+            if reply.error:
+                return
             view.generation[slot] = reply.generation_id
             view.leader[group] = view.name(reply.leader)
             view.protocol[group] = reply.protocol_name
             if reply.members:
                 view.members[group] = tuple(view.name(m.member_id) for m in reply.members)
+        elif isinstance(f.step, Leave) and _left(reply):
+            view.ids[f.step.slot] = ""
 
     def _normalise(self, f: InFlight, reply: AnyReply, view: View) -> Answer:
         if isinstance(reply, JoinGroupReply):
@@ -441,6 +458,13 @@ class Lockstep:
             + "\n".join(self.log)
             + f"\n{self.steps:4}. {self._current}   <- diverged here"
         )
+
+
+def _left(reply: AnyReply) -> bool:
+    """A LeaveGroup that removed its member."""
+    if not isinstance(reply, LeaveGroupReply) or reply.error:
+        return False
+    return all(not m.error for m in reply.members)
 
 
 def _text(answer: Answer) -> str:
