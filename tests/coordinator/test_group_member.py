@@ -453,3 +453,35 @@ async def test_a_static_consumer_protocol_member_comes_back_to_its_partitions() 
         await again.close()
         await steady.close()
     log.assert_never_shared()
+
+
+async def test_a_regex_subscription_follows_the_topics_the_coordinator_matches() -> None:
+    """KIP-848 regex subscription: the coordinator matches `jobs.*` against the topics that
+    exist (not `other`), and a matching topic created while the group runs is assigned too."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    groups = GroupCoordinatorExtension(CONFIG)
+    topics = [(TOPIC, PARTITIONS), ("jobs-extra", 2), ("other", 2)]
+    async with running_server(topics=topics, groups=groups) as running:
+        members = [
+            GroupMember(running.bootstrap, "regex", topic_regex="jobs.*", client_id=f"r{i}",
+                        group_protocol="consumer", session_timeout_ms=1500)
+            for i in range(2)
+        ]  # fmt: skip
+        for m in members:
+            m.start()
+
+        def split_of(expected: frozenset[tuple[str, int]]) -> bool:
+            owned = [m.owned() for m in members]
+            return frozenset().union(*owned) == expected and sum(map(len, owned)) == len(expected)
+
+        matched = ALL | {("jobs-extra", p) for p in range(2)}
+        await until(lambda: split_of(matched))
+        admin = AdminClient({"bootstrap.servers": running.bootstrap})
+        created = admin.create_topics([NewTopic("jobs-later", 2)])
+        await asyncio.to_thread(created["jobs-later"].result, 30)
+        await until(lambda: split_of(matched | {("jobs-later", p) for p in range(2)}))
+        for m in members:
+            await m.close()
+    with pytest.raises(ValueError, match="group_protocol='consumer'"):
+        GroupMember("127.0.0.1:9092", "g", topic_regex="jobs.*")

@@ -66,6 +66,9 @@ class ConsumerMemberConfig:
     group_id: str
     member_id: str
     topics: tuple[str, ...]
+    #: A subscription by regex instead of `topics` (KIP-848: the coordinator matches it
+    #: against the topics that exist, now and as they are created).
+    topic_regex: str | None = None
     group_instance_id: str | None = None
     rack: str | None = None
     server_assignor: str | None = None
@@ -77,6 +80,8 @@ class ConsumerMemberConfig:
     def __post_init__(self) -> None:
         if not self.group_id or not self.member_id:
             raise ValueError("group_id and member_id must not be empty")
+        if self.topic_regex is not None and self.topics:
+            raise ValueError("subscribe to topics or to a topic regex, not both")
 
     @property
     def lease_ms(self) -> int:
@@ -272,7 +277,8 @@ class ConsumerMember:
             # the revocation callbacks still run: heartbeats keep the membership meanwhile
             return self._heartbeat() if now_ms >= self._next_heartbeat_ms else None
         if self._unresolved():
-            return DescribeTopics(self.config.topics)
+            regex = self.config.topic_regex is not None
+            return DescribeTopics(None if regex else self.config.topics)
         if self.state in (MemberState.UNJOINED, MemberState.JOINING):
             if not settled:
                 return None
@@ -292,6 +298,7 @@ class ConsumerMember:
         owned: dict[str, list[int]] = {}
         for topic, partition in sorted(self.owned | self.revoking):
             owned.setdefault(self._ids[topic], []).append(partition)
+        by_regex = self.config.topic_regex is not None
         return ConsumerGroupHeartbeat(
             group_id=self.config.group_id,
             member_id=self.member_id,
@@ -299,7 +306,8 @@ class ConsumerMember:
             instance_id=self.config.group_instance_id,
             rack_id=self.config.rack,
             rebalance_timeout_ms=self.config.rebalance_timeout_ms,
-            subscribed_topic_names=tuple(self.config.topics),
+            subscribed_topic_names=None if by_regex else tuple(self.config.topics),
+            subscribed_topic_regex=self.config.topic_regex,
             server_assignor=self.config.server_assignor,
             topic_partitions=tuple((t, tuple(ps)) for t, ps in sorted(owned.items())),
             client_id=self.config.client_id,
