@@ -35,7 +35,9 @@ from coordinator.errors import OperationalError
 from coordinator.partition_log.partition import LogCorruptError
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
+from coordinator.wire.credentials import CredentialStore
 from coordinator.wire.open_listeners import Opened, open_listeners
+from coordinator.wire.sasl import SaslAuthority, parse_mechanisms
 from coordinator.wire.server import WireServer
 from coordinator.wire.session import ServedListener
 
@@ -138,9 +140,26 @@ class ServerApp:
                     len(topic.partitions),
                     partitions,
                 )
+        self._open_sasl(listeners)
         self.server = WireServer(broker)
         addresses = [await self.server.start(sock, served) for sock, served in listeners]
         return addresses[0]
+
+    def _open_sasl(self, listeners: Opened) -> None:
+        """The credentials and SASL side of SASL listeners (`coordinator.wire.sasl`)."""
+        sasl = [served for _, served in listeners if served is not None and served.uses_sasl]
+        if not sasl:
+            return
+        credentials = CredentialStore(self.data_dir)
+        self._stack.callback(credentials.close)
+        authority = SaslAuthority(
+            parse_mechanisms(self.config.sasl_enabled_mechanisms),
+            credentials,
+            reauth_ms=self.config.connections_max_reauth_ms,
+            failure_delay_ms=self.config.connection_failed_authentication_delay_ms,
+        )
+        for served in sasl:
+            served.sasl = authority
 
     @property
     def listeners(self) -> list[ServedListener]:

@@ -1,6 +1,6 @@
 """The `rebalance` console script: `serve` the Kafka-protocol coordinator, `repair` a data dir,
-run the `demo` or the `walkthrough`, list and describe `groups`, and (with the `analytics`
-extra) `report` and `sweep`; `zk-offsets` shows a ZooKeeper-coordinated group (the
+run the `demo` or the `walkthrough`, list and describe `groups`, manage SASL `users`, and (with
+the `analytics` extra) `report` and `sweep`; `zk-offsets` shows a ZooKeeper-coordinated group (the
 `zookeeper` extra).
 
 Failures end with one line on stderr and an exit status (see `coordinator.command_line`): 2 for
@@ -25,6 +25,7 @@ from coordinator.command_line import (
 )
 from coordinator.errors import MissingExtraError, UsageError
 from coordinator.serve import add_serve_arguments
+from coordinator.users import add_users_arguments
 from coordinator.zookeeper.options import (
     add_zk_offsets_arguments,
     add_zookeeper_arguments,
@@ -128,6 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("-k", dest="pattern", metavar="TEXT", help="only scenarios naming it")
     conformance.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     conformance.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
+    conformance.add_argument(
+        "--differential-steps",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="steps of the differential run (scenario differential.lockstep; default 10000)",
+    )
+    conformance.add_argument(
+        "--replay",
+        metavar="STEPS",
+        help="run these steps of the differential run once, as a failure prints them "
+        "(separated by ';' or newlines), instead of the scenarios",
+    )
     groups = commands.add_parser(
         "groups",
         help="list a server's groups, or describe one (client-balance groups: each node's "
@@ -140,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in (listing, describe):
         sub.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT")
         add_debug_argument(sub)
+    add_users_arguments(commands)
     for command, purpose in ANALYTICS.items():
         # Parsed by coordinator.analytics.cli (see `main`); `--help` there too.
         analytics = commands.add_parser(
@@ -188,12 +203,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "conformance":
         from coordinator.conformance.command import run_conformance
 
+        if args.replay is not None:
+            _require("conformance", "hypothesis")
         return run_conformance(
             args.bootstrap,
             assume=_assumed(args.assume),
             pattern=args.pattern,
             json_path=args.json,
             junit_path=args.junit,
+            differential_steps=args.differential_steps,
+            replay=args.replay,
         )
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")
@@ -202,6 +221,10 @@ def _run(args: argparse.Namespace) -> int:
         from coordinator.group_admin import run_groups
 
         return run_groups(args)
+    if args.command == "users":
+        from coordinator.users import run_users
+
+        return run_users(args)
     if args.command == "repair":
         from coordinator.partition_log.repair import repair
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
 from coordinator.wire.endpoints import parse_endpoints, parse_protocol_map
+from coordinator.wire.sasl import DEFAULT_MECHANISMS, parse_mechanisms
 from coordinator.wire.tls import parse_protocols
 
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
@@ -70,6 +71,17 @@ class ServerConfig(BaseModel):
         default="none", alias="ssl.client.auth"
     )
     ssl_enabled_protocols: str = Field(default="TLSv1.2,TLSv1.3", alias="ssl.enabled.protocols")
+    # SASL (`coordinator.wire.sasl`); Kafka's default mechanism list is GSSAPI, not offered here.
+    sasl_enabled_mechanisms: str = Field(
+        default=DEFAULT_MECHANISMS, alias="sasl.enabled.mechanisms"
+    )
+    connections_max_reauth_ms: int = Field(
+        default=0, ge=0, le=2**63 - 1, alias="connections.max.reauth.ms"
+    )
+    """KIP-368: an authenticated SASL session lasts this long (0: for the connection's life)."""
+    connection_failed_authentication_delay_ms: int = Field(
+        default=100, ge=0, le=2**31 - 1, alias="connection.failed.authentication.delay.ms"
+    )
 
     @field_validator("listeners", "advertised_listeners")
     @classmethod
@@ -83,6 +95,12 @@ class ServerConfig(BaseModel):
     def _protocol_map(cls, value: str | None) -> str | None:
         if value is not None:
             parse_protocol_map(value)
+        return value
+
+    @field_validator("sasl_enabled_mechanisms")
+    @classmethod
+    def _mechanisms(cls, value: str) -> str:
+        parse_mechanisms(value)
         return value
 
     @field_validator("ssl_enabled_protocols")

@@ -71,6 +71,9 @@ def test_the_writer_is_one_small_process(tmp_path: Path) -> None:
     pid = log.writer_pid
     assert pid is not None
     assert children(os.getpid()).count(pid) == 1
+    # Popen returns once exec is past its point of no return, which is before the kernel has
+    # set the new program's arguments: for a moment /proc shows an empty command line.
+    wait_until(lambda: Path(f"/proc/{pid}/cmdline").read_bytes() != b"")
     command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert command[:3] == [sys.executable.encode(), b"-I", b"event_log_writer.py"] or (
         command[1] == b"-I" and command[2].endswith(b"coordinator/event_log_writer.py")

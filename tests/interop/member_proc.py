@@ -1,14 +1,20 @@
-"""One group member in its own process, reporting its rebalance callbacks as JSON lines.
+"""One consuming group member in its own process, reporting its rebalance callbacks and what
+it consumes as JSON lines.
 
     {"t": monotonic seconds, "event": "assigned"|"revoked"|"lost", "partitions": [[t, p], ...]}
+    {"t": ..., "event": "revoking", "partitions": [...]}   (a revocation callback starts)
+    {"t": ..., "event": "consumed", "partitions": [...]}   (a batch had records of these)
     {"t": ..., "event": "closed"}
 
-`--kind group-member` runs our `GroupMember`; `--kind confluent` runs librdkafka
-(confluent-kafka); both incremental: `--protocol classic` is cooperative-sticky, `--protocol
-consumer` is KIP-848 (`group.protocol=consumer`, the coordinator assigns). `time.monotonic()`
-is CLOCK_MONOTONIC, one clock for every process of the machine, so the lines of several
-processes can be merged in time order. SIGTERM closes the member cleanly; a test's SIGKILL
-leaves it to the session timeout.
+`--kind group-member` runs our `GroupMember` under an aiokafka consumer (`IncrementalConsumer`);
+`--kind confluent` runs librdkafka (confluent-kafka); both incremental: `--protocol classic` is
+cooperative-sticky, `--protocol consumer` is KIP-848 (`group.protocol=consumer`, the coordinator
+assigns). "assigned" is said before the partitions can be fetched, "revoked" after they no
+longer are. Each revocation callback takes `--revoke-ms` (a service draining the work it gives
+back), so that a rebalance lasts long enough to see who keeps consuming.
+`time.monotonic()` is CLOCK_MONOTONIC, one clock for every process of the machine, so the lines
+of several processes can be merged in time order. SIGTERM closes the member cleanly; a test's
+SIGKILL leaves it to the session timeout.
 """
 
 from __future__ import annotations
@@ -33,27 +39,42 @@ def say(event: str, partitions: Any = None) -> None:
 
 
 async def run_group_member(args: argparse.Namespace) -> None:
-    from coordinator.member import GroupMember
+    from aiokafka import AIOKafkaConsumer
+
+    from coordinator.member.aiokafka import IncrementalConsumer
 
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
 
-    async def assigned(partitions: Any) -> None:
-        say("assigned", partitions)
+    class Reporting(IncrementalConsumer):
+        """The adapter's callbacks, told on stdout around what they do."""
 
-    async def revoked(partitions: Any) -> None:
-        say("revoked", partitions)
+        async def _on_assigned(self, partitions: Any) -> None:
+            say("assigned", partitions)
+            await super()._on_assigned(partitions)
 
-    async def lost(partitions: Any) -> None:
-        say("lost", partitions)
+        async def _on_revoked(self, partitions: Any) -> None:
+            say("revoking", partitions)
+            await asyncio.sleep(args.revoke_ms / 1000)
+            await super()._on_revoked(partitions)
+            say("revoked", partitions)
 
-    async with GroupMember(
+        async def _on_lost(self, partitions: Any) -> None:
+            await super()._on_lost(partitions)
+            say("lost", partitions)
+
+    consumer = Reporting(
+        AIOKafkaConsumer(bootstrap_servers=args.bootstrap, enable_auto_commit=False),
         args.bootstrap, args.group, [args.topic], group_protocol=args.protocol,
         session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.session_ms // 5,
         rebalance_timeout_ms=args.session_ms * 2, client_id=args.name,
-        on_assigned=assigned, on_revoked=revoked, on_lost=lost,
-    ):  # fmt: skip
-        await stop.wait()
+        auto_offset_reset="latest",
+    )  # fmt: skip
+    async with consumer:
+        while not stop.is_set():
+            batch = await consumer.getmany(timeout_ms=50)
+            if batch:
+                say("consumed", [(tp.topic, tp.partition) for tp in batch])
     say("closed")
 
 
@@ -87,6 +108,8 @@ def run_confluent(args: argparse.Namespace) -> None:
         say("assigned", [(p.topic, p.partition) for p in partitions])
 
     def revoked(_: Any, partitions: Any) -> None:
+        say("revoking", [(p.topic, p.partition) for p in partitions])
+        time.sleep(args.revoke_ms / 1000)
         say("revoked", [(p.topic, p.partition) for p in partitions])
 
     def lost(_: Any, partitions: Any) -> None:
@@ -94,7 +117,10 @@ def run_confluent(args: argparse.Namespace) -> None:
 
     consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
     while not stop_requested:
-        consumer.poll(0.05)
+        records = consumer.consume(100, timeout=0.05)
+        fetched = {(m.topic(), m.partition()) for m in records if m.error() is None}
+        if fetched:
+            say("consumed", fetched)
     consumer.close()
     say("closed")
 
@@ -108,6 +134,7 @@ def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("--session-ms", type=int, default=3000)
     parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+    parser.add_argument("--revoke-ms", type=int, default=0)
     args = parser.parse_args()
     if args.kind == "group-member":
         asyncio.run(run_group_member(args))

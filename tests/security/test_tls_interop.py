@@ -63,8 +63,6 @@ def test_a_consumer_with_a_trusted_certificate_forms_a_group_and_commits(
     assert committed == {p: PER_PARTITION for p in range(PARTITIONS)}
 
 
-# kafka-python 3.0 leaves the socket of a failed bootstrap to the garbage collector.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("lib", LIBRARIES)
 def test_an_untrusted_client_certificate_is_refused(
     node: RunningServer, pki: Pki, lib: str

@@ -116,13 +116,15 @@ async def test_max_retries_exhausted_is_consumer_rebalance_failed(
 async def test_a_burst_of_watch_events_is_one_rebalance(
     zookeeper_connect: str, tmp_path: Path
 ) -> None:
+    # A session that cannot lapse on a loaded machine: a reconnection would add its own trigger.
+    settings = config(zookeeper_connect, **{"zookeeper.session.timeout.ms": "10000"})
     async with (
         zk_broker(zookeeper_connect, [("t", 2)]),
-        ZooKeeperConsumer(config(zookeeper_connect), {"t": 1}, event_log=tmp_path) as c,
+        ZooKeeperConsumer(settings, {"t": 1}, event_log=tmp_path) as c,
     ):
         for _ in range(5):
             c.trigger(ZooKeeperTrigger.CONSUMERS_CHANGED)
-        await eventually(lambda: len(events(tmp_path, "zk_rebalance_completed")) == 2)
+        await eventually(lambda: len(events(tmp_path, "zk_rebalance_completed")) >= 2)
         await asyncio.sleep(0.3)
         started = events(tmp_path, "rebalance_started")
         assert [(e["trigger"], e["watch_events"]) for e in started] == [

@@ -45,6 +45,8 @@ from coordinator.apis import (
     partition_register,
     partition_release,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from coordinator.apis.contract import ApiRegistry
@@ -65,6 +67,8 @@ BUILTIN_APIS: tuple[ModuleType, ...] = (
     describe_configs,
     alter_configs,
     incremental_alter_configs,
+    sasl_handshake,
+    sasl_authenticate,
 )
 
 GROUP_APIS: tuple[ModuleType, ...] = (

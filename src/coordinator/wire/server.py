@@ -45,6 +45,7 @@ import dataclasses
 import logging
 import socket
 import ssl
+import time
 import typing
 from collections.abc import Mapping
 from typing import Any, Final
@@ -66,6 +67,7 @@ from coordinator.wire.codec import (
     response_class,
 )
 from coordinator.wire.listener import is_wildcard
+from coordinator.wire.sasl import refusal
 from coordinator.wire.session import ServedListener, Session
 from coordinator.wire.tls import tls_principal
 
@@ -440,6 +442,11 @@ class _Connection(asyncio.Protocol):
     def _handle(self, frame: bytes) -> None:
         """Answer one frame now, or start the task answering it (or close the connection)."""
         api_key, api_version, correlation_id = REQUEST_PREFIX.unpack_from(frame, 0)
+        session = self.session
+        if session is not None and session.gated:
+            refused = refusal(session, api_key, time.monotonic())
+            if refused is not None:
+                raise _CloseConnection(refused)
         registry = self.server.broker.registry
         spec = registry.get(api_key)
         if spec is None:
@@ -468,6 +475,11 @@ class _Connection(asyncio.Protocol):
                 value = None  # the asynchronous path answers, and logs, any failure
             if value is not None:
                 self._answered(_encode(value, prefix))
+                if session is not None and session.close_after_answer is not None:
+                    # A failed authentication (logged by coordinator.wire.sasl).
+                    self.stop_reading()
+                    loop = asyncio.get_running_loop()
+                    loop.call_later(session.close_after_answer, self.close)
                 return
         slot = _Slot()
         self._queue.append(slot)

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from coordinator.wire.tls import ANONYMOUS
+
+if TYPE_CHECKING:
+    from coordinator.wire.sasl import SaslAuthority
 
 
 @dataclass(eq=False, slots=True)
@@ -25,6 +29,8 @@ class ServedListener:
     bound: tuple[str, int]
     advertised: tuple[str, int]
     tls: ssl.SSLContext | None = None
+    #: The node's SASL side, on SASL_PLAINTEXT and SASL_SSL listeners (set at start).
+    sasl: SaslAuthority | None = None
 
     @property
     def uses_sasl(self) -> bool:
@@ -41,7 +47,18 @@ class Session:
     #: False on a SASL listener until SaslAuthenticate succeeds: until then only ApiVersions,
     #: SaslHandshake and SaslAuthenticate are answered.
     authenticated: bool = True
-    #: Set by a failed authentication: the connection closes once its answer is written.
-    close_after_answer: bool = False
+    #: Set by a failed authentication: the connection takes no further request and closes this
+    #: many seconds after its answer (Kafka's `connection.failed.authentication.delay.ms`).
+    close_after_answer: float | None = None
     #: The SASL exchange in progress (`coordinator.wire.sasl`), if any.
     exchange: object | None = field(default=None)
+    #: The SASL mechanism the connection authenticated with.
+    mechanism: str | None = None
+    #: When an authenticated SASL session ends (monotonic seconds; KIP-368), if it does.
+    expires_at: float | None = None
+    #: Whether the wire server must ask `coordinator.wire.sasl.refusal` before answering: not
+    #: authenticated yet, or a session that ends.
+    gated: bool = False
+
+    def __post_init__(self) -> None:
+        self.gated = not self.authenticated
