@@ -23,7 +23,7 @@ from pathlib import Path
 
 REBALANCE = str(Path(sys.executable).parent / "rebalance")
 PACKAGES = ("rebalance", "assignors", "coordinator")
-EXTRAS = ("pyspark", "matplotlib", "aiokafka", "confluent_kafka", "pytest")
+EXTRAS = ("pyspark", "matplotlib", "aiokafka", "confluent_kafka", "pytest", "hypothesis")
 
 
 def installed_from_this_environment() -> None:
@@ -107,6 +107,19 @@ def consumer_demo_says_which_extra() -> None:
     assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
 
 
+def differential_replay_says_which_extra() -> None:
+    done = subprocess.run(
+        [REBALANCE, "conformance", "--bootstrap", "127.0.0.1:1", "--replay", "join a0"],
+        capture_output=True,
+        text=True,
+    )
+    expected = (
+        "rebalance conformance: needs the 'conformance' extra (hypothesis): "
+        "pip install 'rebalance[conformance]'\n"
+    )
+    assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
+
+
 CHECKS: list[Callable[[], None]] = [
     installed_from_this_environment,
     serve_help,
@@ -115,6 +128,7 @@ CHECKS: list[Callable[[], None]] = [
     assignors_run_at_scale,
     analytics_say_which_extra,
     consumer_demo_says_which_extra,
+    differential_replay_says_which_extra,
 ]
 
 

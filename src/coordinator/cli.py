@@ -129,6 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("-k", dest="pattern", metavar="TEXT", help="only scenarios naming it")
     conformance.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     conformance.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
+    conformance.add_argument(
+        "--differential-steps",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="steps of the differential run (scenario differential.lockstep; default 10000)",
+    )
+    conformance.add_argument(
+        "--replay",
+        metavar="STEPS",
+        help="run these steps of the differential run once, as a failure prints them "
+        "(separated by ';' or newlines), instead of the scenarios",
+    )
     groups = commands.add_parser(
         "groups",
         help="list a server's groups, or describe one (client-balance groups: each node's "
@@ -190,12 +203,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "conformance":
         from coordinator.conformance.command import run_conformance
 
+        if args.replay is not None:
+            _require("conformance", "hypothesis")
         return run_conformance(
             args.bootstrap,
             assume=_assumed(args.assume),
             pattern=args.pattern,
             json_path=args.json,
             junit_path=args.junit,
+            differential_steps=args.differential_steps,
+            replay=args.replay,
         )
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -43,8 +44,8 @@ class CallbackLog:
 
     entries: list[tuple[float, str, str, frozenset[tuple[str, int]]]] = field(default_factory=list)
 
-    def member(self, server: Any, name: str, **options: object) -> GroupMember:
-        """A member of group g logging its callbacks (`server`: anything with `.bootstrap`)."""
+    def member(self, server: Any, name: str, group: str = "g", **options: object) -> GroupMember:
+        """A member of `group` logging its callbacks (`server`: anything with `.bootstrap`)."""
 
         async def record(kind: str, partitions: frozenset[tuple[str, int]]) -> None:
             self.entries.append((asyncio.get_running_loop().time(), name, kind, partitions))
@@ -67,7 +68,7 @@ class CallbackLog:
         }
         settings |= options
         return GroupMember(
-            server.bootstrap, "g", [TOPIC], on_assigned=assigned, on_revoked=revoked,
+            server.bootstrap, group, [TOPIC], on_assigned=assigned, on_revoked=revoked,
             on_lost=lost, **settings,  # type: ignore[arg-type]
         )  # fmt: skip
 
@@ -304,14 +305,18 @@ async def test_a_static_member_restarts_into_its_place_without_a_rebalance() -> 
     log.assert_never_shared()
 
 
-async def serve_on(data_dir: Any, port: int) -> tuple[asyncio.subprocess.Process, int]:
+async def serve_on(
+    data_dir: Any, port: int, settings: tuple[str, ...] = ()
+) -> tuple[asyncio.subprocess.Process, int]:
     """`rebalance serve` in its own process (port 0: any), as users run it."""
     from serve_process import REBALANCE, STARTED
 
     process = await asyncio.create_subprocess_exec(
         *REBALANCE, "serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
         "--topic", f"{TOPIC}:{PARTITIONS}", "--set", "group.initial.rebalance.delay.ms=100",
-        "--set", "group.min.session.timeout.ms=500", stderr=asyncio.subprocess.PIPE,
+        "--set", "group.min.session.timeout.ms=500",
+        *(arg for setting in settings for arg in ("--set", setting)),
+        stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     STARTED.append(process.pid)
     assert process.stderr is not None
@@ -322,34 +327,161 @@ async def serve_on(data_dir: Any, port: int) -> tuple[asyncio.subprocess.Process
             return process, int(found.group(1))
 
 
-async def test_members_ride_out_a_coordinator_crash_and_restart(tmp_path: Any) -> None:
-    """The server process is SIGKILLed and started again on the same port with the same data:
-    the members lose their connections, rediscover the coordinator with backoff and carry on
-    in the generation it reloaded from SQLite (no partition lost: the outage is shorter than
-    the ownership lease)."""
-    log = CallbackLog()
-    process, port = await serve_on(tmp_path, 0)
-    running = SimpleNamespace(bootstrap=f"127.0.0.1:{port}")
-    members = [
-        log.member(running, f"m{i}", session_timeout_ms=15_000, rebalance_timeout_ms=15_000)
+#: KIP-848 heartbeats often enough for a test to see a move within a second.
+CONSUMER_SETTINGS = (
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=300",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_the_coordinator_moves_to_another_node(tmp_path: Any) -> None:
+    """The coordinator's process is SIGKILLed and another takes over its data dir at another
+    address (as when a Kafka group's coordinator partition gets a new leader on another
+    broker; our server is a single node, so its move is a restart elsewhere). The members,
+    bootstrapped with both addresses, lose their connection, find the coordinator at its new
+    address and carry on in the generation (classic) or member epoch (KIP-848) it reloaded,
+    holding what they held (the outage is shorter than the ownership lease); commits from
+    before and after the move read back."""
+    classic, consumer = CallbackLog(), CallbackLog()
+    process, port = await serve_on(tmp_path, 0, CONSUMER_SETTINGS)
+    new_port = free_port()
+    both = SimpleNamespace(bootstrap=f"127.0.0.1:{port},127.0.0.1:{new_port}")
+    lease = {"session_timeout_ms": 15_000, "rebalance_timeout_ms": 15_000}
+    members = [classic.member(both, f"c{i}", **lease) for i in range(2)]
+    members += [
+        consumer.member(both, f"k{i}", group="k", group_protocol="consumer", **lease)
         for i in range(2)
     ]
     for m in members:
         m.start()
     try:
-        await until(lambda: split(members), 30)
-        before = [m.owned() for m in members]
+        await until(lambda: split(members[:2]) and split(members[2:]), 30)
+        assert {m.member.coordinator for m in members} == {("127.0.0.1", port)}
+        before = [(m.owned(), m.generation) for m in members]
+        mine = [min(m.owned()) for m in members]
+        for m, tp in zip(members, mine, strict=True):
+            await m.commit({tp: 7})
         process.kill()
         await process.wait()
-        process, _ = await serve_on(tmp_path, port)
-        await until(lambda: all(m.sent["FindCoordinator"] >= 2 for m in members), 30)
+        process, _ = await serve_on(tmp_path, new_port, CONSUMER_SETTINGS)
+        moved = ("127.0.0.1", new_port)
+        await until(lambda: all(m.member.coordinator == moved for m in members), 30)
         await until(lambda: all(m.member.settled for m in members), 30)
-        assert [m.owned() for m in members] == before
-        await members[0].commit({next(iter(before[0])): 5})
+        assert [(m.owned(), m.generation) for m in members] == before
+        for m, tp in zip(members, mine, strict=True):
+            assert await m.committed([tp]) == {tp: 7}
+            await m.commit({tp: 8})
+            assert await m.committed([tp]) == {tp: 8}
         for m in members:
             await m.close()
     finally:
         process.kill()
         await process.wait()
+    for log in (classic, consumer):
+        assert not any(kind == "lost" for _, _, kind, _ in log.entries)
+        log.assert_never_shared()
+
+
+async def test_a_commit_answered_not_coordinator_is_retried_at_the_rediscovered_one() -> None:
+    """A failed write makes our coordinator give up the group's partition and load it again
+    from what is durable (`coordinator.runtime`); the refused commit is answered
+    NOT_COORDINATOR, as after a Kafka coordinator moved away. The member rediscovers the
+    coordinator (FindCoordinator again) and its retried commit lands; nobody loses anything."""
+    log = CallbackLog()
+    groups = GroupCoordinatorExtension(CONFIG)
+    async with running_server(topics=[(TOPIC, PARTITIONS)], groups=groups) as running:
+        members = [log.member(running, f"m{i}") for i in range(2)]
+        for m in members:
+            m.start()
+        await until(lambda: split(members))
+        assert groups.runtime is not None
+        store = groups.runtime.store
+        write = store.append
+        refused: list[object] = []
+
+        async def fail_once(records: Any) -> None:
+            if not refused:
+                refused.append(records)
+                raise OSError("injected: the disk refused the write")
+            await write(records)
+
+        store.append = fail_once  # type: ignore[method-assign]
+        tp = min(members[0].owned())
+        found = members[0].sent["FindCoordinator"]
+        await members[0].commit({tp: 11})
+        assert refused and members[0].sent["FindCoordinator"] == found + 1
+        assert await members[1].committed([tp]) == {tp: 11}
+        for m in members:
+            await m.close()
     assert not any(kind == "lost" for _, _, kind, _ in log.entries)
     log.assert_never_shared()
+
+
+async def test_a_static_consumer_protocol_member_comes_back_to_its_partitions() -> None:
+    """KIP-848 static membership: closing a member that has a `group_instance_id` sends member
+    epoch -2, a temporary leave; the coordinator keeps its partitions for the instance, and a
+    new member with the same instance id gets exactly those back, without a group epoch bump:
+    the other member sees nothing happen."""
+    log = CallbackLog()
+    groups = GroupCoordinatorExtension(CONFIG)
+    async with running_server(topics=[(TOPIC, PARTITIONS)], groups=groups) as running:
+        options = {"group_protocol": "consumer"}
+        steady = log.member(running, "steady", group_instance_id="steady-1", **options)
+        static = log.member(running, "static", group_instance_id="static-1", **options)
+        steady.start()
+        static.start()
+        await until(lambda: split([steady, static]))
+        assert groups.runtime is not None
+        group = groups.runtime.core.group("g")
+        assert group is not None
+        held, epoch, formed = static.owned(), group.group_epoch, len(log.entries)
+        await static.close()  # revokes (callbacks), then the heartbeat with epoch -2
+        # the coordinator kept the instance's place and partitions (nobody else gets them)
+        assert group.members[static.member_id].member_epoch == -2
+        assert steady.owned() == ALL - held
+        again = log.member(running, "static-again", group_instance_id="static-1", **options)
+        again.start()
+        await until(lambda: again.owned() == held)
+        assert group.group_epoch == epoch
+        assert [n for _, n, _, _ in log.entries[formed:]] == ["static", "static-again"]
+        await again.close()
+        await steady.close()
+    log.assert_never_shared()
+
+
+async def test_a_regex_subscription_follows_the_topics_the_coordinator_matches() -> None:
+    """KIP-848 regex subscription: the coordinator matches `jobs.*` against the topics that
+    exist (not `other`), and a matching topic created while the group runs is assigned too."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    groups = GroupCoordinatorExtension(CONFIG)
+    topics = [(TOPIC, PARTITIONS), ("jobs-extra", 2), ("other", 2)]
+    async with running_server(topics=topics, groups=groups) as running:
+        members = [
+            GroupMember(running.bootstrap, "regex", topic_regex="jobs.*", client_id=f"r{i}",
+                        group_protocol="consumer", session_timeout_ms=1500)
+            for i in range(2)
+        ]  # fmt: skip
+        for m in members:
+            m.start()
+
+        def split_of(expected: frozenset[tuple[str, int]]) -> bool:
+            owned = [m.owned() for m in members]
+            return frozenset().union(*owned) == expected and sum(map(len, owned)) == len(expected)
+
+        matched = ALL | {("jobs-extra", p) for p in range(2)}
+        await until(lambda: split_of(matched))
+        admin = AdminClient({"bootstrap.servers": running.bootstrap})
+        created = admin.create_topics([NewTopic("jobs-later", 2)])
+        await asyncio.to_thread(created["jobs-later"].result, 30)
+        await until(lambda: split_of(matched | {("jobs-later", p) for p in range(2)}))
+        for m in members:
+            await m.close()
+    with pytest.raises(ValueError, match="group_protocol='consumer'"):
+        GroupMember("127.0.0.1:9092", "g", topic_regex="jobs.*")

@@ -112,6 +112,23 @@ def test_a_member_joins_with_epoch_zero_and_takes_the_assignment() -> None:
     )
 
 
+def test_a_regex_member_sends_its_regex_and_asks_for_every_topic_to_name_its_ids() -> None:
+    group = Group()
+    a = ConsumerMember(ConsumerMemberConfig("g", "a-id", (), topic_regex="t|u"))
+    assert isinstance(a.poll(0), FindCoordinator)
+    a.on_reply(FindCoordinatorReply(ErrorCode.NONE, 0, "c", 1), 0)
+    join = a.poll(0)
+    assert isinstance(join, ConsumerGroupHeartbeat)
+    assert (join.subscribed_topic_names, join.subscribed_topic_regex) == (None, "t|u")
+    a.on_reply(group.harness.replies[group.harness.send(join)], 0)  # type: ignore[arg-type]
+    # it knows no topic names: the ids of the assignment are looked up among every topic
+    assert a.poll(0) == DescribeTopics(None)
+    a.on_reply(TopicsDescribed({"t": 4, "other": 1}, {"t": "id-t", "other": "id-o"}), 0)
+    assert a.take_changes() == [Assigned(ALL, 1)]
+    with pytest.raises(ValueError, match="not both"):
+        ConsumerMemberConfig("g", "b-id", ("t",), topic_regex="t")
+
+
 def test_a_second_member_gets_partitions_only_after_the_first_released_them() -> None:
     group = Group()
     group.add("a")

@@ -10,5 +10,13 @@ JUnit XML (`output`), and the exit status is 1 on any failure.
 * `broker`     the broker under test: versions it advertises, its settings, member connections;
 * `scenarios`  the rules, one async function each, registered with their metadata;
 * `runner`     runs them (each in a group of its own), with timeouts and skips;
-* `output`     the table, JSON and JUnit XML.
+* `output`     the table, JSON and JUnit XML;
+
+and the differential run (scenario `differential.lockstep`, needs Hypothesis):
+
+* `steps`        its vocabulary: one client action per step, one line of text each;
+* `model_side`   the pure core as the model, on a clock that stands still;
+* `broker_side`  the same commands over the wire, the answers read back as the core's replies;
+* `lockstep`     one run: each step to both sides, answers normalised and compared;
+* `differential` Hypothesis drives and shrinks runs; `replay` runs printed steps again.
 """

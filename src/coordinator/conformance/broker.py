@@ -30,6 +30,7 @@ DELETE_GROUPS = 42
 DESCRIBE_CONFIGS = 32
 CREATE_TOPICS = 19
 BROKER_RESOURCE = 4
+CONSUMER_GROUP_HEARTBEAT = 68
 
 #: The newest version of each API whose behaviour the scenarios are written against.
 PREFERRED: Mapping[int, int] = {
@@ -45,6 +46,7 @@ PREFERRED: Mapping[int, int] = {
     DELETE_GROUPS: 2,
     DESCRIBE_CONFIGS: 4,
     CREATE_TOPICS: 4,
+    CONSUMER_GROUP_HEARTBEAT: 1,
 }
 
 #: The settings scenarios may assume, and Kafka's defaults for them.
@@ -66,6 +68,8 @@ class BrokerUnderTest:
     host: str
     port: int
     versions: dict[int, int] = field(default_factory=dict)
+    #: The highest version of each API both sides know, before the `PREFERRED` cap.
+    advertised: dict[int, int] = field(default_factory=dict)
     #: Settings as the broker reported them (DescribeConfigs) or as `--assume` gave them.
     settings: dict[str, str] = field(default_factory=dict)
     #: Where each setting came from: "broker" or "assumed".
@@ -86,7 +90,10 @@ class BrokerUnderTest:
             advertised = await client.request(API_VERSIONS, 0, {})
             for key in advertised.api_keys:
                 ours = kio_versions(int(key.api_key))
-                top = min(int(key.max_version), ours.stop - 1, PREFERRED.get(int(key.api_key), 99))
+                highest = min(int(key.max_version), ours.stop - 1)
+                if highest >= max(int(key.min_version), ours.start):
+                    broker.advertised[int(key.api_key)] = highest
+                top = min(highest, PREFERRED.get(int(key.api_key), 99))
                 if top >= max(int(key.min_version), ours.start):
                     broker.versions[int(key.api_key)] = top
             missing = [k for k in (JOIN_GROUP, SYNC_GROUP, HEARTBEAT) if k not in broker.versions]

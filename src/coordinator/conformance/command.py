@@ -26,29 +26,58 @@ def run_conformance(
     pattern: str | None = None,
     json_path: Path | None = None,
     junit_path: Path | None = None,
+    differential_steps: int = 10_000,
+    replay: str | None = None,
     say: Callable[[str], None] = print,
 ) -> int:
-    return asyncio.run(_run(bootstrap, assume, pattern, json_path, junit_path, say))
+    broker = asyncio.run(_connect(bootstrap, assume))
+    if replay is not None:
+        return _replay(broker, replay, say)
+    return asyncio.run(
+        _run(broker, bootstrap, pattern, json_path, junit_path, differential_steps, say)
+    )
+
+
+async def _connect(bootstrap: str, assume: Mapping[str, str]) -> BrokerUnderTest:
+    try:
+        return await BrokerUnderTest.connect(bootstrap, assume)
+    except BrokerError as exc:
+        raise OperationalError(str(exc)) from None
+
+
+def _replay(broker: BrokerUnderTest, text: str, say: Callable[[str], None]) -> int:
+    from coordinator.conformance.differential import replay
+    from coordinator.conformance.steps import StepSyntaxError
+
+    try:
+        report = replay(broker, text)
+    except StepSyntaxError as exc:
+        raise OperationalError(str(exc)) from None
+    for line in report.log:
+        say(line)
+    if report.failure is not None:
+        say(report.failure)
+    say(report.summary())
+    return 1 if report.failure is not None else 0
 
 
 async def _run(
+    broker: BrokerUnderTest,
     bootstrap: str,
-    assume: Mapping[str, str],
     pattern: str | None,
     json_path: Path | None,
     junit_path: Path | None,
+    differential_steps: int,
     say: Callable[[str], None],
 ) -> int:
-    try:
-        broker = await BrokerUnderTest.connect(bootstrap, assume)
-    except BrokerError as exc:
-        raise OperationalError(str(exc)) from None
     scenarios = select(pattern)
     say(f"conformance of {bootstrap}'s group coordinator: {len(scenarios)} scenarios")
     say("settings:")
     for line in settings_lines(broker):
         say(line)
-    outcomes = await run_scenarios(broker, scenarios, lambda o: say(progress_line(o)))
+    outcomes = await run_scenarios(
+        broker, scenarios, lambda o: say(progress_line(o)), differential_steps
+    )
     if json_path is not None:
         write_json(json_path, broker, outcomes)
     if junit_path is not None:

@@ -13,6 +13,7 @@ suite pick it up.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,10 @@ class Context:
     broker: BrokerUnderTest
     group_id: str
     members: list[Member] = field(default_factory=list)
+    #: How many steps the differential run makes (`--differential-steps`).
+    differential_steps: int = 10_000
+    #: What a passing scenario reports (its figures), shown after its name.
+    note: str = ""
 
     async def member(self) -> Member:
         joined = await self.broker.member(self.group_id)
@@ -110,16 +115,23 @@ class Scenario:
     kafka: str
     assumes: tuple[Assumption, ...]
     run: Callable[[Context], Awaitable[None]]
+    #: The runner's limit on it (None: the scenario keeps its own budget).
+    timeout_s: float | None = 60.0
 
 
 SCENARIOS: list[Scenario] = []
 
 
 def scenario(
-    name: str, *, rule: str, kafka: str, assumes: tuple[Assumption, ...] = ()
+    name: str,
+    *,
+    rule: str,
+    kafka: str,
+    assumes: tuple[Assumption, ...] = (),
+    timeout_s: float | None = 60.0,
 ) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
     def register(run: Callable[[Context], Awaitable[None]]) -> Callable[[Context], Awaitable[None]]:
-        SCENARIOS.append(Scenario(name, rule, kafka, assumes, run))
+        SCENARIOS.append(Scenario(name, rule, kafka, assumes, run, timeout_s))
         return run
 
     return register
@@ -153,6 +165,12 @@ def version_at_least(api_key: int, version: int) -> Assumption:
         return f"needs api {api_key} v{version}+ (the broker offers {have})"
 
     return check
+
+
+def hypothesis_installed(broker: BrokerUnderTest) -> str | None:
+    if importlib.util.find_spec("hypothesis") is None:
+        return "needs Hypothesis: pip install 'rebalance[conformance]'"
+    return None
 
 
 QUICK_SESSIONS = setting_at_most("group.min.session.timeout.ms", 10_000)
@@ -453,3 +471,30 @@ async def max_size(ctx: Context) -> None:
     expect(error_name(reply.error_code), "group_max_size_reached", "the member beyond the max")
     for m in members:
         expect(error_name(await m.heartbeat()), "none", "a member of the full group")
+
+
+@scenario(
+    "differential.lockstep",
+    rule="every classic rule at once (§1.5, §1.6, §2, §3.1, §5): random sequences of JoinGroup, "
+    "SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and DescribeGroups from six "
+    "members of two groups, answered as the executable model (the pure core) answers them",
+    kafka="the model's answers: error codes, generations, leader (where Kafka's choice is not "
+    "free), protocol, member lists, assignments, offsets, group states",
+    assumes=(
+        hypothesis_installed,
+        setting_at_most("group.initial.rebalance.delay.ms", 0),
+        version_at_least(JOIN_GROUP, 4),
+        version_at_least(DESCRIBE_GROUPS, 0),
+        version_at_least(OFFSET_COMMIT, 2),
+        version_at_least(CREATE_TOPICS, 0),
+    ),
+    timeout_s=None,  # run_differential keeps to its own time budget
+)
+async def differential(ctx: Context) -> None:
+    from coordinator.conformance.differential import run_differential
+
+    report = await asyncio.to_thread(run_differential, ctx.broker, steps=ctx.differential_steps)
+    if report.failure is not None:
+        raise ScenarioFailed(report.failure)
+    expect(report.steps >= ctx.differential_steps, True, f"{report.summary()}: steps made")
+    ctx.note = report.summary()

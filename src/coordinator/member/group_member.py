@@ -87,6 +87,7 @@ class GroupMember:
         group_id: str,
         topics: Iterable[str] = (),
         *,
+        topic_regex: str | None = None,
         protocol: EmbeddedProtocol | None = None,
         group_protocol: str = "classic",
         assignors: Sequence[str] = ("cooperative-sticky",),
@@ -112,6 +113,7 @@ class GroupMember:
                     group_id,
                     str(uuid.uuid4()),
                     tuple(topics),
+                    topic_regex=topic_regex,
                     group_instance_id=group_instance_id,
                     server_assignor=server_assignor,
                     rebalance_timeout_ms=rebalance_timeout_ms,
@@ -121,6 +123,11 @@ class GroupMember:
                 )
             )
         elif group_protocol == "classic":
+            if topic_regex is not None:
+                # DIFFERS: Java's classic consumer matches a pattern against its own metadata
+                # and subscribes to the names; here a regex is the consumer protocol's (KIP-848,
+                # matched by the coordinator) only.
+                raise ValueError("topic_regex needs group_protocol='consumer'")
             if protocol is None:
                 protocol = ConsumerEmbedded(tuple(topics), tuple(assignors))
             self.member = ClassicMember(

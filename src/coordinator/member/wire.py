@@ -52,7 +52,9 @@ def to_wire(request: Any) -> WireRequest:
         return FIND_COORDINATOR, {"key": request.group_id, "key_type": 0}
     if isinstance(request, DescribeTopics):
         return METADATA, {
-            "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in request.topics],
+            "topics": None
+            if request.topics is None
+            else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in request.topics],
             "allow_auto_topic_creation": False,
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
@@ -104,7 +106,7 @@ def to_wire(request: Any) -> WireRequest:
             "subscribed_topic_names": None
             if request.subscribed_topic_names is None
             else list(request.subscribed_topic_names),
-            "subscribed_topic_regex": None,
+            "subscribed_topic_regex": request.subscribed_topic_regex,
             "server_assignor": request.server_assignor,
             "topic_partitions": None
             if owned is None

@@ -1,8 +1,10 @@
 """The member side of Kafka's group protocols as pure state machines (sans-I/O).
 
 `ClassicMember` speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat, eager or KIP-429
-cooperative); its lifecycle is one table (`lifecycle`), its reactions to errors another
-(`actions`). `coordinator.member.GroupMember` is the asyncio shell that runs one on a socket.
+cooperative), `consumer.ConsumerMember` KIP-848's; what they share with the shell (one request
+in flight, backoff, the lease, announced changes) is `base.MemberBase`. Their lifecycle is one
+table (`lifecycle`), their reactions to errors another (`actions`).
+`coordinator.member.GroupMember` is the asyncio shell that runs one on a socket.
 """
 
 from rebalance.member.actions import Action, Api, action_for

@@ -50,11 +50,11 @@ from rebalance.commands import (
 )
 from rebalance.errors import ErrorCode
 from rebalance.member.actions import Action, Api, action_for
+from rebalance.member.base import DONE, MemberBase
 from rebalance.member.embedded import EmbeddedProtocol, EmbeddedProtocolError
 from rebalance.member.lifecycle import MemberState, fire
 from rebalance.member.messages import (
     Assigned,
-    Change,
     CommitRefused,
     DescribeTopics,
     FindCoordinator,
@@ -72,8 +72,6 @@ from rebalance.replies import (
     OffsetCommitReply,
     SyncGroupReply,
 )
-
-_DONE = (MemberState.LEAVING, MemberState.LEFT, MemberState.FAILED)
 
 Request = FindCoordinator | DescribeTopics | JoinGroup | SyncGroup | Heartbeat | LeaveGroup
 Reply = AnyReply | FindCoordinatorReply | TopicsDescribed
@@ -118,53 +116,27 @@ class CommitOutcome:
         return self.action in (Action.RETRY_COMMIT, Action.REDISCOVER)
 
 
-class ClassicMember:
+class ClassicMember(MemberBase[Request]):
     """One member of a classic group; see the module docstring."""
 
     def __init__(self, config: MemberConfig, protocol: EmbeddedProtocol) -> None:
+        super().__init__(config.lease_ms)
         self.config = config
         self.protocol = protocol
-        self.state = MemberState.UNJOINED
         self.member_id = ""
         self.generation = -1
         self.protocol_name: str | None = None
         self.leader_id = ""
-        #: What this member believes it owns, and the generation that gave it.
-        self.owned: frozenset[TopicPartition] = frozenset()
+        #: The generation that gave what the member owns.
         self.owned_generation = -1
-        #: Announced as revoked, callbacks not done yet: still committable.
-        self.revoking: frozenset[TopicPartition] = frozenset()
         self.previous: tuple[TopicPartition, ...] = ()
-        self.coordinator: tuple[str, int] | None = None
-        self.failure: MemberFailed | None = None
-        self._in_flight: Request | None = None
-        self._sent_ms = 0
         self._rejoin_needed = False
-        self._retry_at_ms = 0
-        self._next_heartbeat_ms = 0
-        self._lease_from_ms: int | None = None
         #: Assigned by the last SyncGroup, owned once a heartbeat confirms the generation.
         self._pending: frozenset[TopicPartition] | None = None
         self._join_reply: JoinGroupReply | None = None
         self._partition_counts: dict[str, int] | None = None
-        self._changes: list[Change] = []
-        self._unacknowledged = 0
-        self._closing = False
 
     # -- what the shell calls ----------------------------------------------------------------
-
-    def poll(self, now_ms: int) -> Request | None:
-        """The request to send now, if any (it is then in flight until answered or failed)."""
-        self._check_lease(now_ms)
-        if self.state in (MemberState.LEFT, MemberState.FAILED) or self._in_flight is not None:
-            return None
-        if now_ms < self._retry_at_ms:
-            return None
-        request = self._next_request(now_ms)
-        if request is not None:
-            self._in_flight = request
-            self._sent_ms = now_ms
-        return request
 
     def next_wakeup_ms(self, now_ms: int) -> int | None:
         """When `poll` may have something to send without a reply, a `changes_done` or a
@@ -173,7 +145,7 @@ class ClassicMember:
             return None
         candidates: list[int] = []
         if self.owned and self._lease_from_ms is not None:
-            candidates.append(self._lease_from_ms + self.config.lease_ms)
+            candidates.append(self._lease_from_ms + self._lease_ms)
         if self._in_flight is None:
             settled = self._unacknowledged == 0 and not self._changes
             if (
@@ -227,12 +199,6 @@ class ClassicMember:
         if isinstance(request, SyncGroup):
             self._rejoin()  # Java: every SyncGroup failure requests a rejoin
 
-    def owns(self, now_ms: int) -> frozenset[TopicPartition]:
-        """What the member may act on at `now_ms`: its partitions while the lease holds."""
-        if self._lease_from_ms is None or now_ms >= self._lease_from_ms + self.config.lease_ms:
-            return frozenset()
-        return self.owned
-
     @property
     def settled(self) -> bool:
         """In a synced generation, no rebalance pending, every change announced and handled."""
@@ -243,25 +209,6 @@ class ClassicMember:
             and not self._changes
             and self._unacknowledged == 0
         )
-
-    @property
-    def has_changes(self) -> bool:
-        """Changes announced and not yet taken."""
-        return bool(self._changes)
-
-    def take_changes(self) -> list[Change]:
-        """Assignment changes to announce, in order; call `changes_done` once handled."""
-        changes, self._changes = self._changes, []
-        return changes
-
-    def changes_done(self) -> None:
-        """The application's callbacks for every taken change have returned."""
-        self._unacknowledged = len(self._changes)
-        self.revoking = frozenset()
-
-    def close(self) -> None:
-        """Leave: revoke what is owned, then LeaveGroup (dynamic members only, as Kafka)."""
-        self._closing = True
 
     def commit(self, offsets: Mapping[TopicPartition, int], *, metadata: str = "") -> OffsetCommit:
         """An OffsetCommit fenced by this member's generation, for partitions it owns.
@@ -530,7 +477,7 @@ class ClassicMember:
     def _check_lease(self, now_ms: int) -> None:
         if not self.owned or self._lease_from_ms is None:
             return
-        if now_ms < self._lease_from_ms + self.config.lease_ms:
+        if now_ms < self._lease_from_ms + self._lease_ms:
             return
         self._announce(Lost(self.owned, self.owned_generation))
         self.owned = frozenset()
@@ -546,7 +493,7 @@ class ClassicMember:
 
     def _rejoin(self) -> None:
         self._pending = None
-        if self.state in _DONE:
+        if self.state in DONE:
             return
         self._rejoin_needed = True
         if self.state in (MemberState.SYNCING, MemberState.JOINING, MemberState.UNJOINED):
@@ -563,7 +510,7 @@ class ClassicMember:
         if forget_member_id:
             self.member_id = ""
         self._lease_from_ms = None
-        if self.state in _DONE:
+        if self.state in DONE:
             return
         if self.state is not MemberState.UNJOINED:
             fire(self, "reset")
@@ -578,9 +525,3 @@ class ClassicMember:
             self._announce(Lost(self.owned, self.owned_generation))
             self.owned = frozenset()
         fire(self, "fail")
-
-    def _announce(self, change: Change, *, revoking: bool = False) -> None:
-        self._changes.append(change)
-        self._unacknowledged += 1
-        if revoking:
-            self.revoking |= change.partitions

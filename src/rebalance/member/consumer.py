@@ -38,11 +38,11 @@ from rebalance.consumer_group.commands import (
 )
 from rebalance.errors import ErrorCode
 from rebalance.member.actions import Action, Api, action_for
+from rebalance.member.base import DONE, MemberBase
 from rebalance.member.classic import CommitOutcome
 from rebalance.member.lifecycle import MemberState, fire
 from rebalance.member.messages import (
     Assigned,
-    Change,
     CommitRefused,
     DescribeTopics,
     FindCoordinator,
@@ -58,14 +58,15 @@ ConsumerRequest = FindCoordinator | DescribeTopics | ConsumerGroupHeartbeat
 ConsumerReply = FindCoordinatorReply | TopicsDescribed | ConsumerGroupHeartbeatReply
 IdAssignment = frozenset[tuple[str, int]]  # (topic id, partition)
 
-_DONE = (MemberState.LEAVING, MemberState.LEFT, MemberState.FAILED)
-
 
 @dataclass(frozen=True)
 class ConsumerMemberConfig:
     group_id: str
     member_id: str
     topics: tuple[str, ...]
+    #: A subscription by regex instead of `topics` (KIP-848: the coordinator matches it
+    #: against the topics that exist, now and as they are created).
+    topic_regex: str | None = None
     group_instance_id: str | None = None
     rack: str | None = None
     server_assignor: str | None = None
@@ -77,37 +78,28 @@ class ConsumerMemberConfig:
     def __post_init__(self) -> None:
         if not self.group_id or not self.member_id:
             raise ValueError("group_id and member_id must not be empty")
+        if self.topic_regex is not None and self.topics:
+            raise ValueError("subscribe to topics or to a topic regex, not both")
 
     @property
     def lease_ms(self) -> int:
         return min(self.session_timeout_ms, self.rebalance_timeout_ms)
 
 
-class ConsumerMember:
+class ConsumerMember(MemberBase[ConsumerRequest]):
     """One member of a KIP-848 consumer group; see the module docstring."""
 
     def __init__(self, config: ConsumerMemberConfig) -> None:
+        super().__init__(config.lease_ms)
         self.config = config
-        self.state = MemberState.UNJOINED
         self.member_id = config.member_id
         self.epoch = JOIN_EPOCH
-        self.owned: frozenset[TopicPartition] = frozenset()
-        self.revoking: frozenset[TopicPartition] = frozenset()
-        self.coordinator: tuple[str, int] | None = None
-        self.failure: MemberFailed | None = None
         self.heartbeat_interval_ms = 5_000
         self._target: IdAssignment | None = None  # the last assignment the coordinator sent
         self._names: dict[str, str] = {}  # topic id -> name
         self._ids: dict[str, str] = {}  # name -> topic id
-        self._in_flight: ConsumerRequest | None = None
-        self._sent_ms = 0
+        #: What the heartbeat in flight told the coordinator this member owns.
         self._sent_owned: frozenset[TopicPartition] = frozenset()
-        self._retry_at_ms = 0
-        self._next_heartbeat_ms = 0
-        self._lease_from_ms: int | None = None
-        self._changes: list[Change] = []
-        self._unacknowledged = 0
-        self._closing = False
         self._ack_due = False
 
     # -- the shell's interface (as ClassicMember) -------------------------------------------------
@@ -115,10 +107,6 @@ class ConsumerMember:
     @property
     def generation(self) -> int:
         return self.epoch
-
-    @property
-    def has_changes(self) -> bool:
-        return bool(self._changes)
 
     @property
     def settled(self) -> bool:
@@ -132,41 +120,15 @@ class ConsumerMember:
             and self._unacknowledged == 0
         )
 
-    def owns(self, now_ms: int) -> frozenset[TopicPartition]:
-        if self._lease_from_ms is None or now_ms >= self._lease_from_ms + self.config.lease_ms:
-            return frozenset()
-        return self.owned
-
-    def take_changes(self) -> list[Change]:
-        changes, self._changes = self._changes, []
-        return changes
-
-    def changes_done(self) -> None:
-        self._unacknowledged = len(self._changes)
-        self.revoking = frozenset()
-
-    def close(self) -> None:
-        self._closing = True
-
-    def poll(self, now_ms: int) -> ConsumerRequest | None:
-        self._check_lease(now_ms)
-        if self.state in (MemberState.LEFT, MemberState.FAILED) or self._in_flight is not None:
-            return None
-        if now_ms < self._retry_at_ms:
-            return None
-        request = self._next_request(now_ms)
-        if request is not None:
-            self._in_flight = request
-            self._sent_ms = now_ms
-            self._sent_owned = self.owned | self.revoking
-        return request
+    def _sending(self, request: ConsumerRequest) -> None:
+        self._sent_owned = self.owned | self.revoking
 
     def next_wakeup_ms(self, now_ms: int) -> int | None:
         if self.state in (MemberState.LEFT, MemberState.FAILED):
             return None
         candidates: list[int] = []
         if self.owned and self._lease_from_ms is not None:
-            candidates.append(self._lease_from_ms + self.config.lease_ms)
+            candidates.append(self._lease_from_ms + self._lease_ms)
         if self._in_flight is None:
             settled = self._unacknowledged == 0 and not self._changes
             if settled and (
@@ -272,7 +234,8 @@ class ConsumerMember:
             # the revocation callbacks still run: heartbeats keep the membership meanwhile
             return self._heartbeat() if now_ms >= self._next_heartbeat_ms else None
         if self._unresolved():
-            return DescribeTopics(self.config.topics)
+            regex = self.config.topic_regex is not None
+            return DescribeTopics(None if regex else self.config.topics)
         if self.state in (MemberState.UNJOINED, MemberState.JOINING):
             if not settled:
                 return None
@@ -292,6 +255,7 @@ class ConsumerMember:
         owned: dict[str, list[int]] = {}
         for topic, partition in sorted(self.owned | self.revoking):
             owned.setdefault(self._ids[topic], []).append(partition)
+        by_regex = self.config.topic_regex is not None
         return ConsumerGroupHeartbeat(
             group_id=self.config.group_id,
             member_id=self.member_id,
@@ -299,7 +263,8 @@ class ConsumerMember:
             instance_id=self.config.group_instance_id,
             rack_id=self.config.rack,
             rebalance_timeout_ms=self.config.rebalance_timeout_ms,
-            subscribed_topic_names=tuple(self.config.topics),
+            subscribed_topic_names=None if by_regex else tuple(self.config.topics),
+            subscribed_topic_regex=self.config.topic_regex,
             server_assignor=self.config.server_assignor,
             topic_partitions=tuple((t, tuple(ps)) for t, ps in sorted(owned.items())),
             client_id=self.config.client_id,
@@ -398,13 +363,13 @@ class ConsumerMember:
         self.epoch = JOIN_EPOCH
         self._target = None
         self._lease_from_ms = None
-        if self.state not in _DONE and self.state is not MemberState.UNJOINED:
+        if self.state not in DONE and self.state is not MemberState.UNJOINED:
             fire(self, "reset")
 
     def _check_lease(self, now_ms: int) -> None:
         if not self.owned or self._lease_from_ms is None:
             return
-        if now_ms < self._lease_from_ms + self.config.lease_ms:
+        if now_ms < self._lease_from_ms + self._lease_ms:
             return
         self._announce(Lost(self.owned, self.epoch))
         self.owned = frozenset()
@@ -420,9 +385,3 @@ class ConsumerMember:
             self._announce(Lost(self.owned, self.epoch))
             self.owned = frozenset()
         fire(self, "fail")
-
-    def _announce(self, change: Change, *, revoking: bool = False) -> None:
-        self._changes.append(change)
-        self._unacknowledged += 1
-        if revoking:
-            self.revoking |= change.partitions

@@ -31,9 +31,11 @@ class FindCoordinatorReply:
 
 @dataclass(frozen=True, slots=True)
 class DescribeTopics:
-    """Leader only: the partition counts its assignor needs (Kafka: a Metadata request)."""
+    """The partition counts a classic leader's assignor needs, or the topic ids a consumer-
+    protocol member must name (Kafka: a Metadata request). `topics` None: every topic (a
+    member subscribed by regex knows no names in advance)."""
 
-    topics: tuple[str, ...]
+    topics: tuple[str, ...] | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,275 @@
+"""The differential run: random client actions against the broker and the model in lockstep.
+
+Hypothesis's stateful testing draws sequences of steps (`steps`: joins, syncs, heartbeats,
+leaves, commits, fetches, describes from six members of two groups) and `Lockstep` sends each
+to the broker under test and to the pure core; the first answer that differs fails the run, and
+Hypothesis shrinks the sequence to a short one that still fails. The failure names the diverging
+request and prints the run as steps that `replay` (`--differential --replay '...'`) runs again.
+
+Each Hypothesis example is one run on groups of its own; connections are pooled across runs.
+Hypothesis is imported here only, so the rest of the package works without it installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.conformance.broker_side import BrokerSide, ConnectionPool
+from coordinator.conformance.lockstep import Divergence, Lockstep, StepNotPossible
+from coordinator.conformance.model_side import ModelSide
+from coordinator.conformance.steps import (
+    COMMIT_MODES,
+    GROUPS,
+    PARTITIONS,
+    PROTOCOL_CHOICES,
+    SLOTS,
+    Commit,
+    Describe,
+    Fetch,
+    Heartbeat,
+    Join,
+    Leave,
+    Step,
+    Sync,
+    group_of,
+    parse_steps,
+)
+
+T = TypeVar("T")
+
+#: Runs per Hypothesis call: between calls the run checks its time budget.
+BATCH_RUNS = 40
+#: A flag that is mostly off (Hypothesis shrinks it to off).
+RARELY = st.sampled_from((False, False, False, True))
+#: Partitions of the topic the runs commit to.
+TOPIC_PARTITIONS = len(PARTITIONS)
+
+
+@dataclass(frozen=True)
+class DifferentialReport:
+    runs: int
+    steps: int
+    seconds: float
+    #: New leaders the broker chose where Kafka's choice is free, which the model took over.
+    adopted_leaders: int
+    #: The divergence (the shrunk run, as steps), or None when every run agreed.
+    failure: str | None
+    #: A replay's steps with the answers (empty for a random run).
+    log: tuple[str, ...] = ()
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+    def summary(self) -> str:
+        verdict = "no divergence" if self.failure is None else "DIVERGED"
+        return (
+            f"differential run: {verdict} in {self.steps} steps over {self.runs} runs, "
+            f"{self.seconds:.1f} s ({self.steps_per_s:.0f} steps/s; "
+            f"{self.adopted_leaders} leaders chosen by the broker adopted)"
+        )
+
+
+class Session:
+    """What the runs of one differential check share: broker, event loop, connections, counts."""
+
+    def __init__(self, broker: BrokerUnderTest, loop: asyncio.AbstractEventLoop) -> None:
+        self.broker = broker
+        self.loop = loop
+        self.pool = ConnectionPool(broker)
+        #: Group ids are new in every session and run: nothing is left from an earlier one.
+        self.id = uuid.uuid4().hex[:8]
+        self.topic = f"differential-{broker.run_id}"
+        self.runs = 0
+        self.steps = 0
+        self.adoptions = 0
+
+    def report(
+        self, seconds: float, failure: str | None, log: tuple[str, ...] = ()
+    ) -> DifferentialReport:
+        return DifferentialReport(self.runs, self.steps, seconds, self.adoptions, failure, log)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coroutine)
+
+    def prepare(self) -> None:
+        if not self.run(self.broker.ensure_topic(self.topic, TOPIC_PARTITIONS)):
+            raise RuntimeError(f"the broker did not create the topic {self.topic!r} for commits")
+
+    def start(self) -> Lockstep:
+        self.runs += 1
+        group_ids = {g: f"differential-{self.id}-{self.runs}-{g}" for g in GROUPS}
+        side = BrokerSide(self.broker, self.pool)
+        names = {slot: group_ids[group_of(slot)] for slot in SLOTS}
+        names |= {f"admin-{g}": group_ids[g] for g in GROUPS}
+        self.run(side.open(names))
+        model = ModelSide(self.broker.settings)
+        return Lockstep(model, side, group_ids, self.topic, self.broker.versions)
+
+    def end(self, lockstep: Lockstep) -> None:
+        self.steps += lockstep.steps
+        self.adoptions += lockstep.adoptions
+        try:
+            self.run(lockstep.finish())
+        finally:
+            self.run(lockstep.broker.close())
+
+
+def machine_for(session: Session) -> type[RuleBasedStateMachine]:
+    """A state machine class whose every instance is one run of `session`."""
+
+    class DifferentialMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lockstep = session.start()
+
+        def _apply(self, step: Step) -> None:
+            session.run(self.lockstep.apply(step))
+
+        def _has_idle_slot(self) -> bool:
+            return bool(self.lockstep.idle_slots())
+
+        def _slot(self, data: st.DataObject, idle: bool = False) -> str:
+            """Mostly a slot that is a member (its requests reach the group's state), sometimes
+            any (a stranger's requests are refused)."""
+            allowed = self.lockstep.idle_slots() if idle else list(SLOTS)
+            members = [s for s in self.lockstep.with_ids() if s in allowed]
+            return data.draw(st.sampled_from([*members, *members, *allowed]), label="slot")
+
+        # Two join rules: a member needs two joins to get in (KIP-394), and one to leave.
+        @precondition(_has_idle_slot)
+        @rule(data=st.data(), protocols=st.sampled_from(PROTOCOL_CHOICES), fresh=RARELY)
+        def join(self, data: st.DataObject, protocols: tuple[str, ...], fresh: bool) -> None:
+            self._apply(Join(self._slot(data, idle=True), protocols, fresh))
+
+        @precondition(_has_idle_slot)
+        @rule(data=st.data())
+        def rejoin(self, data: st.DataObject) -> None:
+            self._apply(Join(self._slot(data, idle=True)))
+
+        @precondition(_has_idle_slot)
+        @rule(data=st.data())
+        def sync(self, data: st.DataObject) -> None:
+            self._apply(Sync(self._slot(data, idle=True)))
+
+        @rule(data=st.data(), stale=RARELY)
+        def heartbeat(self, data: st.DataObject, stale: bool) -> None:
+            self._apply(Heartbeat(self._slot(data), stale))
+
+        @rule(data=st.data())
+        def leave(self, data: st.DataObject) -> None:
+            self._apply(Leave(self._slot(data)))
+
+        @rule(
+            data=st.data(),
+            partition=st.sampled_from(PARTITIONS),
+            offset=st.integers(0, 99),
+            mode=st.sampled_from(COMMIT_MODES),
+        )
+        def commit(self, data: st.DataObject, partition: int, offset: int, mode: str) -> None:
+            self._apply(Commit(self._slot(data), partition, offset, mode))
+
+        @rule(group=st.sampled_from(GROUPS), fetch=st.booleans())
+        def observe(self, group: str, fetch: bool) -> None:
+            self._apply(Fetch(group) if fetch else Describe(group))
+
+        def teardown(self) -> None:
+            session.end(self.lockstep)
+
+    return DifferentialMachine
+
+
+def run_differential(
+    broker: BrokerUnderTest,
+    *,
+    steps: int = 10_000,
+    steps_per_run: int = 50,
+    budget_s: float = 300.0,
+) -> DifferentialReport:
+    """Runs of up to `steps_per_run` steps each until `steps` steps were made, one diverged
+    (shrinking included in the counts) or `budget_s` passed. Call from outside any running
+    event loop."""
+    with _session(broker) as session:
+        session.prepare()
+        started = time.monotonic()
+        failure = None
+        try:
+            while session.steps < steps and time.monotonic() - started < budget_s:
+                # Runs mostly make their full length; batches keep an eye on the budget.
+                wanted = min((steps - session.steps) // steps_per_run + 1, BATCH_RUNS)
+                run_state_machine_as_test(
+                    machine_for(session),
+                    settings=settings(
+                        max_examples=wanted,
+                        stateful_step_count=steps_per_run,
+                        deadline=None,
+                        database=None,
+                        phases=(Phase.generate, Phase.shrink),
+                        suppress_health_check=list(HealthCheck),
+                        print_blob=False,
+                    ),
+                )
+        except Divergence as exc:
+            failure = str(exc)
+        except Flaky as exc:
+            # A divergence the same steps did not show again: timing (see `lockstep`).
+            found = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, Divergence)]
+            failure = "a divergence that did not recur when the same steps ran again:\n" + (
+                str(found[0]) if found else repr(exc)
+            )
+        return session.report(time.monotonic() - started, failure)
+
+
+def replay(broker: BrokerUnderTest, text: str) -> DifferentialReport:
+    """Run the steps of `text` (as a failure prints them) once, in lockstep."""
+    steps = parse_steps(text)
+    with _session(broker) as session:
+        session.prepare()
+        started = time.monotonic()
+        failure = None
+        lockstep = session.start()
+        try:
+            for step in steps:
+                session.run(lockstep.apply(step))
+        except (Divergence, StepNotPossible) as exc:
+            failure = str(exc)
+        finally:
+            try:
+                session.end(lockstep)
+            except Divergence as exc:
+                failure = failure or str(exc)
+        log = tuple(lockstep.log) if failure is None else ()
+        return session.report(time.monotonic() - started, failure, log)
+
+
+class _session:
+    """A session on an event loop of its own, its pooled connections closed at the end."""
+
+    def __init__(self, broker: BrokerUnderTest) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.session = Session(broker, self.loop)
+
+    def __enter__(self) -> Session:
+        return self.session
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.loop.run_until_complete(self.session.pool.close())
+        finally:
+            self.loop.close()

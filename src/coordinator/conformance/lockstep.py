@@ -1,0 +1,488 @@
+"""One differential run: every step sent to the broker under test and, in lockstep, to the model
+(the pure core), and their answers compared after normalising what may legitimately differ.
+
+What may differ, and how it is normalised:
+
+* member ids are random on both sides: each side's ids are named by slot and incarnation
+  (`a0`, then `a0#2` after a `join a0 fresh`), and answers are compared by name;
+* the leader, where Kafka's choice is arbitrary: the first member to join leads, but when the
+  leader leaves or does not rejoin Kafka takes whichever member its hash map yields first. When
+  the model re-elected a leader since the broker last showed one, and the broker's choice is a
+  member of the new generation, the model adopts it (and the member list the generation's
+  leader receives is compared as the generation's, whoever received it);
+* parking: a JoinGroup or SyncGroup the model holds is left in flight on the broker; the
+  broker's answer is awaited when the model answers it, and an answer the broker gives while
+  the model still holds the request is a divergence;
+* throttle times, client ids and hosts are not compared.
+
+Anything else that differs (error codes, generations, leader, protocol, member lists, assignments,
+offsets, group states) raises `Divergence` with the run so far, printed as replayable steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from assignors.consumer_protocol import Subscription, encode_subscription
+from coordinator.conformance.broker import (
+    DESCRIBE_GROUPS,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+)
+from coordinator.conformance.broker_side import BrokerSide
+from coordinator.conformance.model_side import ModelSide
+from coordinator.conformance.steps import (
+    PARTITIONS,
+    SLOTS,
+    Describe,
+    Fetch,
+    Heartbeat,
+    Join,
+    Leave,
+    Step,
+    Sync,
+    group_of,
+    instance_of,
+)
+from rebalance import commands
+from rebalance.commands import Command
+from rebalance.replies import (
+    AnyReply,
+    DescribeGroupsReply,
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    OffsetCommitReply,
+    OffsetFetchReply,
+    SyncGroupReply,
+)
+
+#: Session and rebalance timeout of every join: no session or rebalance timer fires in a run.
+LONG_MS = 600_000
+#: How long the broker may take to give an answer the model gave (beyond the initial delay).
+ANSWER_TIMEOUT_S = 5.0
+
+#: How long a request the model parks is given to reach the broker before the next step.
+PARKED_SETTLE_S = 0.002
+
+Answer = dict[str, str]
+
+
+class Divergence(AssertionError):
+    """The broker answered differently from the model."""
+
+
+class StepNotPossible(ValueError):
+    """A replayed step a consumer could not send: its connection waits for a parked answer."""
+
+
+@dataclass
+class View:
+    """What one side has told the run so far: member ids by slot, generations, leaders."""
+
+    ids: dict[str, str] = field(default_factory=lambda: dict.fromkeys(SLOTS, ""))
+    names: dict[str, str] = field(default_factory=dict)
+    incarnations: dict[str, int] = field(default_factory=dict)
+    generation: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SLOTS, -1))
+    leader: dict[str, str] = field(default_factory=dict)
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    protocol: dict[str, str | None] = field(default_factory=dict)
+    #: The first protocol each slot offered in its last JoinGroup.
+    offered: dict[str, str] = field(default_factory=dict)
+
+    def name(self, member_id: str) -> str:
+        if not member_id:
+            return ""
+        return self.names.get(member_id, "<unknown id>")
+
+    def bind(self, slot: str, member_id: str) -> None:
+        """A member id the broker just handed `slot`: a new incarnation of it."""
+        if not member_id or member_id in self.names:
+            return
+        n = self.incarnations.get(slot, 0) + 1
+        self.incarnations[slot] = n
+        self.names[member_id] = slot if n == 1 else f"{slot}#{n}"
+        self.ids[slot] = member_id
+
+    def id_of(self, name: str) -> str:
+        return next(i for i, n in self.names.items() if n == name)
+
+
+@dataclass
+class InFlight:
+    number: int
+    step: Step
+    model_token: int
+    broker_task: asyncio.Task[AnyReply]
+
+
+class Lockstep:
+    """Drives one run; `apply` each step, then `finish`."""
+
+    def __init__(
+        self,
+        model: ModelSide,
+        broker: BrokerSide,
+        group_ids: dict[str, str],
+        topic: str,
+        versions: dict[int, int],
+    ) -> None:
+        self.model = model
+        self.broker = broker
+        self.group_ids = group_ids
+        self.topic = topic
+        self.versions = versions
+        self.views = {"model": View(), "broker": View()}
+        self.in_flight: list[InFlight] = []
+        self.log: list[str] = []
+        self.steps = 0
+        #: Leaders the model took over from the broker (Kafka's choice was free).
+        self.adoptions = 0
+        delay_s = model.config.group_initial_rebalance_delay_ms / 1000
+        self.answer_timeout_s = ANSWER_TIMEOUT_S + delay_s
+        self._labels: dict[bytes, str] = {}
+        self._current: Step | None = None
+
+    def busy(self, slot: str) -> bool:
+        """The slot's JoinGroup or SyncGroup is parked: its connection waits for the answer."""
+        return any(_slot_of(f.step) == slot for f in self.in_flight)
+
+    def idle_slots(self) -> list[str]:
+        return [s for s in SLOTS if not self.busy(s)]
+
+    def with_ids(self) -> list[str]:
+        """Slots the broker has handed a member id (their requests reach a member)."""
+        return [s for s in SLOTS if self.views["broker"].ids[s]]
+
+    async def apply(self, step: Step) -> None:
+        self._check_early_answers()
+        self._current = step
+        if isinstance(step, Join | Sync) and self.busy(step.slot):
+            raise StepNotPossible(
+                f"step {self.steps + 1} ({step}): the slot's connection waits for an answer"
+            )
+        self.steps += 1
+        model_command = self._command(step, self.views["model"])
+        broker_command = self._command(step, self.views["broker"])
+        connection = step.slot if isinstance(step, Join | Sync) else f"admin-{_group(step)}"
+        token = self.model.send(model_command)
+        task = await self.broker.send(connection, broker_command)
+        self.in_flight.append(InFlight(self.steps, step, token, task))
+        if self.model.answer(token) is None:
+            # Parked: let the broker take it in before the next step's request, which another
+            # connection carries (nothing orders requests across connections).
+            await asyncio.sleep(PARKED_SETTLE_S)
+        answered = [f for f in self.in_flight if self.model.answer(f.model_token) is not None]
+        self.in_flight = [f for f in self.in_flight if f not in answered]
+        replies: list[tuple[InFlight, AnyReply, AnyReply]] = []
+        for f in answered:
+            model_reply = self.model.answer(f.model_token)
+            assert model_reply is not None
+            try:
+                broker_reply = await asyncio.wait_for(f.broker_task, self.answer_timeout_s)
+            except TimeoutError:
+                self._diverge(
+                    f, self._normalise(f, model_reply, self.views["model"]),
+                    {"answer": f"none within {self.answer_timeout_s:.0f} s"},
+                )  # fmt: skip
+            replies.append((f, model_reply, broker_reply))
+        for group_id in sorted(self.model.timed_groups):
+            await self._await_timer(group_id)
+        self._compare(step, replies)
+
+    async def _await_timer(self, group_id: str) -> None:
+        """A timer the model fired at once changed `group_id`: wait (a while) for the broker's
+        own timer to fire, seen as DescribeGroups showing the state the model's left. The
+        answers are compared afterwards as usual; a broker that never gets there shows then."""
+        if DESCRIBE_GROUPS not in self.versions or group_id not in self.group_ids.values():
+            return
+        describe = commands.DescribeGroups((group_id,))
+        token = self.model.send(describe)
+        model_answer = self.model.answer(token)
+        assert isinstance(model_answer, DescribeGroupsReply)
+        wanted = model_answer.groups[0].state
+        group = next(g for g, i in self.group_ids.items() if i == group_id)
+        deadline = asyncio.get_running_loop().time() + self.answer_timeout_s
+        while asyncio.get_running_loop().time() < deadline:
+            task = await self.broker.send(f"admin-{group}", describe)
+            seen = await asyncio.wait_for(task, self.answer_timeout_s)
+            assert isinstance(seen, DescribeGroupsReply)
+            if seen.groups[0].state == wanted:
+                return
+            await asyncio.sleep(PARKED_SETTLE_S)
+
+    async def finish(self) -> None:
+        """Let answers in transit arrive, then check none came for a request the model holds."""
+        for _ in range(3):
+            await asyncio.sleep(0)
+        self._check_early_answers()
+
+    # -- building requests -------------------------------------------------------------------
+    def _command(self, step: Step, view: View) -> Command[Any]:
+        v = self.versions
+        if isinstance(step, Fetch):
+            return commands.OffsetFetch(
+                self.group_ids[step.group], ((self.topic, PARTITIONS),), version=v[OFFSET_FETCH]
+            )
+        if isinstance(step, Describe):
+            assert DESCRIBE_GROUPS in v
+            return commands.DescribeGroups((self.group_ids[step.group],))
+        slot = step.slot
+        group_id = self.group_ids[group_of(slot)]
+        instance = instance_of(slot)
+        generation = view.generation[slot]
+        if isinstance(step, Join):
+            if step.fresh:
+                view.ids[slot] = ""
+            view.offered[slot] = step.protocols[0]
+            return commands.JoinGroup(
+                group_id=group_id,
+                member_id=view.ids[slot],
+                protocol_type="consumer",
+                protocols=tuple((p, self._metadata(slot, p)) for p in step.protocols),
+                session_timeout_ms=LONG_MS,
+                rebalance_timeout_ms=LONG_MS,
+                group_instance_id=instance,
+                version=v[JOIN_GROUP],
+            )
+        if isinstance(step, Sync):
+            group = group_of(slot)
+            leads = view.leader.get(group) == view.name(view.ids[slot])
+            assignments = tuple(
+                (view.id_of(name), f"{name}@{generation}".encode())
+                for name in view.members.get(group, ())
+                if name in view.names.values()
+            )
+            return commands.SyncGroup(
+                group_id,
+                generation,
+                view.ids[slot],
+                assignments if leads else (),
+                group_instance_id=instance,
+                protocol_type="consumer",
+                # What its join answered (a consumer syncs only after one); else what it offered.
+                protocol_name=view.protocol.get(group) or view.offered.get(slot, "range"),
+                version=v[SYNC_GROUP],
+            )
+        if isinstance(step, Heartbeat):
+            return commands.Heartbeat(
+                group_id, generation - step.stale, view.ids[slot], instance, version=v[HEARTBEAT]
+            )
+        if isinstance(step, Leave):
+            return commands.LeaveGroup(
+                group_id, (commands.LeavingMember(view.ids[slot], instance),), v[LEAVE_GROUP]
+            )
+        simple = step.mode == "simple"
+        partition = commands.CommitPartition(step.partition, step.offset)
+        return commands.OffsetCommit(
+            group_id,
+            (commands.CommitTopic(self.topic, (partition,)),),
+            generation_id=-1 if simple else generation - (step.mode == "stale"),
+            member_id="" if simple else view.ids[slot],
+            group_instance_id=None if simple else instance,
+            version=v[OFFSET_COMMIT],
+        )
+
+    def _metadata(self, slot: str, protocol: str) -> bytes:
+        """A consumer Subscription to the run's topic whose user data names slot and protocol."""
+        label = f"{slot}:{protocol}"
+        data = encode_subscription(Subscription((self.topic,), user_data=label.encode()), 0)
+        self._labels[data] = label
+        return data
+
+    # -- comparing answers -------------------------------------------------------------------
+    def _compare(self, step: Step, replies: list[tuple[InFlight, AnyReply, AnyReply]]) -> None:
+        model_view, broker_view = self.views["model"], self.views["broker"]
+        for f, model_reply, broker_reply in replies:  # ids handed out first: names for both
+            if isinstance(f.step, Join):
+                assert isinstance(model_reply, JoinGroupReply)
+                assert isinstance(broker_reply, JoinGroupReply)
+                slot = f.step.slot
+                model_view.bind(slot, model_reply.member_id)
+                broker_view.bind(slot, broker_reply.member_id)
+        adopted = self._adopt_leaders(replies)
+        lines = []
+        for f, model_reply, broker_reply in replies:
+            model_answer = self._normalise(f, model_reply, model_view)
+            broker_answer = self._normalise(f, broker_reply, broker_view)
+            group = _group(f.step)
+            if group in adopted and isinstance(model_reply, JoinGroupReply):
+                leader, members = adopted[group]
+                model_answer["leader"] = leader
+                model_answer["members"] = members if model_answer["member"] == leader else ""
+            if model_answer != broker_answer:
+                self._diverge(f, model_answer, broker_answer)
+            for side, reply in (("model", model_reply), ("broker", broker_reply)):
+                self._remember(f, reply, self.views[side])
+            if group in adopted:
+                model_view.leader[group] = adopted[group][0]
+            prefix = "" if f.step == step else f"{f.step} (step {f.number}) "
+            note = f"  [leader {adopted[group][0]} adopted]" if group in adopted else ""
+            lines.append(prefix + _text(broker_answer) + note)
+        self.log.append(f"{self.steps:4}. {step!s:<36} -> " + ("; ".join(lines) or "(parked)"))
+
+    def _adopt_leaders(
+        self, replies: list[tuple[InFlight, AnyReply, AnyReply]]
+    ) -> dict[str, tuple[str, str]]:
+        """Groups whose new leader the broker chose where Kafka's choice is free: the leader's
+        name and the generation's member list as the model told it."""
+        adopted: dict[str, tuple[str, str]] = {}
+        model_view, broker_view = self.views["model"], self.views["broker"]
+        for f, model_reply, broker_reply in replies:
+            if not (
+                isinstance(model_reply, JoinGroupReply)
+                and isinstance(broker_reply, JoinGroupReply)
+                and model_reply.error.name == broker_reply.error.name == "NONE"
+            ):
+                continue
+            group = _group(f.step)
+            group_id = self.group_ids[group]
+            chosen = broker_view.name(broker_reply.leader)
+            free = group_id in self.model.reelected
+            if chosen == model_view.name(model_reply.leader) or not free:
+                continue
+            model_group = self.model.group(group_id)
+            names = {model_view.name(m) for m in model_group.members} if model_group else set()
+            if chosen not in names:
+                continue
+            members = next(
+                (
+                    self._members_text(r.members, model_view)
+                    for g, r, _ in replies
+                    if isinstance(r, JoinGroupReply) and r.members and _group(g.step) == group
+                ),
+                "",
+            )
+            self.model.adopt_leader(group_id, model_view.id_of(chosen))
+            adopted[group] = (chosen, members)
+            self.adoptions += 1
+        return adopted
+
+    def _remember(self, f: InFlight, reply: AnyReply, view: View) -> None:
+        """What a consumer keeps from an answer: its generation, the group's leader and
+        members; and, as a consumer does, it forgets its member id once it has left or its
+        join was refused as UNKNOWN_MEMBER_ID (`join a0 fresh` forgets it at any time)."""
+        if isinstance(f.step, Join) and isinstance(reply, JoinGroupReply):
+            slot, group = f.step.slot, _group(f.step)
+            if reply.error.name == "UNKNOWN_MEMBER_ID":
+                view.ids[slot] = ""
+            if reply.error:
+                return
+            view.generation[slot] = reply.generation_id
+            view.leader[group] = view.name(reply.leader)
+            view.protocol[group] = reply.protocol_name
+            if reply.members:
+                view.members[group] = tuple(view.name(m.member_id) for m in reply.members)
+        elif isinstance(f.step, Leave) and _left(reply):
+            view.ids[f.step.slot] = ""
+
+    def _normalise(self, f: InFlight, reply: AnyReply, view: View) -> Answer:
+        if isinstance(reply, JoinGroupReply):
+            return {
+                "error": _err(reply.error),
+                "generation": str(reply.generation_id),
+                "protocol": _protocol(reply.protocol_type, reply.protocol_name),
+                "leader": view.name(reply.leader),
+                "member": view.name(reply.member_id),
+                "members": self._members_text(reply.members, view),
+            }
+        if isinstance(reply, SyncGroupReply):
+            return {
+                "error": _err(reply.error),
+                "assignment": reply.assignment.decode(errors="replace"),
+                "protocol": _protocol(reply.protocol_type, reply.protocol_name),
+            }
+        if isinstance(reply, HeartbeatReply):
+            return {"error": _err(reply.error)}
+        if isinstance(reply, LeaveGroupReply):
+            members = ",".join(f"{view.name(m.member_id)}:{_err(m.error)}" for m in reply.members)
+            return {"error": _err(reply.error), "members": members}
+        if isinstance(reply, OffsetCommitReply):
+            return {f"p{p}": _err(code) for _, partitions in reply.topics for p, code in partitions}
+        if isinstance(reply, OffsetFetchReply):
+            answer = {"error": _err(reply.error)}
+            for _, found in reply.topics:
+                for o in found:
+                    answer[f"p{o.partition}"] = f"{o.offset}" + (
+                        "" if o.error.name == "NONE" else f"/{_err(o.error)}"
+                    )
+            return answer
+        assert isinstance(reply, DescribeGroupsReply)
+        (g,) = reply.groups
+        described = sorted(
+            f"{view.name(m.member_id)}"
+            f"[{self._labels.get(m.metadata, m.metadata.hex()) if m.metadata else ''}"
+            f"|{m.assignment.decode(errors='replace')}]"
+            for m in g.members
+        )
+        return {
+            "error": _err(g.error),
+            "state": g.state,
+            "protocol": _protocol(g.protocol_type, g.protocol_data),
+            "members": ",".join(described),
+        }
+
+    def _members_text(self, members: Any, view: View) -> str:
+        return ",".join(
+            sorted(
+                f"{view.name(m.member_id)}[{self._labels.get(m.metadata, m.metadata.hex())}]"
+                for m in members
+            )
+        )
+
+    def _check_early_answers(self) -> None:
+        for f in self.in_flight:
+            if f.broker_task.done() and self.model.answer(f.model_token) is None:
+                try:
+                    reply = f.broker_task.result()
+                except (OSError, asyncio.IncompleteReadError) as exc:
+                    raise Divergence(f"the connection of step {f.number} failed: {exc!r}") from None
+                self._diverge(
+                    f, {"answer": "none yet (parked)"},
+                    self._normalise(f, reply, self.views["broker"]),
+                )  # fmt: skip
+
+    def _diverge(self, f: InFlight, model: Answer, broker: Answer) -> None:
+        raise Divergence(
+            f"the broker and the model differ at step {f.number} ({f.step}):\n"
+            f"  model:  {_text(model)}\n"
+            f"  broker: {_text(broker)}\n"
+            "the run until then (replay: rebalance conformance --differential --replay "
+            "'<steps separated by ;>'):\n"
+            + "\n".join(self.log)
+            + f"\n{self.steps:4}. {self._current}   <- diverged here"
+        )
+
+
+def _left(reply: AnyReply) -> bool:
+    """A LeaveGroup that removed its member."""
+    if not isinstance(reply, LeaveGroupReply) or reply.error:
+        return False
+    return all(not m.error for m in reply.members)
+
+
+def _text(answer: Answer) -> str:
+    return " ".join(f"{k}={v}" for k, v in answer.items() if v != "")
+
+
+def _protocol(protocol_type: str | None, name: str | None) -> str:
+    """`type/name` as a reply carries them; "" (not shown) when it carries neither."""
+    return f"{protocol_type or ''}/{name or ''}" if protocol_type or name else ""
+
+
+def _err(code: Any) -> str:
+    return str(code.name).lower()
+
+
+def _slot_of(step: Step) -> str | None:
+    return step.slot if isinstance(step, Join | Sync) else None
+
+
+def _group(step: Step) -> str:
+    return step.group if isinstance(step, Fetch | Describe) else group_of(step.slot)

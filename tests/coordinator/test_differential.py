@@ -1,0 +1,150 @@
+"""The differential run (`coordinator.conformance.differential`) against our own server: random
+client actions answered in lockstep by the broker and by the pure core, the model.
+
+Against the server as built, 10,000 steps find no divergence. With a fault injected into the
+server's core only (the model keeps the real rules), the run diverges, and Hypothesis shrinks
+the divergence to a few steps that name the request and replay as printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.cli import main
+from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.conformance.differential import replay, run_differential
+from coordinator.conformance.runner import run_scenarios, select
+from coordinator.conformance.steps import (
+    Commit,
+    Describe,
+    Fetch,
+    Heartbeat,
+    Join,
+    Leave,
+    StepSyntaxError,
+    Sync,
+    parse_steps,
+)
+from coordinator.testing import RunningServer, server_in_thread
+from rebalance.commands import OffsetCommit
+from rebalance.effects import Result
+from rebalance.offsets import Offsets
+
+# The differential run holds time still (see `coordinator.conformance.model_side`): a test
+# broker without an initial rebalance delay, and a group size limit the runs can reach.
+SETTINGS = ["group.initial.rebalance.delay.ms=0", "group.max.size=3"]
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[RunningServer]:
+    with server_in_thread(settings=SETTINGS) as server:
+        yield server
+
+
+class UnfencedOffsets(Offsets):
+    """The fault: every commit is taken, whatever its generation and member."""
+
+    __slots__ = ()
+
+    def _validate_commit(self, result: Result, cmd: OffsetCommit, now_ms: int) -> None:
+        return None
+
+
+def connect(node: RunningServer) -> BrokerUnderTest:
+    return asyncio.run(BrokerUnderTest.connect(node.bootstrap, {}))
+
+
+async def test_ten_thousand_steps_find_no_divergence_from_our_server(node: RunningServer) -> None:
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    (outcome,) = await run_scenarios(broker, select("differential."), differential_steps=10_000)
+    print(outcome.detail)  # e.g. "... no divergence in 10043 steps over 213 runs, 10.7 s ..."
+    assert outcome.status == "passed", outcome.detail
+    made = re.search(r"no divergence in (\d+) steps", outcome.detail)
+    assert made and int(made.group(1)) >= 10_000
+
+
+def test_a_leader_our_server_chose_freely_is_adopted_by_the_model(node: RunningServer) -> None:
+    # a0 leads a group of three and leaves: each side draws the next leader at random (Kafka:
+    # hash-map order), so about half the replays see different choices, which the model adopts.
+    steps = """
+        join a0; join a0; sync a0; join a1; join a1; join a2; join a0
+        sync a1; sync a2; sync a0; leave a0
+        join a1; join a2; sync a1; sync a2; describe a; commit a1 p0 3; fetch a
+    """
+    broker = connect(node)
+    reports = [replay(broker, steps) for _ in range(20)]
+    assert [r.failure for r in reports] == [None] * 20
+    assert sum(r.adopted_leaders for r in reports) > 0
+
+
+def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = node.broker.groups.core  # type: ignore[attr-defined]
+    # The server's core only: the model, run in this process too, keeps the real rules.
+    monkeypatch.setattr(core, "_offsets", UnfencedOffsets(core.state))
+    broker = connect(node)
+    report = run_differential(broker, steps=10_000)
+    print(report.failure)
+    assert report.failure is not None
+    found = re.search(r"differ at step (\d+) \((commit [^)]*)\)", report.failure)
+    assert found, report.failure
+    # e.g. join a0; join a0; commit a0 p0 0: the group awaits its sync, the model refuses
+    assert int(found.group(1)) <= 4
+    assert re.search(r"model: +p\d=(?!none)", report.failure)
+    assert re.search(r"broker: +p\d=none", report.failure)
+    again = replay(broker, report.failure.split("(replay:", 1)[1].split("\n", 1)[1])
+    assert again.failure is not None and found.group(0) in again.failure
+
+
+def test_steps_read_back_as_they_print() -> None:
+    steps = [
+        Join("a0"),
+        Join("b2", ("roundrobin", "range"), fresh=True),
+        Sync("a1"),
+        Heartbeat("b0", stale=True),
+        Leave("a2"),
+        Commit("b1", 1, 42, "stale"),
+        Commit("a0", 0, 7),
+        Fetch("a"),
+        Describe("b"),
+    ]
+    assert parse_steps("; ".join(map(str, steps))) == steps
+    printed = (
+        "   3. sync a1        -> error=none assignment=a1@2\n  4. describe b   <- diverged here"
+    )
+    assert parse_steps(printed) == [Sync("a1"), Describe("b")]
+    with pytest.raises(StepSyntaxError, match="no member slot 'c0'"):
+        parse_steps("join c0")
+
+
+def test_a_step_on_a_connection_that_waits_is_refused(node: RunningServer) -> None:
+    report = replay(connect(node), "join a0; join a0; join a1; join a1; heartbeat a1; join a1")
+    assert report.failure == "step 6 (join a1): the slot's connection waits for an answer"
+
+
+async def test_the_differential_scenario_is_skipped_where_time_would_not_stand_still(
+    node: RunningServer,
+) -> None:
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    broker.settings["group.initial.rebalance.delay.ms"] = "3000"  # as Kafka's default
+    (outcome,) = await run_scenarios(broker, select("differential."))
+    assert (outcome.status, outcome.detail) == (
+        "skipped",
+        "group.initial.rebalance.delay.ms=3000 > 0: the scenario would be slow",
+    )
+
+
+def test_the_command_replays_steps_and_prints_the_answers(
+    node: RunningServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status = main(["conformance", "--bootstrap", node.bootstrap, "--replay", "join a0; join a0"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "1. join a0" in out and "error=member_id_required" in out
+    assert "error=none generation=1 protocol=consumer/range leader=a0 member=a0" in out
