@@ -102,13 +102,16 @@ def _kafka_python_group(
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         group_id=group,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         **kafka_python_options(security),
     )
+    # kafka-python 3.0's leader can assign before it knows the topic's partitions ("No
+    # partition metadata"), leaving the group with nothing assigned: learn them first.
+    consumer.partitions_for_topic(topic)
+    consumer.subscribe([topic])
     try:
         read = 0
         deadline = time.monotonic() + 30
