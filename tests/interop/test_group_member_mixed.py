@@ -1,7 +1,8 @@
 """Mixed groups: `GroupMember` consumers (aiokafka on `IncrementalConsumer`) with librdkafka
 (confluent-kafka) consumers against our server, classic cooperative-sticky and KIP-848
 (`group.protocol=consumer`), with churn: a member joins, one leaves cleanly, one of ours and one
-of librdkafka's are SIGKILLed, while records are produced to every partition all along.
+of librdkafka's are SIGKILLed, the coordinator restarts (the survivors find it again and consume
+on), while records are produced to every partition all along.
 
 Every process reports its callbacks and what it consumes with CLOCK_MONOTONIC times
 (member_proc.py). The merged log must never show a partition held by two members at once (a
@@ -14,6 +15,7 @@ rebalance they are revoked nothing and keep consuming their partitions, in both 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -25,7 +27,7 @@ from typing import Any
 import pytest
 
 from coordinator.groups import GroupCoordinatorExtension
-from coordinator.testing import running_server
+from coordinator.testing import RunningServer, running_server
 from rebalance.config import CoordinatorConfig
 
 pytestmark = [pytest.mark.interop]
@@ -195,60 +197,104 @@ def kept_consuming(procs: list[Proc], phase: Phase) -> list[str]:
 async def keep_producing(bootstrap: str, stop: asyncio.Event) -> None:
     """A record to every partition every 50 ms until `stop`."""
     from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError
 
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
         while not stop.is_set():
             for partition in range(PARTITIONS):
-                await producer.send(TOPIC, b"work", partition=partition)
+                with contextlib.suppress(KafkaError):  # the coordinator's restart: an outage
+                    await producer.send(TOPIC, b"work", partition=partition)
             await asyncio.sleep(0.05)
     finally:
         await producer.stop()
 
 
+class Coordinator:
+    """Our server in this process, on a data dir that outlives it: stopped and started again
+    on the same port, it reloads its groups (a coordinator restart)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.groups = GroupCoordinatorExtension(CONFIG)
+        self.bootstrap = ""
+        self._running: contextlib.AbstractAsyncContextManager[RunningServer] | None = None
+
+    async def start(self, port: int = 0) -> None:
+        self.groups = GroupCoordinatorExtension(CONFIG)
+        self._running = running_server(
+            topics=[(TOPIC, PARTITIONS)], groups=self.groups, data_dir=self.data_dir, port=port
+        )
+        server = await self._running.__aenter__()
+        self.bootstrap = server.bootstrap
+
+    async def stop(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            await running.__aexit__(None, None, None)
+
+
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
-async def test_mixed_incremental_group_under_churn(protocol: str) -> None:
-    groups = GroupCoordinatorExtension(CONFIG)
-    async with running_server(topics=[(TOPIC, PARTITIONS)], groups=groups) as server:
-        procs: list[Proc] = []
-        phases: list[Phase] = []
-        stop_producing = asyncio.Event()
-        producing = asyncio.create_task(keep_producing(server.bootstrap, stop_producing))
-        try:
-            for kind, name in [("group-member", "ours-1"), ("confluent", "rdk-1"),
-                               ("group-member", "ours-2"), ("confluent", "rdk-2")]:  # fmt: skip
-                procs.append(await spawn(server.bootstrap, kind, name, protocol))
-            await until_split(procs, groups)
-            start = time.monotonic()
-            procs.append(await spawn(server.bootstrap, "group-member", "ours-3", protocol))
-            await until_split(procs, groups)
-            phases.append(Phase("ours-3 joins", start, time.monotonic(), {"ours-3"}))
-            start = time.monotonic()
-            leaving = procs.pop(0)  # ours-1 leaves cleanly
-            await leaving.stop()
-            await until_split(procs, groups)
-            phases.append(Phase("ours-1 leaves", start, time.monotonic(), {"ours-1"}))
-            start = time.monotonic()
-            crashed = [procs.pop(0), procs.pop(0)]  # rdk-1 and ours-2: SIGKILL
-            for proc in crashed:
-                await proc.kill()
-            await until_split(procs, groups)
-            phases.append(Phase("rdk-1, ours-2 killed", start, time.monotonic(),
-                                {"rdk-1", "ours-2"}, crash=True))  # fmt: skip
-            survivors = list(procs)
-            await asyncio.gather(*(proc.stop() for proc in survivors))
-        finally:
-            stop_producing.set()
-            await producing
-            for proc in procs:
-                if proc.process.returncode is None:
-                    proc.process.kill()
-                    await proc.process.wait()
-        everyone = [leaving, *crashed, *survivors]
-        never_shared(everyone)
-        assert leaving.log[-1]["event"] == "closed"
-        assert any(line["event"] == "revoked" for line in leaving.log)
-        for phase in phases:
-            subjects = kept_consuming(everyone, phase)
-            assert subjects, f"{phase.what}: every member lost something"
+async def test_mixed_incremental_group_under_churn(protocol: str, tmp_path: Path) -> None:
+    coordinator = Coordinator(tmp_path)
+    await coordinator.start()
+    bootstrap = coordinator.bootstrap
+    procs: list[Proc] = []
+    phases: list[Phase] = []
+    stop_producing = asyncio.Event()
+    producing = asyncio.create_task(keep_producing(bootstrap, stop_producing))
+    try:
+        for kind, name in [("group-member", "ours-1"), ("confluent", "rdk-1"),
+                           ("group-member", "ours-2"), ("confluent", "rdk-2")]:  # fmt: skip
+            procs.append(await spawn(bootstrap, kind, name, protocol))
+        await until_split(procs, coordinator.groups)
+        start = time.monotonic()
+        procs.append(await spawn(bootstrap, "group-member", "ours-3", protocol))
+        await until_split(procs, coordinator.groups)
+        phases.append(Phase("ours-3 joins", start, time.monotonic(), {"ours-3"}))
+        start = time.monotonic()
+        leaving = procs.pop(0)  # ours-1 leaves cleanly
+        await leaving.stop()
+        await until_split(procs, coordinator.groups)
+        phases.append(Phase("ours-1 leaves", start, time.monotonic(), {"ours-1"}))
+        start = time.monotonic()
+        crashed = [procs.pop(0), procs.pop(0)]  # rdk-1 and ours-2: SIGKILL
+        for proc in crashed:
+            await proc.kill()
+        await until_split(procs, coordinator.groups)
+        phases.append(Phase("rdk-1, ours-2 killed", start, time.monotonic(),
+                            {"rdk-1", "ours-2"}, crash=True))  # fmt: skip
+        # The coordinator restarts: the survivors find it again and go on consuming.
+        await coordinator.stop()
+        await coordinator.start(port=int(bootstrap.rpartition(":")[2]))
+        back = time.monotonic()
+        await until_split(procs, coordinator.groups)
+        await until_consuming(procs, back)
+        survivors = list(procs)
+        await asyncio.gather(*(proc.stop() for proc in survivors))
+    finally:
+        stop_producing.set()
+        await producing
+        for proc in procs:
+            if proc.process.returncode is None:
+                proc.process.kill()
+                await proc.process.wait()
+        await coordinator.stop()
+    everyone = [leaving, *crashed, *survivors]
+    never_shared(everyone)
+    assert leaving.log[-1]["event"] == "closed"
+    assert any(line["event"] == "revoked" for line in leaving.log)
+    for phase in phases:
+        subjects = kept_consuming(everyone, phase)
+        assert subjects, f"{phase.what}: every member lost something"
+
+
+async def until_consuming(procs: list[Proc], since: float, timeout: float = 30.0) -> None:
+    """Until every member consumed records it holds after `since`."""
+    end = time.monotonic() + timeout
+    while not all(
+        any(line["event"] == "consumed" and line["t"] > since for line in p.log) for p in procs
+    ):
+        assert time.monotonic() < end, [p.name for p in procs]
+        await asyncio.sleep(0.1)
