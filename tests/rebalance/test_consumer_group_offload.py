@@ -125,4 +125,4 @@ def test_inputs_are_a_copy_the_group_can_move_on_from() -> None:
     inputs = target_inputs(group, h.core._consumer.metadata, h.config)
     h.join(G, "m2")
     assert [m.member_id for m in inputs.members] == ["m1"]
-    assert inputs.group_epoch == 1 and inputs.targets["m1"] == {T: {0, 1, 2, 3}}
+    assert inputs.group_epoch == 1 and inputs.targets["m1"] == ((T, (0, 1, 2, 3)),)

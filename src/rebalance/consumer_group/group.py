@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -74,6 +74,41 @@ def freeze(partitions: Partitions) -> Assignment:
 
 def thaw(assignment: Assignment) -> Partitions:
     return {t: set(ps) for t, ps in assignment}
+
+
+class Targets(Mapping[str, Partitions]):
+    """Each member's target assignment: kept as its record holds it (`frozen`: sorted tuples,
+    what the next target computation compares with and hands the assignor), and as sets when
+    first asked for (a member's reconciliation). A target of 10,000 members over a million
+    partitions writes a million (topic, partitions) entries; turning them all into sets at once
+    cost about a second of allocations, most of it in the garbage collector, and a member needs
+    its own only at its next heartbeat."""
+
+    __slots__ = ("_thawed", "frozen")
+
+    def __init__(self) -> None:
+        self.frozen: dict[str, Assignment] = {}
+        self._thawed: dict[str, Partitions] = {}
+
+    def put(self, member_id: str, assignment: Assignment) -> None:
+        self.frozen[member_id] = assignment
+        self._thawed.pop(member_id, None)
+
+    def discard(self, member_id: str) -> None:
+        self.frozen.pop(member_id, None)
+        self._thawed.pop(member_id, None)
+
+    def __getitem__(self, member_id: str) -> Partitions:
+        partitions = self._thawed.get(member_id)
+        if partitions is None:
+            partitions = self._thawed[member_id] = thaw(self.frozen[member_id])
+        return partitions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.frozen)
+
+    def __len__(self) -> int:
+        return len(self.frozen)
 
 
 def count(partitions: Partitions) -> int:
@@ -187,7 +222,7 @@ class ConsumerGroup(LoadedOnlyLifecycle):
         self.subscribers: Counter[str | re.Pattern[str]] = Counter()
         self.members: dict[str, ConsumerMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
-        self.target: dict[str, Partitions] = {}  # member id -> target partitions
+        self.target = Targets()  # member id -> target partitions
         self.target_epoch = 0
         #: (topic id, partition) -> the member holding it (assigned or being revoked).
         self.partition_owners: dict[tuple[str, int], str] = {}
@@ -275,7 +310,7 @@ class ConsumerGroup(LoadedOnlyLifecycle):
             return
         self.count_subscription(member, -1)
         self.release_all(member)
-        self.target.pop(member_id, None)
+        self.target.discard(member_id)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == (
             member_id
         ):

@@ -20,7 +20,6 @@ from rebalance.consumer_group.group import (
     GROUP_TYPE,
     ConsumerGroup,
     ConsumerMember,
-    freeze,
     thaw,
 )
 from rebalance.consumer_group.records import (
@@ -218,7 +217,7 @@ def _replace_static(
     old one's subscription, target and current assignment at once, so the partitions never
     move (KIP-345's promise, kept by KIP-848)."""
     member_id = cmd.member_id or str(state.rng.uuid4())
-    target = freeze(group.target.get(previous.member_id, {}))
+    target = group.target.frozen.get(previous.member_id, ())
     current = previous.current_value()
     remove_member(state, result, group, previous)
     state.cancel(result, consumer_session_key(group.group_id, previous.member_id))

@@ -6,7 +6,7 @@ for live changes and for loading a partition, so a load rebuilds the same groups
 
 from __future__ import annotations
 
-from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, MemberState, thaw
+from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, MemberState
 from rebalance.consumer_group.records import (
     ConsumerGroupRecord,
     ConsumerValue,
@@ -56,7 +56,7 @@ def replay(group: ConsumerGroup, value: ConsumerValue) -> None:
         if value.instance_id is not None:
             group.static_members[value.instance_id] = value.member_id
     elif isinstance(value, TargetMemberValue):
-        group.target[value.member_id] = thaw(value.partitions)
+        group.target.put(value.member_id, value.partitions)
     elif isinstance(value, TargetEpochValue):
         group.target_epoch = value.epoch
     elif isinstance(value, CurrentAssignmentValue):
@@ -90,7 +90,7 @@ def _replay_tombstone(group: ConsumerGroup, value: Tombstone) -> None:
             member.member_epoch = 0
             member.previous_member_epoch = -1
     elif value.kind is RecordKind.TARGET_MEMBER:
-        group.target.pop(value.member_id, None)
+        group.target.discard(value.member_id)
     elif value.kind is RecordKind.MEMBER:
         group.remove_member(value.member_id)
     elif value.kind is RecordKind.TARGET_EPOCH:

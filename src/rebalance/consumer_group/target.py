@@ -15,17 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import assignors
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import (
-    ConsumerGroup,
-    Partitions,
-    TopicMetadata,
-    freeze,
-    subscribed_topics,
-)
+from rebalance.consumer_group.group import ConsumerGroup, TopicMetadata, subscribed_topics
+from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
 
 
@@ -60,7 +54,8 @@ class TargetInputs:
     assignor: str
     metadata: TopicMetadata
     members: tuple[MemberInputs, ...]
-    targets: Mapping[str, Partitions]
+    #: Each member's current target, as its record holds it (sorted tuples, never edited).
+    targets: Mapping[str, Assignment]
 
     @property
     def size(self) -> int:
@@ -79,7 +74,7 @@ class ComputedTarget:
     name (the `target_assignment` event's `assignments`)."""
 
     changed: dict[str, Assignment]
-    by_name: dict[str, list[list[Any]]]
+    by_name: dict[str, list[tuple[str, tuple[int, ...]]]]
 
 
 def target_inputs(
@@ -102,28 +97,34 @@ def target_inputs(
             )
             for m in group.members.values()
         ),
-        dict(group.target),
+        dict(group.target.frozen),
     )
 
 
 def compute_target(inputs: TargetInputs) -> ComputedTarget:
-    """Run the assignor over `inputs`. Pure: safe to call from a worker thread."""
+    """Run the assignor over `inputs`. Pure: safe to call from a worker thread.
+
+    Written for 10,000 members over a million partitions, where per-partition Python work is
+    what costs (the assignor itself takes a fraction; `pair_forms` does the conversions in
+    C-level passes): members with equal subscriptions share one list; owned partitions are the
+    assignor's shared pair tuples in its own (topic name, partition) order, so a member the
+    assignor left alone is recognised by one list comparison and keeps its record's form."""
     metadata = inputs.metadata
-    by_id = metadata.by_id()
-    subscriptions = {
-        m.member_id: sorted(subscribed_topics(m.topic_names, m.topic_regex, metadata))
-        for m in inputs.members
-    }
-    owned = {
-        m.member_id: [
-            (by_id[topic_id].name, p)
-            for topic_id, partitions in inputs.targets.get(m.member_id, {}).items()
-            if topic_id in by_id
-            for p in sorted(partitions)
-            if p < by_id[topic_id].partitions
-        ]
-        for m in inputs.members
-    }
+    forms = PairForms(metadata)
+    shared: dict[tuple[tuple[str, ...], str | None], list[str]] = {}
+    subscriptions: dict[str, list[str]] = {}
+    for m in inputs.members:
+        key = (m.topic_names, m.topic_regex)
+        topics = shared.get(key)
+        if topics is None:
+            topics = shared[key] = sorted(subscribed_topics(*key, metadata))
+        subscriptions[m.member_id] = topics
+    owned: dict[str, list[assignors.TopicPartition]] = {}
+    intact: set[str] = set()  # members whose whole target still exists
+    for m in inputs.members:
+        owned[m.member_id], complete = forms.owned(inputs.targets.get(m.member_id, ()))
+        if complete:
+            intact.add(m.member_id)
     result = assignors.assign(
         inputs.assignor,
         subscriptions,
@@ -133,12 +134,14 @@ def compute_target(inputs: TargetInputs) -> ComputedTarget:
         instance_ids={m.member_id: m.instance_id for m in inputs.members if m.instance_id},
     )
     changed: dict[str, Assignment] = {}
-    by_name: dict[str, list[list[Any]]] = {}
+    by_name: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
     for member_id in sorted(result):
-        partitions: Partitions = {}
-        for topic, p in result[member_id]:
-            partitions.setdefault(metadata.topics[topic].topic_id, set()).add(p)
-        if partitions != inputs.targets.get(member_id, {}):
-            changed[member_id] = freeze(partitions)
-        by_name[member_id] = [[by_id[t].name, sorted(ps)] for t, ps in sorted(partitions.items())]
+        pairs = result[member_id]
+        if member_id not in intact or pairs != owned[member_id]:
+            assignment = forms.assignment(pairs)
+            if assignment != inputs.targets.get(member_id, ()):
+                changed[member_id] = assignment
+            by_name[member_id] = forms.named(assignment)
+        else:
+            by_name[member_id] = forms.named(inputs.targets.get(member_id, ()))
     return ComputedTarget(changed, by_name)
