@@ -371,3 +371,32 @@ def _confluent_group_refusal(bootstrap: str, security: Security, topic: str, gro
         return "; ".join(errors)
     finally:
         consumer.close()
+
+
+def admin_topics(lib: str, bootstrap: str, security: Security) -> list[str]:
+    """The topic names `lib`'s admin client lists."""
+    if lib == "kafka-python":
+        from kafka import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, **kafka_python_options(security))
+        try:
+            return sorted(admin.list_topics())
+        finally:
+            admin.close()
+    if lib == "aiokafka":
+        return asyncio.run(_aiokafka_admin_topics(bootstrap, security))
+    from confluent_kafka.admin import AdminClient
+
+    confluent = AdminClient({"bootstrap.servers": bootstrap, **confluent_options(security)})
+    return sorted(confluent.list_topics(timeout=10).topics)
+
+
+async def _aiokafka_admin_topics(bootstrap: str, security: Security) -> list[str]:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **aiokafka_options(security))
+    await admin.start()
+    try:
+        return sorted(await admin.list_topics())
+    finally:
+        await admin.close()
