@@ -13,7 +13,8 @@ fence (invisible where the Markdown is rendered):
     with 3 partitions, `group.initial.rebalance.delay.ms=0`), and `127.0.0.1:9092` in the block
     is replaced with that server's address.
   - `<!-- docs-test: sasl -->`: the same, on a SASL_PLAINTEXT listener (PLAIN and SCRAM) that
-    knows the user `alice` with the password `alice-secret`.
+    knows the users `alice` and `admin` (passwords `alice-secret`, `admin-secret`).
+  - `<!-- docs-test: acls -->`: the same with ACLs on (`super.users=User:admin`).
   - `<!-- docs-test: pytest -->`: it is a test module. It is written to a file of its own and
     run by pytest twice, with pytest-asyncio in strict mode and in auto mode; it must pass both.
 * Blocks in other languages (sh, json, plain text) are not run.
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"python", "pycon"}
 DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(\S+)\s*-->")
-NEEDS = {"server", "sasl", "pytest"}
+NEEDS = {"server", "sasl", "acls", "pytest"}
 EXAMPLE_ADDRESS = "127.0.0.1:9092"
 
 
@@ -104,17 +105,23 @@ def test_example(block: Block, tmp_path: Path) -> None:
             topics=[("orders", 3)], settings=["group.initial.rebalance.delay.ms=0"]
         ) as node:
             run(block, block.code.replace(EXAMPLE_ADDRESS, node.bootstrap))
-    elif block.needs == "sasl":
+    elif block.needs in ("sasl", "acls"):
         data_dir = tmp_path / "data"
         data_dir.mkdir()
         users = CredentialStore(data_dir)
         users.add("alice", "alice-secret")
+        users.add("admin", "admin-secret")
         users.close()
         settings = [
             "group.initial.rebalance.delay.ms=0",
             "listeners=SASL_PLAINTEXT://127.0.0.1:0",
             "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         ]
+        if block.needs == "acls":
+            settings += [
+                "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users=User:admin",
+            ]
         with server_in_thread(topics=[("orders", 3)], settings=settings, data_dir=data_dir) as node:
             run(block, block.code.replace(EXAMPLE_ADDRESS, node.bootstrap))
     else:

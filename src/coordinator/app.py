@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from coordinator.apis import builtin_registry
+from coordinator.apis.authorization import guard
 from coordinator.apis.contract import Broker
 from coordinator.cluster_settings import CLUSTER_ONLY
 from coordinator.config import ServerConfig
@@ -35,6 +36,7 @@ from coordinator.errors import OperationalError
 from coordinator.partition_log.partition import LogCorruptError
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
+from coordinator.wire.access_control import AccessControl, parse_super_users
 from coordinator.wire.credentials import CredentialStore
 from coordinator.wire.open_listeners import Opened, open_listeners
 from coordinator.wire.sasl import SaslAuthority, parse_mechanisms
@@ -141,9 +143,24 @@ class ServerApp:
                     partitions,
                 )
         self._open_sasl(listeners)
+        self._open_access_control(broker)
         self.server = WireServer(broker)
         addresses = [await self.server.start(sock, served) for sock, served in listeners]
         return addresses[0]
+
+    def _open_access_control(self, broker: Broker) -> None:
+        """ACLs and their checks, when an authorizer is configured (after the extensions, so
+        that the group APIs they registered are guarded too)."""
+        if not self.config.authorizer_class_name:
+            return
+        access = AccessControl(
+            self.data_dir,
+            super_users=parse_super_users(self.config.super_users),
+            allow_if_no_acl=self.config.allow_everyone_if_no_acl_found,
+        )
+        self._stack.callback(access.close)
+        broker.access = access
+        guard(broker.registry, access)
 
     def _open_sasl(self, listeners: Opened) -> None:
         """The credentials and SASL side of SASL listeners (`coordinator.wire.sasl`)."""

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
+from coordinator.wire.access_control import check_authorizer, parse_super_users
 from coordinator.wire.endpoints import parse_endpoints, parse_protocol_map
 from coordinator.wire.sasl import DEFAULT_MECHANISMS, parse_mechanisms
 from coordinator.wire.tls import parse_protocols
@@ -95,6 +96,24 @@ class ServerConfig(BaseModel):
     def _protocol_map(cls, value: str | None) -> str | None:
         if value is not None:
             parse_protocol_map(value)
+        return value
+
+    # ACLs (`coordinator.wire.access_control`): off unless an authorizer is named, as in Kafka.
+    authorizer_class_name: str = Field(default="", alias="authorizer.class.name")
+    super_users: str = Field(default="", alias="super.users")
+    allow_everyone_if_no_acl_found: bool = Field(
+        default=False, alias="allow.everyone.if.no.acl.found"
+    )
+
+    @field_validator("authorizer_class_name")
+    @classmethod
+    def _authorizer(cls, value: str) -> str:
+        return check_authorizer(value.strip())
+
+    @field_validator("super_users")
+    @classmethod
+    def _super_users(cls, value: str) -> str:
+        parse_super_users(value)
         return value
 
     @field_validator("sasl_enabled_mechanisms")

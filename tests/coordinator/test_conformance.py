@@ -17,10 +17,13 @@ from coordinator.conformance.runner import Outcome, run_scenarios, select
 from coordinator.conformance.scenarios import SCENARIOS
 from coordinator.testing import RunningServer, running_server, server_in_thread
 from rebalance import ErrorCode
-from rebalance.classic import expiry, liveness
+from rebalance.classic import expiry, join, liveness
+from rebalance.classic.group import Group, Member
+from rebalance.classic.rebalance import join_reply
 from rebalance.consumer_group import membership
 from rebalance.effects import Result
 from rebalance.offsets import Offsets
+from rebalance.state import CoordinatorState
 
 DIFFERENTIAL = "differential.lockstep"
 
@@ -30,6 +33,9 @@ QUICK = [
     "group.min.session.timeout.ms=1000",
     "group.max.size=3",
 ]
+# Offsets cleaned up every 200 ms: the retention rule's broker. Not QUICK's, because a cleanup
+# that often deletes a forming group (Empty, no offsets) between a member's two joins.
+RETENTION = [*QUICK, "offsets.retention.check.interval.ms=200"]
 
 
 @pytest.fixture
@@ -46,11 +52,13 @@ def by_status(outcomes: list[Outcome]) -> dict[str, set[str]]:
 
 
 async def test_every_scenario_passes_against_our_server(node: RunningServer) -> None:
-    # The differential run wants no initial delay: tests/coordinator/test_differential.py.
+    # Two want other settings: the differential run no initial delay (test_differential.py),
+    # the retention rule a short cleanup interval (below).
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
-    outcomes = await run_scenarios(broker, [s for s in SCENARIOS if s.name != DIFFERENTIAL])
+    elsewhere = {DIFFERENTIAL, "retention.explicit_expiry"}
+    outcomes = await run_scenarios(broker, [s for s in SCENARIOS if s.name not in elsewhere])
     assert [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"] == []
-    assert len(outcomes) == len(SCENARIOS) - 1 >= 18
+    assert len(outcomes) == len(SCENARIOS) - 2 >= 28
     assert broker.sources["group.min.session.timeout.ms"] == "broker"  # read by DescribeConfigs
 
 
@@ -68,7 +76,9 @@ async def test_a_heartbeat_that_always_says_ok_fails_the_liveness_rules(
 ) -> None:
     monkeypatch.setattr(liveness, "_heartbeat", lambda *args: ErrorCode.NONE)
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
-    found = by_status(await run_scenarios(broker, select(None)))
+    no_classic_heartbeat = ("consumer.", "retention.", "differential.")
+    classic = [s for s in SCENARIOS if not s.name.startswith(no_classic_heartbeat)]
+    found = by_status(await run_scenarios(broker, classic))
     assert {
         "heartbeat.rebalance_in_progress",
         "heartbeat.illegal_generation",
@@ -87,6 +97,41 @@ async def test_unchecked_member_epochs_fail_the_kip848_epoch_rule(
     found = by_status(await run_scenarios(broker, select("consumer.")))
     assert found["failed"] == {"consumer.epoch_ahead_fenced"}
     assert len(found["passed"]) == 7 and not found["skipped"]
+
+
+def told_to_assign(
+    state: CoordinatorState, result: Result, group: Group, member: Member, old_leader: str | None
+) -> None:
+    """The fault: a restarted static leader is answered as a leader that must assign."""
+    token = group.unpark_join(member)
+    assert token is not None
+    result.reply(token, join_reply(group, member))
+
+
+async def test_a_restarted_static_leader_told_to_assign_fails_the_kip814_rules(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(join, "_answer_static_rejoin_without_rebalance", told_to_assign)
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select("static.")))
+    assert found["failed"] == {
+        "static.leader_restart_skips_assignment",
+        "static.leader_restart_before_v9",
+    }
+    assert found["passed"] == {"static.replacement_fences_old_id"}
+
+
+async def test_offsets_expire_and_offsets_that_never_expire_fail_the_retention_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with running_server(settings=RETENTION) as server:
+        broker = await BrokerUnderTest.connect(server.bootstrap, {})
+        (passing,) = await run_scenarios(broker, select("retention."))
+        monkeypatch.setattr(Offsets, "expire", lambda *args: Result())
+        (failing,) = await run_scenarios(broker, select("retention."))
+    assert (passing.status, passing.detail) == ("passed", "")
+    assert failing.status == "failed"
+    assert failing.detail == "the offset after its retention: expected -1, got 11"
 
 
 async def test_an_ignored_sync_timeout_fails_its_rule(

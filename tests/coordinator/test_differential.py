@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,9 +31,12 @@ from coordinator.conformance.steps import (
     parse_steps,
 )
 from coordinator.testing import RunningServer, server_in_thread
+from rebalance import commands
 from rebalance.commands import OffsetCommit
-from rebalance.effects import Result
+from rebalance.effects import Result, single_reply
+from rebalance.errors import ErrorCode
 from rebalance.offsets import Offsets
+from rebalance.replies import HeartbeatReply
 
 # The differential run holds time still (see `coordinator.conformance.model_side`): a test
 # broker without an initial rebalance delay, and a group size limit the runs can reach.
@@ -100,6 +103,22 @@ def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
     assert re.search(r"broker: +p\d=none", report.failure)
     again = replay(broker, report.failure.split("(replay:", 1)[1].split("\n", 1)[1])
     assert again.failure is not None and found.group(0) in again.failure
+
+
+def test_a_heartbeat_that_always_says_ok_diverges_at_once(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def always_ok(cmd: commands.Heartbeat, now_ms: int, token: Hashable) -> Result:
+        return single_reply(token, HeartbeatReply(ErrorCode.NONE))
+
+    core = node.broker.groups.core  # type: ignore[attr-defined]
+    monkeypatch.setattr(core, "heartbeat", always_ok)  # the runtime's direct path
+    monkeypatch.setitem(core._routes, commands.Heartbeat, always_ok)  # the queued one
+    report = run_differential(connect(node), steps=10_000)
+    assert report.failure is not None
+    found = re.search(r"differ at step (\d+) \((heartbeat [^)]*)\)", report.failure)
+    assert found and int(found.group(1)) <= 2, report.failure  # a stranger's heartbeat
+    assert re.search(r"broker: +error=none", report.failure)
 
 
 def test_steps_read_back_as_they_print() -> None:

@@ -74,7 +74,11 @@ async def test_aiokafka_on_the_tests_loop(kafka_server: RunningServer) -> None:
 def test_a_synchronous_client(kafka_server: RunningServer) -> None:
     from kafka import KafkaConsumer  # kafka-python: a synchronous client
 
-    consumer = KafkaConsumer("orders", bootstrap_servers=kafka_server.bootstrap, group_id="sync")
+    consumer = KafkaConsumer(bootstrap_servers=kafka_server.bootstrap, group_id="sync")
+    # kafka-python's leader can assign before it knows the topic's partitions ("No partition
+    # metadata") and then waits for its next metadata refresh: learn them before joining.
+    consumer.partitions_for_topic("orders")
+    consumer.subscribe(["orders"])
     try:
         for _ in range(100):
             consumer.poll(timeout_ms=100)

@@ -3,7 +3,9 @@ it consumes as JSON lines.
 
     {"t": monotonic seconds, "event": "assigned"|"revoked"|"lost", "partitions": [[t, p], ...]}
     {"t": ..., "event": "revoking", "partitions": [...]}   (a revocation callback starts)
-    {"t": ..., "event": "consumed", "partitions": [...]}   (a batch had records of these)
+    {"t": ..., "event": "consumed", "partitions": [...],   (a batch had records of these:
+     "offsets": [[t, p, first, last, count], ...]}          the offsets of each, contiguous)
+    {"t": ..., "event": "committed", "offsets": [[t, p, offset], ...]}   (on revocation)
     {"t": ..., "event": "closed"}
 
 `--kind group-member` runs our `GroupMember` under an aiokafka consumer (`IncrementalConsumer`);
@@ -30,8 +32,8 @@ from typing import Any
 stop_requested = False
 
 
-def say(event: str, partitions: Any = None) -> None:
-    line: dict[str, Any] = {"t": time.monotonic(), "event": event}
+def say(event: str, partitions: Any = None, **fields: Any) -> None:
+    line: dict[str, Any] = {"t": time.monotonic(), "event": event, **fields}
     if partitions is not None:
         line["partitions"] = sorted([t, p] for t, p in partitions)
     sys.stdout.write(json.dumps(line) + "\n")
@@ -56,8 +58,14 @@ async def run_group_member(args: argparse.Namespace) -> None:
         async def _on_revoked(self, partitions: Any) -> None:
             say("revoking", partitions)
             await asyncio.sleep(args.revoke_ms / 1000)
-            await super()._on_revoked(partitions)
-            say("revoked", partitions)
+            offsets = sorted([t, p, o] for (t, p), o in self._positions.items()
+                             if (t, p) in partitions)  # fmt: skip
+            try:
+                await super()._on_revoked(partitions)  # commits the positions, then drops
+                if offsets:
+                    say("committed", offsets=offsets)
+            finally:
+                say("revoked", partitions)
 
         async def _on_lost(self, partitions: Any) -> None:
             await super()._on_lost(partitions)
@@ -68,18 +76,19 @@ async def run_group_member(args: argparse.Namespace) -> None:
         args.bootstrap, args.group, [args.topic], group_protocol=args.protocol,
         session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.session_ms // 5,
         rebalance_timeout_ms=args.session_ms * 2, client_id=args.name,
-        auto_offset_reset="latest",
     )  # fmt: skip
     async with consumer:
         while not stop.is_set():
             batch = await consumer.getmany(timeout_ms=50)
             if batch:
-                say("consumed", [(tp.topic, tp.partition) for tp in batch])
+                offsets = [[tp.topic, tp.partition, rs[0].offset, rs[-1].offset, len(rs)]
+                           for tp, rs in batch.items()]  # fmt: skip
+                say("consumed", [(tp.topic, tp.partition) for tp in batch], offsets=offsets)
     say("closed")
 
 
 def run_confluent(args: argparse.Namespace) -> None:
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     def on_sigterm(*_: object) -> None:
         global stop_requested
@@ -91,6 +100,7 @@ def run_confluent(args: argparse.Namespace) -> None:
         "group.id": args.group,
         "client.id": args.name,
         "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
         "topic.metadata.refresh.interval.ms": 1000,
     }
     if args.protocol == "consumer":
@@ -107,20 +117,40 @@ def run_confluent(args: argparse.Namespace) -> None:
     def assigned(_: Any, partitions: Any) -> None:
         say("assigned", [(p.topic, p.partition) for p in partitions])
 
+    positions: dict[tuple[str, int], int] = {}  # the next offset to read, of what it holds
+
     def revoked(_: Any, partitions: Any) -> None:
-        say("revoking", [(p.topic, p.partition) for p in partitions])
+        given = [(p.topic, p.partition) for p in partitions]
+        say("revoking", given)
         time.sleep(args.revoke_ms / 1000)
-        say("revoked", [(p.topic, p.partition) for p in partitions])
+        offsets = [TopicPartition(t, p, positions[t, p]) for t, p in given if (t, p) in positions]
+        try:
+            if offsets:
+                consumer.commit(offsets=offsets, asynchronous=False)
+                say("committed", offsets=sorted([o.topic, o.partition, o.offset] for o in offsets))
+        except KafkaException as exc:
+            say("commit_failed", error=str(exc))
+        finally:
+            for key in given:
+                positions.pop(key, None)
+            say("revoked", given)
 
     def lost(_: Any, partitions: Any) -> None:
+        for p in partitions:
+            positions.pop((p.topic, p.partition), None)
         say("lost", [(p.topic, p.partition) for p in partitions])
 
     consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
     while not stop_requested:
-        records = consumer.consume(100, timeout=0.05)
-        fetched = {(m.topic(), m.partition()) for m in records if m.error() is None}
-        if fetched:
-            say("consumed", fetched)
+        records = [m for m in consumer.consume(100, timeout=0.05) if m.error() is None]
+        ranges: dict[tuple[str, int], list[int]] = {}
+        for m in records:
+            key = (m.topic(), m.partition())
+            ranges.setdefault(key, []).append(m.offset())
+            positions[key] = m.offset() + 1
+        if ranges:
+            offsets = [[t, p, min(os), max(os), len(os)] for (t, p), os in ranges.items()]
+            say("consumed", ranges, offsets=offsets)
     consumer.close()
     say("closed")
 

@@ -10,6 +10,9 @@ SIGKILLed process holds nothing from the moment it dies), and at the end the sur
 every partition exactly once. Each revocation takes a second (the member drains its work), so
 each rebalance lasts long enough to watch the members that lose nothing: through every
 rebalance they are revoked nothing and keep consuming their partitions, in both halves of it.
+Members commit what they read when they give partitions back (librdkafka synchronously in its
+revocation callback, ours through IncrementalConsumer): every record produced is read, and
+none twice except after a crash or a lost lease, from the group's last commit.
 """
 
 from __future__ import annotations
@@ -271,6 +274,10 @@ async def test_mixed_incremental_group_under_churn(protocol: str, tmp_path: Path
         back = time.monotonic()
         await until_split(procs, coordinator.groups)
         await until_consuming(procs, back)
+        stop_producing.set()
+        await producing
+        ends = await end_offsets(bootstrap)
+        await until_read_up_to(procs, ends)
         survivors = list(procs)
         await asyncio.gather(*(proc.stop() for proc in survivors))
     finally:
@@ -288,6 +295,97 @@ async def test_mixed_incremental_group_under_churn(protocol: str, tmp_path: Path
     for phase in phases:
         subjects = kept_consuming(everyone, phase)
         assert subjects, f"{phase.what}: every member lost something"
+    delivered_outside_the_windows_once(everyone, ends)
+
+
+def readings(procs: list[Proc]) -> dict[tuple[str, int], list[tuple[float, str, int]]]:
+    """(time, member, offset) of every record read, by partition."""
+    read: dict[tuple[str, int], list[tuple[float, str, int]]] = {}
+    for proc in procs:
+        for line in proc.log:
+            if line["event"] != "consumed":
+                continue
+            for topic, partition, first, last, count in line["offsets"]:
+                assert count == last - first + 1, line  # one batch: contiguous offsets
+                read.setdefault((topic, partition), []).extend(
+                    (line["t"], proc.name, offset) for offset in range(first, last + 1)
+                )
+    return read
+
+
+def delivered_outside_the_windows_once(procs: list[Proc], ends: dict[tuple[str, int], int]) -> None:
+    """Every record produced was read. A record is read again only by a member that started
+    from the group's committed offset at or below it, and only after the member that read it
+    before crashed or lost the partition without committing (the documented window: from the
+    last commit; these members commit when they give partitions back); a clean hand-over
+    commits first, so nothing is read twice across it."""
+    commits = sorted((line["t"], topic, partition, offset) for proc in procs for line in proc.log
+                     if line["event"] == "committed"
+                     for topic, partition, offset in line["offsets"])  # fmt: skip
+    by_name = {proc.name: proc for proc in procs}
+    read = readings(procs)
+    for tp, end in ends.items():
+        seen = sorted(read.get(tp, []))
+        missing = set(range(end)) - {offset for _, _, offset in seen}
+        assert not missing, (tp, sorted(missing)[:10], len(missing))
+        last_read: dict[int, str] = {}
+        for when, who, offset in seen:
+            before = last_read.get(offset)
+            last_read[offset] = who
+            if before is None:
+                continue
+            committed = max((o for t, *p, o in commits if tuple(p) == tp and t < when), default=0)
+            assert committed <= offset, (
+                f"{tp} offset {offset} read by {before}, then again by {who} at {when:.3f} "
+                f"although {committed} was committed"
+            )
+            ended = how_it_let_go(by_name[before], tp, when)
+            assert ended in ("crashed", "lost", "commit_failed"), (tp, offset, before, ended)
+
+
+def how_it_let_go(proc: Proc, tp: tuple[str, int], before: float) -> str | None:
+    """How `proc` last stopped holding `tp` before `before`: "revoked" (committed first),
+    "commit_failed", "lost" or "crashed" (None: it still held it)."""
+    ended = None
+    previous = ""
+    for line in proc.log:
+        if line["t"] >= before:
+            break
+        if line["event"] == "crashed":
+            ended = "crashed"
+        elif line["event"] in ("revoked", "lost") and list(tp) in line["partitions"]:
+            clean = line["event"] == "revoked" and previous != "commit_failed"
+            ended = line["event"] if clean or line["event"] == "lost" else "commit_failed"
+        previous = line["event"]
+    return ended
+
+
+async def end_offsets(bootstrap: str) -> dict[tuple[str, int], int]:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    client = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await client.start()
+    try:
+        ends = await client.end_offsets([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
+    finally:
+        await client.stop()
+    return {(tp.topic, tp.partition): int(offset) for tp, offset in ends.items()}
+
+
+async def until_read_up_to(
+    procs: list[Proc], ends: dict[tuple[str, int], int], timeout: float = 30.0
+) -> None:
+    """Until the members have read every partition up to `ends`."""
+    end = time.monotonic() + timeout
+    while True:
+        read = readings(procs)
+        behind = {tp: n for tp, n in ends.items()
+                  if n and max((o for *_, o in read.get(tp, [])), default=-1) < n - 1}  # fmt: skip
+        if not behind:
+            return
+        assert time.monotonic() < end, behind
+        await asyncio.sleep(0.2)
 
 
 async def until_consuming(procs: list[Proc], since: float, timeout: float = 30.0) -> None:

@@ -102,13 +102,16 @@ def _kafka_python_group(
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         group_id=group,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         **kafka_python_options(security),
     )
+    # kafka-python 3.0's leader can assign before it knows the topic's partitions ("No
+    # partition metadata"), leaving the group with nothing assigned: learn them first.
+    consumer.partitions_for_topic(topic)
+    consumer.subscribe([topic])
     try:
         read = 0
         deadline = time.monotonic() + 30
@@ -295,3 +298,76 @@ def seed(bootstrap: str, topic: str, partitions: int, per_partition: int) -> Non
             await client.close()
 
     asyncio.run(produce())
+
+
+def group_refusal(lib: str, bootstrap: str, security: Security, *, topic: str, group: str) -> str:
+    """Run a consumer of `lib` in `group` until the library reports an error; returns it
+    (the empty string if none came within 15 s)."""
+    if lib == "kafka-python":
+        return _kafka_python_group_refusal(bootstrap, security, topic, group)
+    if lib == "aiokafka":
+        return asyncio.run(_aiokafka_group_refusal(bootstrap, security, topic, group))
+    return _confluent_group_refusal(bootstrap, security, topic, group)
+
+
+def _kafka_python_group_refusal(bootstrap: str, security: Security, topic: str, group: str) -> str:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, **kafka_python_options(security)
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                consumer.poll(timeout_ms=200)
+            except Exception as exc:
+                return f"{type(exc).__name__}: {exc}"
+        return ""
+    finally:
+        consumer.close()
+
+
+async def _aiokafka_group_refusal(
+    bootstrap: str, security: Security, topic: str, group: str
+) -> str:
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, **aiokafka_options(security)
+    )
+    try:
+        await consumer.start()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=200)
+        return ""
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        await consumer.stop()
+
+
+def _confluent_group_refusal(bootstrap: str, security: Security, topic: str, group: str) -> str:
+    from confluent_kafka import Consumer
+
+    errors: list[str] = []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "error_cb": lambda error: errors.append(f"{error.name()}: {error.str()}"),
+            **confluent_options(security),
+        }
+    )
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 15
+        while not errors and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is not None:
+                error = message.error()
+                errors.append(f"{error.name()}: {error.str()}")
+        return "; ".join(errors)
+    finally:
+        consumer.close()

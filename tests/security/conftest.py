@@ -1,4 +1,4 @@
-"""Lets the security tests import their shared helpers (`certs`), which live beside them: the
+"""Lets the security tests import their shared helper (`clients`), which lives beside them: the
 suite imports test modules with `--import-mode=importlib`, which does not put a test's
 directory on `sys.path`."""
 

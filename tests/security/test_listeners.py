@@ -1,8 +1,9 @@
 """Listeners with Kafka's settings: several at once, each advertising its own address, TLS with
 PEM stores and client authentication, and a one-line error for every setting that cannot work.
 
-Certificates are made by the suite (`certs.make_pki`); clients here are this project's
-`WireClient` over Python's ssl module (the real client libraries are in test_tls_interop.py).
+Certificates are made by the suite (`coordinator.certificates`); clients here are this
+project's `WireClient` over Python's ssl module (the real client libraries are in
+test_tls_interop.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from certs import CLIENT_DN, KEY_PASSWORD, Pki, make_pki
 
+from coordinator.certificates import CLIENT_DN, KEY_PASSWORD, Pki, make_pki
 from coordinator.config import ConfigError, parse_settings
 from coordinator.errors import OperationalError, UsageError
 from coordinator.testing import RunningServer, WireClient, running_server

@@ -3,7 +3,8 @@ SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512: each consumer authenticate
 group, reads every record, commits and reads the commit back; each is refused with a wrong
 password (SASL_AUTHENTICATION_FAILED, error 58, which every library reports). One server for the
 module (PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners); users added with the credential
-store as `rebalance users add` does; certificates made by the suite (`certs`).
+store as `rebalance users add` does; certificates made by the suite
+(`coordinator.certificates`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from certs import Pki, make_pki
 from clients import LIBRARIES, Security, consume_and_commit, refused, seed
 
+from coordinator.certificates import Pki, make_pki
 from coordinator.testing import RunningServer, server_in_thread
 from coordinator.wire.credentials import CredentialStore
 

@@ -2,7 +2,7 @@
 with `ssl.client.auth=required`: each joins a group with its client certificate, reads every
 record, commits and reads the commit back; each is refused with a certificate from a CA the
 server does not trust. One server (PLAINTEXT and SSL listeners) for the module; certificates
-made by the suite (`certs`).
+made by the suite (`coordinator.certificates`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from certs import KEY_PASSWORD, Pki, make_pki
 from clients import LIBRARIES, Security, consume_and_commit, refused, seed
 
+from coordinator.certificates import KEY_PASSWORD, Pki, make_pki
 from coordinator.testing import RunningServer, server_in_thread
 
 pytestmark = [

@@ -21,11 +21,14 @@ from coordinator.apis import (
     client_balance_heartbeat,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -69,6 +72,9 @@ BUILTIN_APIS: tuple[ModuleType, ...] = (
     incremental_alter_configs,
     sasl_handshake,
     sasl_authenticate,
+    create_acls,
+    describe_acls,
+    delete_acls,
 )
 
 GROUP_APIS: tuple[ModuleType, ...] = (

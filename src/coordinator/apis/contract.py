@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from coordinator.partition_log.producer_ids import ProducerIdAllocator
     from coordinator.partition_log.topics import TopicStore
     from coordinator.runtime import GroupRuntime
+    from coordinator.wire.access_control import AccessControl
     from coordinator.wire.session import Session
 
 ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
@@ -161,6 +162,9 @@ class Broker:
     """Topics the node's services own (`__consumer_offsets`): see
     `coordinator.partition_log.internal`."""
     closing: bool = False
+    #: ACLs and the authorizer, when `authorizer.class.name` is set
+    #: (`coordinator.wire.access_control`).
+    access: AccessControl | None = None
 
     @property
     def node_id(self) -> int:

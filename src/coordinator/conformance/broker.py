@@ -56,6 +56,7 @@ KAFKA_DEFAULTS: Mapping[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
     "offsets.topic.num.partitions": "50",
+    "offsets.retention.check.interval.ms": "600000",
 }
 
 
@@ -70,6 +71,8 @@ class BrokerUnderTest:
     versions: dict[int, int] = field(default_factory=dict)
     #: The highest version of each API both sides know, before the `PREFERRED` cap.
     advertised: dict[int, int] = field(default_factory=dict)
+    #: The lowest version of each API both sides know.
+    oldest: dict[int, int] = field(default_factory=dict)
     #: Settings as the broker reported them (DescribeConfigs) or as `--assume` gave them.
     settings: dict[str, str] = field(default_factory=dict)
     #: Where each setting came from: "broker" or "assumed".
@@ -91,8 +94,10 @@ class BrokerUnderTest:
             for key in advertised.api_keys:
                 ours = kio_versions(int(key.api_key))
                 highest = min(int(key.max_version), ours.stop - 1)
-                if highest >= max(int(key.min_version), ours.start):
+                lowest = max(int(key.min_version), ours.start)
+                if highest >= lowest:
                     broker.advertised[int(key.api_key)] = highest
+                    broker.oldest[int(key.api_key)] = lowest
                 top = min(highest, PREFERRED.get(int(key.api_key), 99))
                 if top >= max(int(key.min_version), ours.start):
                     broker.versions[int(key.api_key)] = top
@@ -190,10 +195,11 @@ class Member:
         protocol_type: str = "consumer",
         protocols: Sequence[tuple[str, bytes]] = (("range", b"\x00\x00\x00\x00\x00\x00"),),
         member_id: str | None = None,
+        version: int | None = None,
     ) -> Any:
         response = await self.client.request(
             JOIN_GROUP,
-            self.version(JOIN_GROUP),
+            self.version(JOIN_GROUP) if version is None else version,
             {
                 "group_id": self.group_id,
                 "session_timeout": session_ms,
@@ -281,6 +287,17 @@ class Member:
             },
         )  # fmt: skip
         return response.topics[0].partitions[0].error_code
+
+    async def fetch(self, topic: str, partition: int) -> int:
+        """The group's committed offset for one partition (-1: none)."""
+        response = await self.client.request(
+            OFFSET_FETCH,
+            self.version(OFFSET_FETCH),
+            {"group_id": self.group_id,
+             "topics": [{"name": topic, "partition_indexes": [partition]}],
+             "require_stable": False},
+        )  # fmt: skip
+        return int(response.topics[0].partitions[0].committed_offset)
 
     async def describe(self) -> Any:
         response = await self.client.request(

@@ -17,11 +17,10 @@ from coordinator.conformance.broker import (
     CONSUMER_GROUP_HEARTBEAT,
     CREATE_TOPICS,
     OFFSET_COMMIT,
-    BrokerUnderTest,
 )
 from coordinator.conformance.scenarios import (
-    Assumption,
     Context,
+    advertised_at_least,
     error_name,
     expect,
     scenario,
@@ -31,18 +30,6 @@ from coordinator.wire.client import WireClient
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 PARTITIONS = 3
-
-
-def advertised_at_least(api_key: int, version: int) -> Assumption:
-    """Like `version_at_least`, for versions above the ones the classic scenarios are capped at."""
-
-    def check(broker: BrokerUnderTest) -> str | None:
-        have = broker.advertised.get(api_key)
-        if have is not None and have >= version:
-            return None
-        return f"needs api {api_key} v{version}+ (the broker offers {have})"
-
-    return check
 
 
 #: What every scenario here needs: ConsumerGroupHeartbeat and a topic to be assigned.

@@ -104,6 +104,13 @@ def expect(actual: Any, expected: Any, what: str) -> None:
         raise ScenarioFailed(f"{what}: expected {expected!r}, got {actual!r}")
 
 
+def emptied(state: str) -> str:
+    """A group left without members is Empty, or Dead once the offsets cleanup (every
+    offsets.retention.check.interval.ms) has deleted it for having no offsets either: both are
+    Kafka's answer for an emptied group."""
+    return "Empty" if state == "Dead" else state
+
+
 def error_name(code: Any) -> str:
     return str(code.name)
 
@@ -171,6 +178,30 @@ def hypothesis_installed(broker: BrokerUnderTest) -> str | None:
     if importlib.util.find_spec("hypothesis") is None:
         return "needs Hypothesis: pip install 'rebalance[conformance]'"
     return None
+
+
+def advertised_at_least(api_key: int, version: int) -> Assumption:
+    """Like `version_at_least`, for versions above the cap the scenarios speak by default."""
+
+    def check(broker: BrokerUnderTest) -> str | None:
+        have = broker.advertised.get(api_key)
+        if have is not None and have >= version:
+            return None
+        return f"needs api {api_key} v{version}+ (the broker offers {have})"
+
+    return check
+
+
+def version_between(api_key: int, low: int, high: int) -> Assumption:
+    """The broker speaks some version of `api_key` within [low, high]."""
+
+    def check(broker: BrokerUnderTest) -> str | None:
+        oldest, newest = broker.oldest.get(api_key), broker.advertised.get(api_key)
+        if oldest is not None and newest is not None and oldest <= high and newest >= low:
+            return None
+        return f"needs api {api_key} between v{low} and v{high} (the broker has {oldest}-{newest})"
+
+    return check
 
 
 QUICK_SESSIONS = setting_at_most("group.min.session.timeout.ms", 10_000)
@@ -294,7 +325,7 @@ async def leave_empty(ctx: Context) -> None:
     reply = await m.leave()
     expect(error_name(reply.error_code), "none", "LeaveGroup")
     described = await m.describe()
-    expect((described.group_state, len(described.members)), ("Empty", 0), "the group after")
+    expect((emptied(described.group_state), len(described.members)), ("Empty", 0), "the group")
     expect(error_name(await m.heartbeat()), "unknown_member_id", "heartbeat of the old id")
 
 
@@ -313,7 +344,7 @@ async def session_expiry(ctx: Context) -> None:
     await asyncio.sleep(ctx.session_ms / 1000 * 1.5 + 0.5)
     expect(error_name(await m.heartbeat()), "unknown_member_id", "heartbeat after the timeout")
     described = await m.describe()
-    expect(described.group_state, "Empty", "the group after the expiry")
+    expect(emptied(described.group_state), "Empty", "the group after the expiry")
 
 
 @scenario(
@@ -364,6 +395,61 @@ async def static_replacement(ctx: Context) -> None:
     expect(error_name(reply.error_code), "none", "JoinGroup of the restarted instance")
     expect(new.member_id != old.member_id, True, "a new member id")
     expect(error_name(await old.heartbeat()), "fenced_instance_id", "the old id's heartbeat")
+
+
+async def static_leader_restarted(ctx: Context, version: int) -> tuple[Member, Member, Any]:
+    """A stable group of a static leader and a dynamic follower, then the leader restarted: a
+    new connection joins with its instance id and no member id at JoinGroup `version`. Returns
+    (old leader, restarted leader, the restart's JoinGroup answer)."""
+    leader = await ctx.member()
+    leader.instance_id = f"{ctx.group_id}-leader"
+    await leader.join_fully(session_ms=ctx.session_ms * 3)
+    follower = await ctx.member()
+    await follower.join(session_ms=ctx.session_ms * 3)  # the id (v4+)
+    waiting = asyncio.ensure_future(follower.join(session_ms=ctx.session_ms * 3))
+    await asyncio.sleep(0.2)
+    rejoined = await leader.join(session_ms=ctx.session_ms * 3)
+    await waiting
+    expect(rejoined.leader, leader.member_id, "the static member leads")
+    assignments = {m.member_id: m.member_id.encode() for m in (leader, follower)}
+    await asyncio.gather(leader.sync(assignments), follower.sync())
+    restarted = await ctx.member()
+    restarted.instance_id = leader.instance_id
+    reply = await restarted.join(session_ms=ctx.session_ms * 3, member_id="", version=version)
+    return leader, restarted, reply
+
+
+@scenario(
+    "static.leader_restart_skips_assignment",
+    rule="§2 (KIP-814): a static leader restarting into a stable group with unchanged protocols "
+    "is answered at once, without a rebalance; it leads but must not assign again",
+    kafka="JoinGroup v9: NONE, the same generation, leader = its new id, SkipAssignment true, the "
+    "member list; the group stays Stable and the old id is FENCED_INSTANCE_ID",
+    assumes=(*BASE, advertised_at_least(JOIN_GROUP, 9)),
+)
+async def static_leader_restart(ctx: Context) -> None:
+    old, new, reply = await static_leader_restarted(ctx, 9)
+    expect(error_name(reply.error_code), "none", "the restarted leader's JoinGroup")
+    expect(reply.generation_id, old.generation, "the generation (no rebalance)")
+    expect((reply.leader, reply.skip_assignment), (new.member_id, True), "leader, skip")
+    expect(len(reply.members), 2, "the member list the leader gets")
+    expect(error_name(await new.heartbeat()), "none", "the new id's heartbeat")
+    expect(error_name(await old.heartbeat()), "fenced_instance_id", "the old id's heartbeat")
+    expect((await new.describe()).group_state, "Stable", "the group")
+
+
+@scenario(
+    "static.leader_restart_before_v9",
+    rule="§2 (KIP-814): before JoinGroup v9 a restarted static leader is told the old leader id, "
+    "so it does not assign (it cannot be told to skip)",
+    kafka="JoinGroup v5-v8: NONE, the same generation, leader = the old member id, no members",
+    assumes=(*BASE, version_at_least(JOIN_GROUP, 5)),
+)
+async def static_leader_restart_before_v9(ctx: Context) -> None:
+    old, _, reply = await static_leader_restarted(ctx, min(ctx.broker.versions[JOIN_GROUP], 8))
+    expect(error_name(reply.error_code), "none", "the restarted leader's JoinGroup")
+    expect(reply.generation_id, old.generation, "the generation (no rebalance)")
+    expect((reply.leader, len(reply.members)), (old.member_id, 0), "leader, members")
 
 
 @scenario(
@@ -498,3 +584,38 @@ async def differential(ctx: Context) -> None:
         raise ScenarioFailed(report.failure)
     expect(report.steps >= ctx.differential_steps, True, f"{report.summary()}: steps made")
     ctx.note = report.summary()
+
+
+@scenario(
+    "retention.explicit_expiry",
+    rule="§3.3 (KIP-211): an OffsetCommit v2-v4 with a retention time expires at commit time + "
+    "retention; the periodic check removes the offset, then the group it leaves empty",
+    kafka="OffsetFetch -1 for the partition once the retention and a check interval passed; the "
+    "simple group is then gone (DescribeGroups Dead)",
+    assumes=(
+        version_between(OFFSET_COMMIT, 2, 4),
+        version_at_least(CREATE_TOPICS, 0),
+        version_at_least(DESCRIBE_GROUPS, 0),
+        setting_at_most("offsets.retention.check.interval.ms", 5_000),
+    ),
+)
+async def explicit_retention(ctx: Context) -> None:
+    topic = f"{ctx.group_id}-t"
+    expect(await ctx.broker.ensure_topic(topic), True, "topic created for the commit")
+    m = await ctx.member()
+    version = min(ctx.broker.advertised[OFFSET_COMMIT], 4)
+    retention_ms = 300
+    response = await m.client.request(
+        OFFSET_COMMIT,
+        version,
+        {"group_id": ctx.group_id, "generation_id": -1, "member_id": "",
+         "retention_time": retention_ms,
+         "topics": [{"name": topic, "partitions": [
+             {"partition_index": 0, "committed_offset": 11, "committed_metadata": ""}]}]},
+    )  # fmt: skip
+    expect(error_name(response.topics[0].partitions[0].error_code), "none", "the commit")
+    expect(await m.fetch(topic, 0), 11, "the offset before it expires")
+    check_ms = ctx.broker.setting_ms("offsets.retention.check.interval.ms") or 0
+    await asyncio.sleep((retention_ms + check_ms) / 1000 * 1.5 + 0.3)
+    expect(await m.fetch(topic, 0), -1, "the offset after its retention")
+    expect((await m.describe()).group_state, "Dead", "the group its offsets left empty")

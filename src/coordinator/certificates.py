@@ -1,4 +1,5 @@
-"""Certificates made by the test suite itself, with the `openssl` command line tool.
+"""Certificates for tests and benchmarks of TLS listeners, made with the `openssl` command line
+tool (no Python dependency; `openssl` must be on PATH).
 
 `make_pki(directory)` writes a CA, a server certificate for `localhost`/127.0.0.1 signed by it
 (as a PEM keystore: private key and certificate in one file, as `ssl.keystore.location` wants

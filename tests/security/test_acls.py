@@ -1,0 +1,552 @@
+"""ACLs: the authorizer's decision as Kafka makes it, the ACL APIs, durability across a
+restart, and what the group, topic and cluster APIs answer a principal without permission
+(requests from this project's `WireClient` over SASL/PLAIN; the client libraries are in
+test_acl_interop.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.config import ConfigError, parse_settings
+from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.wire.acls import (
+    Acl,
+    AclFilter,
+    Authorizer,
+    InvalidAcl,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from coordinator.wire.credentials import CredentialStore
+
+GROUP, TOPIC, CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
+LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
+ALLOW, DENY = Permission.ALLOW, Permission.DENY
+READ, DESCRIBE, WRITE, ALL = Operation.READ, Operation.DESCRIBE, Operation.WRITE, Operation.ALL
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (
+    0,
+    1,
+    2,
+    3,
+    8,
+    9,
+    10,
+)
+JOIN, HEARTBEAT, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 11, 12, 16, 15, 42
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
+
+
+def acl(
+    kind: ResourceType,
+    name: str,
+    principal: str,
+    operation: Operation,
+    permission: Permission = ALLOW,
+    pattern: PatternType = LITERAL,
+    host: str = "*",
+) -> Acl:
+    return Acl(kind, name, pattern, principal, host, operation, permission)
+
+
+def decide(
+    acls: list[Acl],
+    principal: str,
+    operation: Operation,
+    kind: ResourceType,
+    name: str,
+    host: str = "10.0.0.1",
+    **options: Any,
+) -> bool:
+    return Authorizer(lambda: acls, **options).authorize(principal, host, operation, kind, name)
+
+
+def test_no_acl_for_a_resource_denies_unless_everyone_is_allowed() -> None:
+    other = [acl(GROUP, "other", "User:alice", READ)]
+    assert not decide(other, "User:alice", READ, GROUP, "g")
+    assert decide(other, "User:alice", READ, GROUP, "g", allow_if_no_acl=True)
+    # An ACL for someone else still names the resource: no fallback to everyone.
+    mine = [acl(GROUP, "g", "User:bob", READ)]
+    assert not decide(mine, "User:alice", READ, GROUP, "g", allow_if_no_acl=True)
+
+
+def test_super_users_may_do_anything() -> None:
+    denied = [acl(GROUP, "g", "User:admin", ALL, DENY)]
+    assert decide(denied, "User:admin", READ, GROUP, "g", super_users=["User:admin"])
+
+
+def test_literal_prefixed_and_wildcard_patterns() -> None:
+    acls = [
+        acl(GROUP, "team-", "User:alice", READ, pattern=PREFIXED),
+        acl(TOPIC, "*", "User:*", READ),
+    ]
+    assert decide(acls, "User:alice", READ, GROUP, "team-billing")
+    assert not decide(acls, "User:alice", READ, GROUP, "tea")
+    assert decide(acls, "User:carol", READ, TOPIC, "anything")
+    assert not decide(acls, "User:carol", WRITE, TOPIC, "anything")
+
+
+def test_deny_wins_and_hosts_must_match() -> None:
+    acls = [
+        acl(TOPIC, "t", "User:*", ALL),
+        acl(TOPIC, "t", "User:mallory", WRITE, DENY),
+        acl(TOPIC, "t", "User:bob", ALL, DENY, host="10.0.0.9"),
+    ]
+    assert decide(acls, "User:mallory", READ, TOPIC, "t")
+    assert not decide(acls, "User:mallory", WRITE, TOPIC, "t")
+    assert decide(acls, "User:bob", WRITE, TOPIC, "t", host="10.0.0.1")
+    assert not decide(acls, "User:bob", READ, TOPIC, "t", host="10.0.0.9")
+
+
+def test_read_write_delete_alter_imply_describe() -> None:
+    for operation in (READ, WRITE, Operation.DELETE, Operation.ALTER):
+        assert decide([acl(TOPIC, "t", "User:a", operation)], "User:a", DESCRIBE, TOPIC, "t")
+    assert not decide([acl(TOPIC, "t", "User:a", Operation.CREATE)], "User:a", DESCRIBE, TOPIC, "t")
+    configs = [acl(TOPIC, "t", "User:a", Operation.ALTER_CONFIGS)]
+    assert decide(configs, "User:a", Operation.DESCRIBE_CONFIGS, TOPIC, "t")
+
+
+def test_filters_select_acls_as_kafka_does() -> None:
+    prefixed = acl(GROUP, "team-", "User:alice", READ, pattern=PREFIXED)
+    literal = acl(GROUP, "team-a", "User:bob", READ)
+    wildcard = acl(GROUP, "*", "User:carol", READ)
+    everything = [prefixed, literal, wildcard]
+    assert [a for a in everything if AclFilter().matches(a)] == everything
+    match = AclFilter(GROUP, "team-a", PatternType.MATCH)
+    assert [a for a in everything if match.matches(a)] == everything
+    exact = AclFilter(GROUP, "team-a", LITERAL)
+    assert [a for a in everything if exact.matches(a)] == [literal]
+    by_principal = AclFilter(principal="User:alice")
+    assert [a for a in everything if by_principal.matches(a)] == [prefixed]
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        (acl(ResourceType.ANY, "t", "User:a", READ), "is not a resource"),
+        (Acl(TOPIC, "t", PatternType.MATCH, "User:a", "*", READ, ALLOW), "cannot be stored"),
+        (acl(TOPIC, "t", "User:a", Operation.ANY), "is not an operation"),
+        (acl(TOPIC, "t", "alice", READ), "is not TYPE:NAME"),
+        (acl(CLUSTER, "c", "User:a", READ), "is named kafka-cluster"),
+    ],
+)
+def test_acls_that_cannot_be_created(bad: Acl, why: str) -> None:
+    with pytest.raises(InvalidAcl, match=why):
+        bad.check()
+
+
+def test_bad_authorizer_settings_are_one_line_errors() -> None:
+    with pytest.raises(
+        ConfigError, match=r"authorizer\.class\.name: my\.Authorizer is not offered"
+    ):
+        parse_settings(["authorizer.class.name=my.Authorizer"])
+    with pytest.raises(ConfigError, match=r"super\.users: 'admin' is not a principal"):
+        parse_settings(["super.users=User:root;admin"])
+
+
+# -- on the wire ----------------------------------------------------------------------------
+def acl_settings(*extra: str) -> list[str]:
+    return [
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=PLAIN",
+        f"authorizer.class.name={STANDARD}",
+        "super.users=User:admin",
+        "group.initial.rebalance.delay.ms=0",
+        *extra,
+    ]
+
+
+def add_users(data_dir: Path) -> None:
+    data_dir.mkdir(exist_ok=True)
+    store = CredentialStore(data_dir)
+    for user in ("admin", "alice", "bob"):
+        store.add(user, f"{user}-secret", ["SCRAM-SHA-256"])
+    store.close()
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[RunningServer]:
+    add_users(tmp_path / "data")
+    async with running_server(
+        settings=acl_settings(), data_dir=tmp_path / "data", topics=[("visible", 1), ("hidden", 1)]
+    ) as server:
+        yield server
+
+
+async def client_of(server: RunningServer, user: str) -> WireClient:
+    client = await WireClient.connect(server.host, server.port)
+    await client.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    token = f"\0{user}\0{user}-secret".encode()
+    assert (await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token})).error_code == 0
+    return client
+
+
+def creation(a: Acl) -> dict[str, Any]:
+    return {
+        "resource_type": int(a.resource_type),
+        "resource_name": a.resource_name,
+        "resource_pattern_type": int(a.pattern_type),
+        "principal": a.principal,
+        "host": a.host,
+        "operation": int(a.operation),
+        "permission_type": int(a.permission),
+    }
+
+
+ANY_FILTER = {
+    "resource_type_filter": 1,
+    "resource_name_filter": None,
+    "pattern_type_filter": 1,
+    "principal_filter": None,
+    "host_filter": None,
+    "operation": 1,
+    "permission_type": 1,
+}
+
+GRANTS = [
+    acl(GROUP, "team-", "User:alice", READ, pattern=PREFIXED),
+    acl(TOPIC, "visible", "User:*", ALL),
+]
+
+
+async def grant(server: RunningServer) -> None:
+    admin = await client_of(server, "admin")
+    answer = await admin.request(CREATE_ACLS, 3, {"creations": [creation(a) for a in GRANTS]})
+    assert [r.error_code for r in answer.results] == [0, 0]
+    await admin.close()
+
+
+def join(group: str) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "session_timeout": 10_000,
+        "rebalance_timeout": 10_000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\1\0\7visible\0\0\0\0"}],
+    }
+
+
+async def test_acls_are_created_described_deleted_and_survive_a_restart(tmp_path: Path) -> None:
+    add_users(tmp_path / "data")
+    settings = acl_settings()
+    async with running_server(settings=settings, data_dir=tmp_path / "data") as server:
+        alice = await client_of(server, "alice")
+        refused = await alice.request(CREATE_ACLS, 3, {"creations": [creation(GRANTS[0])]})
+        assert refused.results[0].error_code == CLUSTER_DENIED  # only ALTER on the cluster may
+        await alice.close()
+        admin = await client_of(server, "admin")
+        bad = creation(acl(TOPIC, "t", "alice", READ))
+        answer = await admin.request(
+            CREATE_ACLS, 3, {"creations": [creation(a) for a in GRANTS] + [bad]}
+        )
+        assert [r.error_code for r in answer.results] == [0, 0, INVALID_REQUEST]
+        assert "is not TYPE:NAME" in answer.results[2].error_message
+        await admin.close()
+    async with running_server(settings=settings, data_dir=tmp_path / "data") as server:
+        admin = await client_of(server, "admin")
+        described = await admin.request(DESCRIBE_ACLS, 3, ANY_FILTER)
+        found = {
+            (r.resource_type, r.resource_name, r.pattern_type, a.principal, a.operation)
+            for r in described.resources
+            for a in r.acls
+        }
+        assert found == {(3, "team-", 4, "User:alice", 3), (2, "visible", 3, "User:*", 2)}
+        deleted = await admin.request(
+            DELETE_ACLS, 3, {"filters": [{**ANY_FILTER, "resource_type_filter": 3}]}
+        )
+        assert [a.resource_name for a in deleted.filter_results[0].matching_acls] == ["team-"]
+        left = await admin.request(DESCRIBE_ACLS, 3, ANY_FILTER)
+        assert [r.resource_name for r in left.resources] == ["visible"]
+        await admin.close()
+
+
+async def test_without_an_authorizer_the_acl_apis_are_disabled(tmp_path: Path) -> None:
+    async with running_server() as server:
+        client = await WireClient.connect(server.host, server.port)
+        answer = await client.request(DESCRIBE_ACLS, 1, ANY_FILTER)
+        assert answer.error_code == SECURITY_DISABLED
+        await client.close()
+
+
+async def test_group_apis_need_read_on_the_group(node: RunningServer) -> None:
+    await grant(node)
+    bob, alice = await client_of(node, "bob"), await client_of(node, "alice")
+    for client, allowed in ((alice, True), (bob, False)):
+        joined = await client.request(JOIN, 5, join("team-a"))
+        assert (joined.error_code == GROUP_DENIED) is not allowed
+        beat = await client.request(
+            HEARTBEAT,
+            4,
+            {"group_id": "team-a", "generation_id": 1, "member_id": "m", "group_instance_id": None},
+        )
+        assert (beat.error_code == GROUP_DENIED) is not allowed
+    commit = await bob.request(
+        OFFSET_COMMIT,
+        8,
+        {
+            "group_id": "team-a",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": "visible",
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        },
+    )
+    assert commit.topics[0].partitions[0].error_code == GROUP_DENIED
+    fetched = await bob.request(
+        OFFSET_FETCH,
+        8,
+        {
+            "groups": [
+                {"group_id": "team-a", "topics": None},
+                {"group_id": "other", "topics": None},
+            ],
+            "require_stable": False,
+        },
+    )
+    assert [(g.group_id, g.error_code) for g in fetched.groups] == [
+        ("team-a", GROUP_DENIED),
+        ("other", GROUP_DENIED),
+    ]
+    found = await alice.request(
+        FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["team-a", "x"]}
+    )
+    assert [(c.key, c.error_code) for c in found.coordinators] == [("team-a", 0), ("x", 30)]
+    described = await alice.request(
+        DESCRIBE_GROUPS, 5, {"groups": ["x", "team-a"], "include_authorized_operations": False}
+    )
+    assert [(g.group_id, g.error_code) for g in described.groups] == [("x", 30), ("team-a", 0)]
+    listed = await bob.request(LIST_GROUPS, 4, {"states_filter": []})
+    assert [g.group_id for g in listed.groups] == []  # bob may describe no group
+    listed = await alice.request(LIST_GROUPS, 4, {"states_filter": []})
+    assert [g.group_id for g in listed.groups] == ["team-a"]
+    deleted = await bob.request(DELETE_GROUPS, 2, {"groups_names": ["team-a"]})
+    assert deleted.results[0].error_code == GROUP_DENIED
+    await alice.close()
+    await bob.close()
+
+
+async def test_topic_apis_need_their_operation_on_the_topic(node: RunningServer) -> None:
+    await grant(node)
+    bob = await client_of(node, "bob")
+    everything = await bob.request(
+        METADATA,
+        12,
+        {
+            "topics": None,
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    assert [t.name for t in everything.topics] == ["visible"]  # hidden is left out
+    named = await bob.request(
+        METADATA,
+        12,
+        {
+            "topics": [{"name": "hidden", "topic_id": None}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    assert named.topics[0].error_code == TOPIC_DENIED
+    from coordinator.testing import record_batch
+
+    produced = await bob.request(
+        PRODUCE,
+        9,
+        {
+            "acks": -1,
+            "timeout": 1000,
+            "topic_data": [
+                {
+                    "name": "hidden",
+                    "partition_data": [{"index": 0, "records": record_batch([b"x"])}],
+                },
+                {
+                    "name": "visible",
+                    "partition_data": [{"index": 0, "records": record_batch([b"y"])}],
+                },
+            ],
+        },
+    )
+    codes = {r.name: r.partition_responses[0].error_code for r in produced.responses}
+    assert codes == {"hidden": TOPIC_DENIED, "visible": 0}
+    fetched = await bob.request(
+        FETCH,
+        12,
+        {
+            "max_wait": 0,
+            "min_bytes": 0,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "forgotten_topics_data": [],
+            "rack_id": "",
+            "topics": [
+                {
+                    "topic": name,
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                    ],
+                }
+                for name in ("hidden", "visible")
+            ],
+        },
+    )
+    codes = {r.topic: r.partitions[0].error_code for r in fetched.responses}
+    assert codes == {"hidden": TOPIC_DENIED, "visible": 0}
+    offsets = await bob.request(
+        LIST_OFFSETS,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": "hidden",
+                    "partitions": [
+                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                    ],
+                }
+            ],
+        },
+    )
+    assert offsets.topics[0].partitions[0].error_code == TOPIC_DENIED
+    await bob.close()
+
+
+async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> None:
+    await grant(node)
+    admin = await client_of(node, "admin")
+    creates = acl(TOPIC, "alice-", "User:alice", Operation.CREATE, pattern=PREFIXED)
+    await admin.request(CREATE_ACLS, 3, {"creations": [creation(creates)]})
+    await admin.close()
+    alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
+    new_topic = {
+        "name": "alice-new",
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+    for client, code in ((bob, TOPIC_DENIED), (alice, 0)):
+        made = await client.request(
+            CREATE_TOPICS, 7, {"topics": [new_topic], "timeout": 5000, "validate_only": True}
+        )
+        assert made.topics[0].error_code == code
+    gone = await bob.request(
+        DELETE_TOPICS, 6, {"topics": [{"name": "hidden", "topic_id": None}], "timeout": 5000}
+    )
+    assert gone.responses[0].error_code == TOPIC_DENIED
+    gone = await bob.request(DELETE_TOPICS, 4, {"topic_names": ["hidden"], "timeout": 5000})
+    assert gone.responses[0].error_code == TOPIC_DENIED
+    grown = await bob.request(
+        CREATE_PARTITIONS,
+        3,
+        {
+            "timeout": 5000,
+            "validate_only": True,
+            "topics": [{"name": "hidden", "count": 2, "assignments": None}],
+        },
+    )
+    assert grown.results[0].error_code == TOPIC_DENIED
+    cut = await bob.request(
+        DELETE_RECORDS,
+        2,
+        {
+            "timeout": 5000,
+            "topics": [{"name": "hidden", "partitions": [{"partition_index": 0, "offset": 0}]}],
+        },
+    )
+    assert cut.topics[0].partitions[0].error_code == TOPIC_DENIED
+    configs = await bob.request(
+        DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {"resource_type": 2, "resource_name": name, "configuration_keys": None}
+                for name in ("hidden", "visible")
+            ]
+            + [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    codes = {(r.resource_type, r.resource_name): r.error_code for r in configs.results}
+    assert codes == {(2, "hidden"): TOPIC_DENIED, (2, "visible"): 0, (4, "1"): CLUSTER_DENIED}
+    altered = await bob.request(
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "validate_only": True,
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": "hidden",
+                    "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
+                }
+            ],
+        },
+    )
+    assert altered.responses[0].error_code == TOPIC_DENIED
+    await alice.close()
+    await bob.close()
+
+
+async def test_offsets_of_topics_the_principal_may_not_see(node: RunningServer) -> None:
+    await grant(node)
+    alice = await client_of(node, "alice")  # READ on team-* groups, nothing on topic hidden
+    commit = await alice.request(
+        OFFSET_COMMIT,
+        8,
+        {
+            "group_id": "team-a",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": name,
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                    ],
+                }
+                for name in ("hidden", "visible")
+            ],
+        },
+    )
+    codes = {t.name: t.partitions[0].error_code for t in commit.topics}
+    assert codes == {"hidden": TOPIC_DENIED, "visible": 0}
+    everything = await alice.request(
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": "team-a", "topics": None}], "require_stable": False},
+    )
+    assert [t.name for t in everything.groups[0].topics] == ["visible"]
+    named = await alice.request(
+        OFFSET_FETCH,
+        3,
+        {"group_id": "team-a", "topics": [{"name": "hidden", "partition_indexes": [0]}]},
+    )
+    assert named.topics[0].partitions[0].error_code == TOPIC_DENIED
+    await alice.close()
