@@ -20,6 +20,7 @@ from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.differential import replay, run_differential
 from coordinator.conformance.runner import run_scenarios, select
 from coordinator.conformance.steps import (
+    Beat,
     Commit,
     Describe,
     Fetch,
@@ -39,8 +40,13 @@ from rebalance.offsets import Offsets
 from rebalance.replies import HeartbeatReply
 
 # The differential run holds time still (see `coordinator.conformance.model_side`): a test
-# broker without an initial rebalance delay, and a group size limit the runs can reach.
-SETTINGS = ["group.initial.rebalance.delay.ms=0", "group.max.size=3"]
+# broker without an initial rebalance delay or batched KIP-848 target assignments, and a group
+# size limit the runs can reach.
+SETTINGS = [
+    "group.initial.rebalance.delay.ms=0",
+    "group.max.size=3",
+    "group.consumer.assignment.interval.ms=0",
+]
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +138,9 @@ def test_steps_read_back_as_they_print() -> None:
         Commit("a0", 0, 7),
         Fetch("a"),
         Describe("b"),
+        Beat("c0", "join"),
+        Beat("c2"),
+        Fetch("c"),
     ]
     assert parse_steps("; ".join(map(str, steps))) == steps
     printed = (
@@ -140,6 +149,23 @@ def test_steps_read_back_as_they_print() -> None:
     assert parse_steps(printed) == [Sync("a1"), Describe("b")]
     with pytest.raises(StepSyntaxError, match="no member slot 'c0'"):
         parse_steps("join c0")
+
+
+def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -> None:
+    # c0 joins and gets both partitions; c1 joins and c0 is told to give one up; an epoch
+    # behind is fenced (c1 rejoins); once c0 leaves, c1 gets both.
+    steps = """
+        beat c0 join; beat c1 join; beat c0; beat c1; beat c1 stale; beat c1
+        beat c0 leave; beat c1; fetch c
+    """
+    report = replay(connect(node), steps)
+    assert report.failure is None
+    answers = [line.split("-> ")[1] for line in report.log]
+    assert answers[0] == "error=none member=c0 epoch=1 interval=5000 assignment=t:[0, 1]"
+    assert answers[2].endswith("assignment=t:[0]")
+    assert answers[4].startswith("error=fenced_member_epoch member=c1 epoch=0")
+    assert answers[6].startswith("error=none member=c0 epoch=-1")
+    assert answers[7].endswith("assignment=t:[0, 1]")
 
 
 def test_a_step_on_a_connection_that_waits_is_refused(node: RunningServer) -> None:
