@@ -86,18 +86,26 @@ def confluent_options(security: Security) -> dict[str, Any]:
 
 
 def consume_and_commit(
-    lib: str, bootstrap: str, security: Security, *, topic: str, group: str, count: int
+    lib: str,
+    bootstrap: str,
+    security: Security,
+    *,
+    topic: str,
+    group: str,
+    count: int,
+    linger: float = 0.0,
 ) -> tuple[int, dict[int, int]]:
-    """(records read, committed offset by partition) of one consumer of `lib` in `group`."""
+    """(records read, committed offset by partition) of one consumer of `lib` in `group`;
+    with `linger`, it goes on polling that many seconds before it commits."""
     if lib == "kafka-python":
-        return _kafka_python_group(bootstrap, security, topic, group, count)
+        return _kafka_python_group(bootstrap, security, topic, group, count, linger)
     if lib == "aiokafka":
-        return asyncio.run(_aiokafka_group(bootstrap, security, topic, group, count))
-    return _confluent_group(bootstrap, security, topic, group, count)
+        return asyncio.run(_aiokafka_group(bootstrap, security, topic, group, count, linger))
+    return _confluent_group(bootstrap, security, topic, group, count, linger)
 
 
 def _kafka_python_group(
-    bootstrap: str, security: Security, topic: str, group: str, count: int
+    bootstrap: str, security: Security, topic: str, group: str, count: int, linger: float
 ) -> tuple[int, dict[int, int]]:
     from kafka import KafkaConsumer
 
@@ -117,6 +125,9 @@ def _kafka_python_group(
         deadline = time.monotonic() + 30
         while read < count and time.monotonic() < deadline:
             read += sum(len(batch) for batch in consumer.poll(timeout_ms=200).values())
+        until = time.monotonic() + linger
+        while time.monotonic() < until:
+            read += sum(len(batch) for batch in consumer.poll(timeout_ms=100).values())
         consumer.commit()
         return read, {tp.partition: consumer.committed(tp) for tp in consumer.assignment()}
     finally:
@@ -124,7 +135,7 @@ def _kafka_python_group(
 
 
 async def _aiokafka_group(
-    bootstrap: str, security: Security, topic: str, group: str, count: int
+    bootstrap: str, security: Security, topic: str, group: str, count: int, linger: float
 ) -> tuple[int, dict[int, int]]:
     from aiokafka import AIOKafkaConsumer
 
@@ -143,6 +154,10 @@ async def _aiokafka_group(
             while read < count:
                 batches = await consumer.getmany(timeout_ms=200)
                 read += sum(len(batch) for batch in batches.values())
+        until = time.monotonic() + linger
+        while time.monotonic() < until:
+            batches = await consumer.getmany(timeout_ms=100)
+            read += sum(len(batch) for batch in batches.values())
         await consumer.commit()
         return read, {tp.partition: await consumer.committed(tp) for tp in consumer.assignment()}
     finally:
@@ -150,7 +165,7 @@ async def _aiokafka_group(
 
 
 def _confluent_group(
-    bootstrap: str, security: Security, topic: str, group: str, count: int
+    bootstrap: str, security: Security, topic: str, group: str, count: int, linger: float
 ) -> tuple[int, dict[int, int]]:
     from confluent_kafka import Consumer
 
@@ -169,6 +184,11 @@ def _confluent_group(
         deadline = time.monotonic() + 30
         while read < count and time.monotonic() < deadline:
             message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                read += 1
+        until = time.monotonic() + linger
+        while time.monotonic() < until:
+            message = consumer.poll(0.1)
             if message is not None and message.error() is None:
                 read += 1
         consumer.commit(asynchronous=False)
@@ -371,3 +391,32 @@ def _confluent_group_refusal(bootstrap: str, security: Security, topic: str, gro
         return "; ".join(errors)
     finally:
         consumer.close()
+
+
+def admin_topics(lib: str, bootstrap: str, security: Security) -> list[str]:
+    """The topic names `lib`'s admin client lists."""
+    if lib == "kafka-python":
+        from kafka import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, **kafka_python_options(security))
+        try:
+            return sorted(admin.list_topics())
+        finally:
+            admin.close()
+    if lib == "aiokafka":
+        return asyncio.run(_aiokafka_admin_topics(bootstrap, security))
+    from confluent_kafka.admin import AdminClient
+
+    confluent = AdminClient({"bootstrap.servers": bootstrap, **confluent_options(security)})
+    return sorted(confluent.list_topics(timeout=10).topics)
+
+
+async def _aiokafka_admin_topics(bootstrap: str, security: Security) -> list[str]:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **aiokafka_options(security))
+    await admin.start()
+    try:
+        return sorted(await admin.list_topics())
+    finally:
+        await admin.close()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from coordinator.config import ConfigError, parse_settings
 from coordinator.testing import RunningServer, WireClient, running_server
 from coordinator.wire.acls import (
@@ -42,6 +43,8 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDI
 )
 JOIN, HEARTBEAT, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 11, 12, 16, 15, 42
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
 
@@ -431,3 +434,178 @@ async def test_topic_apis_need_their_operation_on_the_topic(node: RunningServer)
     )
     assert offsets.topics[0].partitions[0].error_code == TOPIC_DENIED
     await bob.close()
+
+
+async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> None:
+    await grant(node)
+    admin = await client_of(node, "admin")
+    creates = acl(TOPIC, "alice-", "User:alice", Operation.CREATE, pattern=PREFIXED)
+    await admin.request(CREATE_ACLS, 3, {"creations": [creation(creates)]})
+    await admin.close()
+    alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
+    new_topic = {
+        "name": "alice-new",
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+    for client, code in ((bob, TOPIC_DENIED), (alice, 0)):
+        made = await client.request(
+            CREATE_TOPICS, 7, {"topics": [new_topic], "timeout": 5000, "validate_only": True}
+        )
+        assert made.topics[0].error_code == code
+    gone = await bob.request(
+        DELETE_TOPICS, 6, {"topics": [{"name": "hidden", "topic_id": None}], "timeout": 5000}
+    )
+    assert gone.responses[0].error_code == TOPIC_DENIED
+    gone = await bob.request(DELETE_TOPICS, 4, {"topic_names": ["hidden"], "timeout": 5000})
+    assert gone.responses[0].error_code == TOPIC_DENIED
+    grown = await bob.request(
+        CREATE_PARTITIONS,
+        3,
+        {
+            "timeout": 5000,
+            "validate_only": True,
+            "topics": [{"name": "hidden", "count": 2, "assignments": None}],
+        },
+    )
+    assert grown.results[0].error_code == TOPIC_DENIED
+    cut = await bob.request(
+        DELETE_RECORDS,
+        2,
+        {
+            "timeout": 5000,
+            "topics": [{"name": "hidden", "partitions": [{"partition_index": 0, "offset": 0}]}],
+        },
+    )
+    assert cut.topics[0].partitions[0].error_code == TOPIC_DENIED
+    configs = await bob.request(
+        DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {"resource_type": 2, "resource_name": name, "configuration_keys": None}
+                for name in ("hidden", "visible")
+            ]
+            + [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    codes = {(r.resource_type, r.resource_name): r.error_code for r in configs.results}
+    assert codes == {(2, "hidden"): TOPIC_DENIED, (2, "visible"): 0, (4, "1"): CLUSTER_DENIED}
+    altered = await bob.request(
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "validate_only": True,
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": "hidden",
+                    "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
+                }
+            ],
+        },
+    )
+    assert altered.responses[0].error_code == TOPIC_DENIED
+    await alice.close()
+    await bob.close()
+
+
+async def test_offsets_of_topics_the_principal_may_not_see(node: RunningServer) -> None:
+    await grant(node)
+    alice = await client_of(node, "alice")  # READ on team-* groups, nothing on topic hidden
+    commit = await alice.request(
+        OFFSET_COMMIT,
+        8,
+        {
+            "group_id": "team-a",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": name,
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                    ],
+                }
+                for name in ("hidden", "visible")
+            ],
+        },
+    )
+    codes = {t.name: t.partitions[0].error_code for t in commit.topics}
+    assert codes == {"hidden": TOPIC_DENIED, "visible": 0}
+    everything = await alice.request(
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": "team-a", "topics": None}], "require_stable": False},
+    )
+    assert [t.name for t in everything.groups[0].topics] == ["visible"]
+    named = await alice.request(
+        OFFSET_FETCH,
+        3,
+        {"group_id": "team-a", "topics": [{"name": "hidden", "partition_indexes": [0]}]},
+    )
+    assert named.topics[0].partitions[0].error_code == TOPIC_DENIED
+    await alice.close()
+
+
+def test_some_resource_of_a_type_as_kafka_asks_for_idempotent_producers() -> None:
+    def any_write(acls: list[Acl], **options: Any) -> bool:
+        authorizer = Authorizer(lambda: acls, **options)
+        return authorizer.authorize_any("User:bob", "10.0.0.1", WRITE, TOPIC)
+
+    assert not any_write([acl(GROUP, "g", "User:bob", READ)])
+    assert any_write([], allow_if_no_acl=True)
+    assert any_write([acl(TOPIC, "b-", "User:bob", WRITE, pattern=PREFIXED)])
+    assert not any_write(
+        [
+            acl(TOPIC, "b-", "User:bob", WRITE, pattern=PREFIXED),
+            acl(TOPIC, "b", "User:bob", ALL, DENY, pattern=PREFIXED),
+        ]
+    )
+    assert not any_write(
+        [acl(TOPIC, "t", "User:bob", WRITE), acl(TOPIC, "*", "User:*", WRITE, DENY)]
+    )
+    assert any_write([acl(TOPIC, "t", "User:bob", WRITE), acl(TOPIC, "u", "User:bob", WRITE, DENY)])
+
+
+async def test_idempotent_producers_need_write_somewhere(node: RunningServer) -> None:
+    bob = await client_of(node, "bob")
+    init = {
+        "transactional_id": None,
+        "transaction_timeout": 60_000,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    assert (await bob.request(INIT_PRODUCER_ID, 4, init)).error_code == CLUSTER_DENIED
+    await grant(node)  # WRITE (ALL) on the topic "visible" for everyone
+    answer = await bob.request(INIT_PRODUCER_ID, 4, init)
+    assert answer.error_code == 0 and answer.producer_id >= 0
+    await bob.close()
+
+
+async def test_authorized_operations_say_what_the_client_may_do(node: RunningServer) -> None:
+    await grant(node)
+    alice, admin = await client_of(node, "alice"), await client_of(node, "admin")
+    asked = {
+        "topics": [{"name": "visible", "topic_id": None}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True,
+        "include_cluster_authorized_operations": True,
+    }
+    as_alice = await alice.request(METADATA, 8, asked)
+    as_admin = await admin.request(METADATA, 8, asked)
+    assert as_alice.topics[0].topic_authorized_operations == TOPIC_OPERATIONS  # ALL for User:*
+    assert as_alice.cluster_authorized_operations == 0
+    assert as_admin.cluster_authorized_operations == CLUSTER_OPERATIONS  # a super user
+    await alice.request(JOIN, 5, join("team-a"))
+    described = await alice.request(
+        DESCRIBE_GROUPS, 5, {"groups": ["team-a"], "include_authorized_operations": True}
+    )
+    assert described.groups[0].authorized_operations == (1 << READ) | (1 << DESCRIBE)
+    await alice.close()
+    await admin.close()

@@ -1,10 +1,10 @@
 """aiokafka, kafka-python and confluent-kafka (librdkafka), unmodified, over SASL_PLAINTEXT and
 SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512: each consumer authenticates, joins a
-group, reads every record, commits and reads the commit back; each is refused with a wrong
-password (SASL_AUTHENTICATION_FAILED, error 58, which every library reports). One server for the
-module (PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners); users added with the credential
-store as `rebalance users add` does; certificates made by the suite
-(`coordinator.certificates`).
+group, reads every record, commits and reads the commit back; each one's admin client lists the
+topics (SCRAM-SHA-256); each is refused with a wrong password (SASL_AUTHENTICATION_FAILED,
+error 58, which every library reports). One server for the module (PLAINTEXT, SASL_PLAINTEXT
+and SASL_SSL listeners); users added with the credential store as `rebalance users add` does;
+certificates made by the suite (`coordinator.certificates`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from clients import LIBRARIES, Security, consume_and_commit, refused, seed
+from clients import LIBRARIES, Security, admin_topics, consume_and_commit, refused, seed
 
 from coordinator.certificates import Pki, make_pki
 from coordinator.testing import RunningServer, server_in_thread
@@ -90,3 +90,12 @@ def test_a_wrong_password_is_refused(
         else f"invalid credentials with SASL mechanism {mechanism}"
     )  # fmt: skip
     assert expected in error
+
+
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_an_authenticated_admin_client_lists_topics(
+    node: RunningServer, pki: Pki, lib: str, protocol: str
+) -> None:
+    security_of = security(protocol, "SCRAM-SHA-256", pki)
+    assert TOPIC in admin_topics(lib, node.bootstrap_of(protocol), security_of)

@@ -1,6 +1,7 @@
 """aiokafka, kafka-python and confluent-kafka (librdkafka), unmodified, over an SSL listener
 with `ssl.client.auth=required`: each joins a group with its client certificate, reads every
-record, commits and reads the commit back; each is refused with a certificate from a CA the
+record, commits and reads the commit back; each one's admin client lists the topics; each is
+refused with a certificate from a CA the
 server does not trust. One server (PLAINTEXT and SSL listeners) for the module; certificates
 made by the suite (`coordinator.certificates`).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from clients import LIBRARIES, Security, consume_and_commit, refused, seed
+from clients import LIBRARIES, Security, admin_topics, consume_and_commit, refused, seed
 
 from coordinator.certificates import KEY_PASSWORD, Pki, make_pki
 from coordinator.testing import RunningServer, server_in_thread
@@ -73,3 +74,11 @@ def test_an_untrusted_client_certificate_is_refused(
     assert error is not None and CANNOT_CONNECT[lib] in error
     trusted = Security("SSL", pki.ca, pki.client_cert, pki.client_key)
     assert refused(lib, node.bootstrap_of("SSL"), trusted) is None
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_an_admin_client_with_a_trusted_certificate_lists_topics(
+    node: RunningServer, pki: Pki, lib: str
+) -> None:
+    security = Security("SSL", pki.ca, pki.client_cert, pki.client_key)
+    assert TOPIC in admin_topics(lib, node.bootstrap_of("SSL"), security)

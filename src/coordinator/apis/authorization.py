@@ -5,29 +5,38 @@ wraps the handlers of the APIs below; without one nothing is checked, as on Kafk
 and error codes follow Kafka's KafkaApis:
 
 - JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat: READ on the group, else
-  GROUP_AUTHORIZATION_FAILED; OffsetCommit likewise, on every partition;
+  GROUP_AUTHORIZATION_FAILED; OffsetCommit likewise on every partition, and then READ on each
+  topic (TOPIC_AUTHORIZATION_FAILED on its partitions);
 - OffsetFetch, FindCoordinator (group keys), DescribeGroups, ConsumerGroupDescribe: DESCRIBE on
-  each group, else GROUP_AUTHORIZATION_FAILED for that group; DeleteGroups and OffsetDelete:
-  DELETE on the group;
+  each group, else GROUP_AUTHORIZATION_FAILED for that group; OffsetFetch also DESCRIBE on each
+  topic (TOPIC_AUTHORIZATION_FAILED for a named topic, left out of "all topics");
+  DeleteGroups and OffsetDelete: DELETE on the group;
 - ListGroups: every group with DESCRIBE on the cluster, else only those it may DESCRIBE;
 - Metadata: DESCRIBE on each topic: TOPIC_AUTHORIZATION_FAILED for a topic asked for by name,
   left out of "all topics";
 - Produce: WRITE, Fetch: READ, ListOffsets: DESCRIBE on each topic, else
   TOPIC_AUTHORIZATION_FAILED on its partitions;
+- CreateTopics: CREATE on the cluster or the topic; DeleteTopics and DeleteRecords: DELETE,
+  CreatePartitions: ALTER on the topic; else TOPIC_AUTHORIZATION_FAILED for it;
+- DescribeConfigs: DESCRIBE_CONFIGS, AlterConfigs and IncrementalAlterConfigs: ALTER_CONFIGS on
+  the topic (TOPIC_AUTHORIZATION_FAILED) or, for the broker, the cluster
+  (CLUSTER_AUTHORIZATION_FAILED);
 - CreateAcls, DeleteAcls / DescribeAcls: ALTER / DESCRIBE on the cluster, else
   CLUSTER_AUTHORIZATION_FAILED (checked in their own modules).
 
 A request naming several groups or topics is split: the allowed part goes to the handler, the
-denied part is answered with the error, and the answer keeps the request's order.
-Not checked yet (answered as without an authorizer): the topic admin APIs (CreateTopics,
-DeleteTopics, CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs and
-IncrementalAlterConfigs), InitProducerId, the topics of OffsetCommit/OffsetFetch/OffsetDelete,
-and the client-balance extension APIs.
+denied part is answered with the error (after the allowed entries, or in the request's order for
+the group lists). InitProducerId (idempotent producers) needs IDEMPOTENT_WRITE on the cluster or
+WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED. The authorized-operations fields
+(KIP-430) of Metadata, DescribeGroups, ConsumerGroupDescribe and DescribeCluster list what the
+client may do. Not checked (answered as without an authorizer): the topics of OffsetDelete and
+the client-balance extension APIs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +45,12 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.apis import find_coordinator
 from coordinator.apis.contract import ApiRegistry, ApiSpec, RequestContext, ResponseValue
+from coordinator.apis.operations import (
+    CLUSTER_OPERATIONS,
+    GROUP_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+)
 from coordinator.wire.access_control import AccessControl
 from coordinator.wire.acls import CLUSTER_NAME, Operation, ResourceType
 
@@ -296,34 +311,45 @@ def _topic_name(topic: Any, ctx: RequestContext) -> str | None:
     return None if found is None else found.name
 
 
-def _per_topic(
-    op: Operation,
-    topics_field: str,
-    denied_topic: Callable[[Any], dict[str, Any]],
-    answer_field: str,
-) -> Before:
+Denial = Callable[[Any, RequestContext, AccessControl], "dict[str, Any] | None"]
+
+
+def _per_entry(field: str | Callable[[int], str], answer_field: str, denial: Denial) -> Before:
+    """Entries of a request's list `field` that `denial` answers are answered so; the others
+    go to the handler, whose answer gets the denied entries appended."""
 
     def before(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
-        topics = list(getattr(request, topics_field))
-        names = [_topic_name(t, ctx) for t in topics]
-        denied = [
-            t
-            for t, name in zip(topics, names, strict=True)
-            if name is not None and not _may(access, ctx, op, _TOPIC, name)
-        ]
-        if not denied:
+        name = field(version) if callable(field) else field
+        entries = list(getattr(request, name))
+        verdicts = [denial(entry, ctx, access) for entry in entries]
+        extra = [v for v in verdicts if v is not None]
+        if not extra:
             return None
-        extra = [denied_topic(t) for t in denied]
-        allowed = tuple(t for t in topics if t not in denied)
+        allowed = tuple(e for e, v in zip(entries, verdicts, strict=True) if v is None)
 
         def merge(answer: dict[str, Any]) -> dict[str, Any]:
             return {**answer, answer_field: [*answer.get(answer_field, []), *extra]}
 
         if not allowed:
             return merge(_empty_answer(request, version, answer_field))
-        return Narrowed(dataclasses.replace(request, **{topics_field: allowed}), merge)
+        return Narrowed(dataclasses.replace(request, **{name: allowed}), merge)
 
     return before
+
+
+def _per_topic(
+    op: Operation,
+    topics_field: str,
+    denied_topic: Callable[[Any], dict[str, Any]],
+    answer_field: str,
+) -> Before:
+    def denial(topic: Any, ctx: RequestContext, access: AccessControl) -> dict[str, Any] | None:
+        name = _topic_name(topic, ctx)
+        if name is None or _may(access, ctx, op, _TOPIC, name):
+            return None
+        return denied_topic(topic)
+
+    return _per_entry(topics_field, answer_field, denial)
 
 
 def _empty_answer(request: Any, version: int, answer_field: str) -> dict[str, Any]:
@@ -381,6 +407,211 @@ def _list_offsets_denied(topic: Any) -> dict[str, Any]:
     }
 
 
+# -- topic admin APIs --------------------------------------------------------------------------
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
+
+
+def _create_topic(topic: Any, ctx: RequestContext, access: AccessControl) -> Any:
+    name = str(topic.name)
+    if _may(access, ctx, Operation.CREATE, _CLUSTER, CLUSTER_NAME) or _may(
+        access, ctx, Operation.CREATE, _TOPIC, name
+    ):
+        return None
+    return {
+        "name": name,
+        "error_code": TOPIC_DENIED,
+        "error_message": "Authorization failed.",
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }
+
+
+def _delete_topic(topic: Any, ctx: RequestContext, access: AccessControl) -> Any:
+    name = topic if isinstance(topic, str) else _topic_name(topic, ctx)
+    if name is None or _may(access, ctx, Operation.DELETE, _TOPIC, name):
+        return None
+    topic_id = getattr(topic, "topic_id", None)
+    return {
+        "name": name,
+        "topic_id": topic_id or uuid.UUID(int=0),
+        "error_code": TOPIC_DENIED,
+        "error_message": None,
+    }
+
+
+def _topic_operation(op: Operation, answer: Callable[[Any], dict[str, Any]]) -> Denial:
+    def denial(topic: Any, ctx: RequestContext, access: AccessControl) -> Any:
+        return None if _may(access, ctx, op, _TOPIC, str(topic.name)) else answer(topic)
+
+    return denial
+
+
+def _config_resource(op: Operation, with_configs: bool) -> Denial:
+    def denial(resource: Any, ctx: RequestContext, access: AccessControl) -> Any:
+        kind, name = int(resource.resource_type), str(resource.resource_name)
+        if kind == _CONFIG_TOPIC:
+            if _may(access, ctx, op, _TOPIC, name):
+                return None
+            code = TOPIC_DENIED
+        elif kind in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
+            if _may(access, ctx, op, _CLUSTER, CLUSTER_NAME):
+                return None
+            code = ErrorCode.cluster_authorization_failed
+        else:
+            return None
+        answer = {
+            "error_code": code,
+            "error_message": None,
+            "resource_type": kind,
+            "resource_name": name,
+        }
+        return {**answer, "configs": []} if with_configs else answer
+
+    return denial
+
+
+# -- topics of the offset APIs -----------------------------------------------------------------
+def _offset_commit(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """READ on the group, then READ on each topic committed to."""
+    if not _may(access, ctx, Operation.READ, _GROUP, request.group_id):
+        return _offset_commit_denied(request)
+    return _commit_topics(request, version, ctx, access)
+
+
+_commit_topics = _per_topic(
+    Operation.READ,
+    "topics",
+    lambda t: {
+        "name": t.name,
+        "topic_id": getattr(t, "topic_id", None),
+        "partitions": [
+            {"partition_index": p.partition_index, "error_code": TOPIC_DENIED} for p in t.partitions
+        ],
+    },
+    "topics",
+)
+
+
+def _offset_fetch_topics(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """Offsets of topics the client may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED when it
+    named them, left out when it asked for all (reading offsets changes nothing, so the
+    handler answers first and the answer is filtered)."""
+
+    def filtered(topics: list[dict[str, Any]], named: bool) -> list[dict[str, Any]]:
+        kept = []
+        for topic in topics:
+            if _may(access, ctx, Operation.DESCRIBE, _TOPIC, str(topic["name"])):
+                kept.append(topic)
+            elif named:
+                kept.append(
+                    {
+                        **topic,
+                        "partitions": [
+                            {
+                                **p,
+                                "committed_offset": -1,
+                                "metadata": "",
+                                "error_code": TOPIC_DENIED,
+                            }
+                            for p in topic["partitions"]
+                        ],
+                    }
+                )
+        return kept
+
+    if version < 8:
+        return {**answer, "topics": filtered(answer.get("topics", []), request.topics is not None)}
+    named = {g.group_id: g.topics is not None for g in request.groups}
+    groups = [
+        {**g, "topics": filtered(g.get("topics", []), named.get(g["group_id"], True))}
+        for g in answer.get("groups", [])
+    ]
+    return {**answer, "groups": groups}
+
+
+# -- producers, authorized operations ----------------------------------------------------------
+def _init_producer_id(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl
+) -> Any:
+    """An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
+    if request.transactional_id is not None:
+        return None  # answered COORDINATOR_NOT_AVAILABLE: no transactions here
+    if _may(access, ctx, Operation.IDEMPOTENT_WRITE, _CLUSTER, CLUSTER_NAME) or (
+        access.allowed_somewhere(ctx, Operation.WRITE, _TOPIC)
+    ):
+        return None
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.cluster_authorization_failed,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+
+
+def _operations(
+    access: AccessControl, ctx: RequestContext, kind: ResourceType, name: str, supported: int
+) -> int:
+    """The KIP-430 bitfield: the supported operations the client may do on the resource."""
+    allowed = 0
+    for operation in Operation:
+        if supported & (1 << operation) and _may(access, ctx, operation, kind, name):
+            allowed |= 1 << operation
+    return allowed
+
+
+def _with_operations(field: str, kind: ResourceType, supported: int, key: str) -> After:
+    """Compute `field` of each entry of the answer's list (when it was asked for)."""
+    entries_field = "topics" if kind is _TOPIC else "groups"
+
+    def after(
+        request: Any,
+        version: int,
+        ctx: RequestContext,
+        access: AccessControl,
+        answer: dict[str, Any],
+    ) -> dict[str, Any]:
+        entries = []
+        for entry in answer.get(entries_field, []):
+            asked = entry.get(field, NOT_REQUESTED) != NOT_REQUESTED
+            if asked and entry.get(key) is not None:
+                entry = {**entry, field: _operations(access, ctx, kind, entry[key], supported)}
+            entries.append(entry)
+        return {**answer, entries_field: entries}
+
+    return after
+
+
+def _cluster_operations(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl, answer: dict[str, Any]
+) -> dict[str, Any]:
+    field = "cluster_authorized_operations"
+    if answer.get(field, NOT_REQUESTED) == NOT_REQUESTED:
+        return answer
+    ops = _operations(access, ctx, _CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+    return {**answer, field: ops}
+
+
+def _then(*afters: After) -> After:
+    def after(
+        request: Any,
+        version: int,
+        ctx: RequestContext,
+        access: AccessControl,
+        answer: dict[str, Any],
+    ) -> dict[str, Any]:
+        for step in afters:
+            answer = step(request, version, ctx, access, answer)
+        return answer
+
+    return after
+
+
+_GROUP_OPERATIONS = _with_operations("authorized_operations", _GROUP, GROUP_OPERATIONS, "group_id")
+
+
 RULES: dict[int, Rule] = {
     11: Rule(
         _group_read(
@@ -412,11 +643,66 @@ RULES: dict[int, Rule] = {
             }
         )
     ),
-    8: Rule(_group_read(_offset_commit_denied)),
-    9: Rule(_offset_fetch),
+    8: Rule(_offset_commit),
+    9: Rule(_offset_fetch, _offset_fetch_topics),
+    19: Rule(_per_entry("topics", "topics", _create_topic)),
+    20: Rule(
+        _per_entry(lambda v: "topics" if v >= 6 else "topic_names", "responses", _delete_topic)
+    ),
+    37: Rule(
+        _per_entry(
+            "topics",
+            "results",
+            _topic_operation(
+                Operation.ALTER,
+                lambda t: {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None},
+            ),
+        )
+    ),
+    21: Rule(
+        _per_entry(
+            "topics",
+            "topics",
+            _topic_operation(
+                Operation.DELETE,
+                lambda t: {
+                    "name": t.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "low_watermark": -1,
+                            "error_code": TOPIC_DENIED,
+                        }
+                        for p in t.partitions
+                    ],
+                },
+            ),
+        )
+    ),
+    32: Rule(
+        _per_entry(
+            "resources", "results", _config_resource(Operation.DESCRIBE_CONFIGS, with_configs=True)
+        )
+    ),
+    33: Rule(
+        _per_entry(
+            "resources", "responses", _config_resource(Operation.ALTER_CONFIGS, with_configs=False)
+        )
+    ),
+    44: Rule(
+        _per_entry(
+            "resources", "responses", _config_resource(Operation.ALTER_CONFIGS, with_configs=False)
+        )
+    ),
     10: Rule(_find_coordinator),
-    15: Rule(_per_group("groups", "groups", Operation.DESCRIBE, _described_denied)),
-    69: Rule(_per_group("group_ids", "groups", Operation.DESCRIBE, _described_denied)),
+    15: Rule(
+        _per_group("groups", "groups", Operation.DESCRIBE, _described_denied), _GROUP_OPERATIONS
+    ),
+    69: Rule(
+        _per_group("group_ids", "groups", Operation.DESCRIBE, _described_denied), _GROUP_OPERATIONS
+    ),
+    22: Rule(_init_producer_id),
+    60: Rule(after=_cluster_operations),
     42: Rule(
         _per_group(
             "groups_names",
@@ -432,7 +718,13 @@ RULES: dict[int, Rule] = {
         )
     ),
     16: Rule(after=_list_groups),
-    3: Rule(after=_metadata),
+    3: Rule(
+        after=_then(
+            _metadata,
+            _with_operations("topic_authorized_operations", _TOPIC, TOPIC_OPERATIONS, "name"),
+            _cluster_operations,
+        )
+    ),
     0: Rule(_per_topic(Operation.WRITE, "topic_data", _produce_denied, "responses")),
     1: Rule(_per_topic(Operation.READ, "topics", _fetch_denied, "responses")),
     2: Rule(_per_topic(Operation.DESCRIBE, "topics", _list_offsets_denied, "topics")),

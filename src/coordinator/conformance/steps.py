@@ -15,6 +15,9 @@ prints and what `--replay` reads back, so a shrunk counterexample can be run aga
                                 its generation minus one; simple: generation -1, no member id)
     fetch a                     OffsetFetch of the group's partitions
     describe a                  DescribeGroups
+    beat c0 [join|leave|stale]  ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
+                                epoch acknowledging what it was assigned; join: epoch 0 with
+                                its subscription; leave: -1 (static c2: -2); stale: epoch - 1
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from dataclasses import dataclass
 
 GROUPS = ("a", "b")
 SLOTS = tuple(f"{g}{i}" for g in GROUPS for i in range(3))
+#: A KIP-848 consumer group (ConsumerGroupHeartbeat) of its own: c2 is static here too.
+CONSUMER_GROUP = "c"
+CONSUMER_SLOTS = tuple(f"{CONSUMER_GROUP}{i}" for i in range(3))
+BEAT_KINDS = ("", "join", "leave", "stale")
 #: Protocol lists a member may offer (a group selects one every member supports).
 PROTOCOL_CHOICES = (("range",), ("roundrobin", "range"), ("roundrobin",))
 PARTITIONS = (0, 1)
@@ -110,7 +117,16 @@ class Describe:
         return f"describe {self.group}"
 
 
-Step = Join | Sync | Heartbeat | Leave | Commit | Fetch | Describe
+@dataclass(frozen=True)
+class Beat:
+    slot: str
+    kind: str = ""
+
+    def __str__(self) -> str:
+        return f"beat {self.slot}" + (f" {self.kind}" if self.kind else "")
+
+
+Step = Join | Sync | Heartbeat | Leave | Commit | Fetch | Describe | Beat
 
 
 def parse_steps(text: str) -> list[Step]:
@@ -131,9 +147,18 @@ def parse_step(line: str) -> Step:
     words = line.split()
     verb, args = words[0], words[1:]
     try:
+        if verb == "beat":
+            slot, *kind = args
+            if slot not in CONSUMER_SLOTS:
+                raise StepSyntaxError(f"{line!r}: no consumer slot {slot!r} ({CONSUMER_SLOTS})")
+            if (kind and kind[0] not in BEAT_KINDS) or len(kind) > 1:
+                raise ValueError(line)
+            return Beat(slot, kind[0] if kind else "")
         if verb in ("fetch", "describe"):
             (group,) = args
-            if group not in GROUPS:
+            if group not in (*GROUPS, CONSUMER_GROUP) or (
+                verb == "describe" and group not in GROUPS
+            ):
                 raise StepSyntaxError(f"{line!r}: no group {group!r} (groups: {GROUPS})")
             return Fetch(group) if verb == "fetch" else Describe(group)
         slot, rest = _slot(line, args[0]), args[1:]

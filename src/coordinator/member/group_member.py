@@ -302,6 +302,8 @@ class GroupMember:
                             self._exchange(request)
                         )
                         continue
+                    if member.state in (MemberState.LEFT, MemberState.FAILED):
+                        continue  # done without a request (a static member's close): stop
                 self._run_callbacks()
                 wakeup = member.next_wakeup_ms(self._now_ms())
                 timeout = None if wakeup is None else max(wakeup - self._now_ms(), 0) / 1000

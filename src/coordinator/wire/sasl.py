@@ -126,6 +126,8 @@ class SaslAuthority:
         self.reauth_ms = reauth_ms
         self.clock = clock
         self.failures = FailureLog(clock=clock)
+        #: Successful re-authentications (KIP-368) so far, for tests and operators.
+        self.reauthentications = 0
 
     def handshake(self, session: Session, mechanism: str) -> ErrorCode:
         if mechanism not in self.mechanisms:
@@ -191,6 +193,8 @@ class SaslAuthority:
                 session, exchange.mechanism, "Cannot change principals during re-authentication",
                 f"re-authentication as {principal} on a connection of {session.principal}", user,
             )  # fmt: skip
+        if session.authenticated:
+            self.reauthentications += 1
         session.exchange = None
         session.authenticated = True
         session.principal = principal

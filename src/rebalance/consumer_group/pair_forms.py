@@ -24,6 +24,19 @@ _first = itemgetter(0)
 _second = itemgetter(1)
 
 
+class _Tables(dict[str, tuple[TopicPartition, ...]]):
+    """topic id -> its shared (name, partition) tuples, built on first use (a `KeyError` for a
+    topic the metadata no longer has)."""
+
+    def __init__(self, names: dict[str, str], counts: dict[str, int]) -> None:
+        super().__init__()
+        self._names, self._counts = names, counts
+
+    def __missing__(self, topic_id: str) -> tuple[TopicPartition, ...]:
+        table = self[topic_id] = topic_pairs(self._names[topic_id], self._counts[topic_id])
+        return table
+
+
 class PairForms:
     """Conversions for one topic metadata snapshot (one target computation)."""
 
@@ -36,25 +49,16 @@ class PairForms:
         self._counts = {t.topic_id: t.partitions for t in topics}
         #: topic id -> its place in name order (the assignors' order)
         self._rank = {t.topic_id: n for n, t in enumerate(topics)}
-        self._tables: dict[str, tuple[TopicPartition, ...]] = {}
-
-    def _table(self, topic_id: str) -> tuple[TopicPartition, ...]:
-        table = self._tables.get(topic_id)
-        if table is None:
-            name, count = self._names[topic_id], self._counts[topic_id]
-            table = self._tables[topic_id] = topic_pairs(name, count)
-        return table
+        self._tables = _Tables(self._names, self._counts)
 
     def owned(self, target: Assignment) -> tuple[list[TopicPartition], bool]:
         """A record's target as the assignor's owned pairs (the shared tuples of
         `assignors.pairs`), in name order, without topics or partition numbers that no longer
         exist; and whether nothing was left out."""
         try:
-            ranks = map(self._rank.__getitem__, map(_first, target))
-            ordered = list(map(_second, sorted(zip(ranks, target, strict=True))))
-            for topic_id in map(_first, ordered):
-                if topic_id not in self._tables:
-                    self._table(topic_id)
+            ranks = list(map(self._rank.__getitem__, map(_first, target)))
+            order = sorted(range(len(ranks)), key=ranks.__getitem__)
+            ordered = list(map(target.__getitem__, order))
             if set(map(len, map(_second, ordered))) <= {1}:
                 tables = map(self._tables.__getitem__, map(_first, ordered))
                 return list(map(getitem, tables, map(_first, map(_second, ordered)))), True
@@ -67,7 +71,7 @@ class PairForms:
         complete = len(kept) == len(target)
         owned: list[TopicPartition] = []
         for _, topic_id, partitions in kept:
-            count, table = self._counts[topic_id], self._table(topic_id)
+            count, table = self._counts[topic_id], self._tables[topic_id]
             valid = [p for p in partitions if p < count]
             complete &= len(valid) == len(partitions)
             owned.extend(map(table.__getitem__, valid))
