@@ -166,6 +166,7 @@ def test_steps_read_back_as_they_print() -> None:
         Describe("b"),
         Beat("c0", "join"),
         Beat("c2"),
+        Commit("c1", 0, 3, "stale"),
         Fetch("c"),
     ]
     assert parse_steps("; ".join(map(str, steps))) == steps
@@ -179,10 +180,11 @@ def test_steps_read_back_as_they_print() -> None:
 
 def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -> None:
     # c0 joins and gets both partitions; c1 joins and c0 is told to give one up; an epoch
-    # behind is fenced (c1 rejoins); once c0 leaves, c1 gets both.
+    # behind is fenced (c1 rejoins); once c0 leaves, c1 gets both; its commits (v9) carry its
+    # member epoch, one behind is STALE_MEMBER_EPOCH.
     steps = """
         beat c0 join; beat c1 join; beat c0; beat c1; beat c1 stale; beat c1
-        beat c0 leave; beat c1; fetch c
+        beat c0 leave; beat c1; commit c1 p0 4; commit c1 p1 5 stale; fetch c
     """
     report = replay(connect(node), steps)
     assert report.failure is None
@@ -192,6 +194,7 @@ def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -
     assert answers[4].startswith("error=fenced_member_epoch member=c1 epoch=0")
     assert answers[6].startswith("error=none member=c0 epoch=-1")
     assert answers[7].endswith("assignment=t:[0, 1]")
+    assert answers[8:] == ["p0=none", "p1=stale_member_epoch", "error=none p0=4 p1=-1"]
 
 
 def test_a_step_on_a_connection_that_waits_is_refused(node: RunningServer) -> None:
