@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Hashable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -214,8 +213,18 @@ async def test_the_differential_scenario_is_skipped_where_time_would_not_stand_s
     )
 
 
+def test_the_command_runs_the_differential_scenario_for_the_steps_asked(
+    node: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["conformance", "--bootstrap", node.bootstrap, "-k", "differential"]
+    assert main([*argv, "--differential-steps", "200"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"ok +differential\.lockstep .* no divergence in \d{3} steps", out), out
+    assert out.rstrip().endswith("1 passed, 0 failed, 0 skipped")
+
+
 def test_the_command_replays_steps_and_prints_the_answers(
-    node: RunningServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    node: RunningServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status = main(["conformance", "--bootstrap", node.bootstrap, "--replay", "join a0; join a0"])
     out = capsys.readouterr().out
