@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Hashable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -166,6 +165,7 @@ def test_steps_read_back_as_they_print() -> None:
         Describe("b"),
         Beat("c0", "join"),
         Beat("c2"),
+        Commit("c1", 0, 3, "stale"),
         Fetch("c"),
     ]
     assert parse_steps("; ".join(map(str, steps))) == steps
@@ -179,10 +179,11 @@ def test_steps_read_back_as_they_print() -> None:
 
 def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -> None:
     # c0 joins and gets both partitions; c1 joins and c0 is told to give one up; an epoch
-    # behind is fenced (c1 rejoins); once c0 leaves, c1 gets both.
+    # behind is fenced (c1 rejoins); once c0 leaves, c1 gets both; its commits (v9) carry its
+    # member epoch, one behind is STALE_MEMBER_EPOCH.
     steps = """
         beat c0 join; beat c1 join; beat c0; beat c1; beat c1 stale; beat c1
-        beat c0 leave; beat c1; fetch c
+        beat c0 leave; beat c1; commit c1 p0 4; commit c1 p1 5 stale; fetch c
     """
     report = replay(connect(node), steps)
     assert report.failure is None
@@ -192,6 +193,7 @@ def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -
     assert answers[4].startswith("error=fenced_member_epoch member=c1 epoch=0")
     assert answers[6].startswith("error=none member=c0 epoch=-1")
     assert answers[7].endswith("assignment=t:[0, 1]")
+    assert answers[8:] == ["p0=none", "p1=stale_member_epoch", "error=none p0=4 p1=-1"]
 
 
 def test_a_step_on_a_connection_that_waits_is_refused(node: RunningServer) -> None:
@@ -211,8 +213,18 @@ async def test_the_differential_scenario_is_skipped_where_time_would_not_stand_s
     )
 
 
+def test_the_command_runs_the_differential_scenario_for_the_steps_asked(
+    node: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["conformance", "--bootstrap", node.bootstrap, "-k", "differential"]
+    assert main([*argv, "--differential-steps", "200"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"ok +differential\.lockstep .* no divergence in \d{3} steps", out), out
+    assert out.rstrip().endswith("1 passed, 0 failed, 0 skipped")
+
+
 def test_the_command_replays_steps_and_prints_the_answers(
-    node: RunningServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    node: RunningServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status = main(["conformance", "--bootstrap", node.bootstrap, "--replay", "join a0; join a0"])
     out = capsys.readouterr().out

@@ -125,6 +125,8 @@ class BrokerSide:
         _, client = self._connections[connection]
         api_key, values = to_request(command, self.broker.versions)
         version = self.broker.versions[api_key]
+        if isinstance(command, OffsetCommit) and command.version > version:
+            version = command.version  # a KIP-848 commit (v9), checked by the session
         sent_as = client.next_correlation_id()
         request = build_request(api_key, version, values)
         await client.send(encode_request(request, sent_as, client.client_id))

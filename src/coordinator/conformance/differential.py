@@ -30,9 +30,18 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from coordinator.conformance.broker import CONSUMER_GROUP_HEARTBEAT, BrokerUnderTest
+from coordinator.conformance.broker import (
+    CONSUMER_GROUP_HEARTBEAT,
+    OFFSET_COMMIT,
+    BrokerUnderTest,
+)
 from coordinator.conformance.broker_side import BrokerSide, ConnectionPool
-from coordinator.conformance.lockstep import Divergence, Lockstep, StepNotPossible
+from coordinator.conformance.lockstep import (
+    KIP848_COMMIT_VERSION,
+    Divergence,
+    Lockstep,
+    StepNotPossible,
+)
 from coordinator.conformance.model_side import ModelSide
 from coordinator.conformance.steps import (
     BEAT_KINDS,
@@ -122,7 +131,9 @@ class Session:
         # id (the model must assign the same topic) and one target assignment per epoch bump
         # (batching by time would make the model, whose clock stands still, wait forever).
         batching = self.broker.setting_ms("group.consumer.assignment.interval.ms") or 0
-        if self.broker.versions.get(CONSUMER_GROUP_HEARTBEAT, -1) >= 1 and not batching:
+        heartbeats = self.broker.versions.get(CONSUMER_GROUP_HEARTBEAT, -1) >= 1
+        commits = self.broker.advertised.get(OFFSET_COMMIT, -1) >= KIP848_COMMIT_VERSION
+        if heartbeats and commits and not batching:
             self.topics = [self.run(self.broker.topic_info(self.topic))]
 
     @property
@@ -221,6 +232,16 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
         @rule()
         def fetch_consumer_group(self) -> None:
             self._apply(Fetch(CONSUMER_GROUP))
+
+        @precondition(_consumer_groups)
+        @rule(
+            slot=st.sampled_from(CONSUMER_SLOTS),
+            partition=st.sampled_from(PARTITIONS),
+            offset=st.integers(0, 99),
+            mode=st.sampled_from(COMMIT_MODES),
+        )
+        def commit_consumer_group(self, slot: str, partition: int, offset: int, mode: str) -> None:
+            self._apply(Commit(slot, partition, offset, mode))
 
         def teardown(self) -> None:
             session.end(self.lockstep)

@@ -4,7 +4,8 @@
 What may differ, and how it is normalised:
 
 * member ids are random on both sides: each side's ids are named by slot and incarnation
-  (`a0`, then `a0#2` after a `join a0 fresh`), and answers are compared by name;
+  (`a0`, then `a0#2` after a `join a0 fresh`), and answers are compared by name (a KIP-848
+  member's id is the client's, the same on both sides, and named by its slot);
 * the leader, where Kafka's choice is arbitrary: the first member to join leads, but when the
   leader leaves or does not rejoin Kafka takes whichever member its hash map yields first. When
   the model re-elected a leader since the broker last showed one, and the broker's choice is a
@@ -76,6 +77,8 @@ LONG_MS = 600_000
 #: How long the broker may take to give an answer the model gave (beyond the initial delay).
 ANSWER_TIMEOUT_S = 5.0
 
+#: The OffsetCommit version of a KIP-848 member (its member epoch checked, STALE_MEMBER_EPOCH).
+KIP848_COMMIT_VERSION = 9
 #: How long a request the model parks is given to reach the broker before the next step.
 PARKED_SETTLE_S = 0.002
 
@@ -87,7 +90,8 @@ class Divergence(AssertionError):
 
 
 class StepNotPossible(ValueError):
-    """A replayed step a consumer could not send: its connection waits for a parked answer."""
+    """A replayed step that cannot be sent: its connection waits for a parked answer, or the
+    broker cannot take KIP-848 steps."""
 
 
 @dataclass
@@ -262,7 +266,9 @@ class Lockstep:
         instance = instance_of(slot)
         if isinstance(step, Beat):
             return self._beat(step, view, group_id, instance)
-        generation = view.generation[slot]
+        # A KIP-848 member's commit carries its member epoch (OffsetCommit v9, KIP-848).
+        kip848 = slot in CONSUMER_SLOTS
+        generation = view.epoch[slot] if kip848 else view.generation[slot]
         if isinstance(step, Join):
             if step.fresh:
                 view.ids[slot] = ""
@@ -312,7 +318,7 @@ class Lockstep:
             generation_id=-1 if simple else generation - (step.mode == "stale"),
             member_id="" if simple else view.ids[slot],
             group_instance_id=None if simple else instance,
-            version=v[OFFSET_COMMIT],
+            version=KIP848_COMMIT_VERSION if kip848 else v[OFFSET_COMMIT],
         )
 
     def _beat(

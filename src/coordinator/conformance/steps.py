@@ -12,7 +12,8 @@ prints and what `--replay` reads back, so a shrunk counterexample can be run aga
     leave a0                    LeaveGroup
     commit a0 p1 42 [stale|simple]
                                 OffsetCommit of offset 42 to partition 1 as the member (stale:
-                                its generation minus one; simple: generation -1, no member id)
+                                its generation minus one; simple: generation -1, no member id);
+                                for c0-c2 OffsetCommit v9 with the member epoch (stale: minus one)
     fetch a                     OffsetFetch of the group's partitions
     describe a                  DescribeGroups
     beat c0 [join|leave|stale]  ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
@@ -161,7 +162,10 @@ def parse_step(line: str) -> Step:
             ):
                 raise StepSyntaxError(f"{line!r}: no group {group!r} (groups: {GROUPS})")
             return Fetch(group) if verb == "fetch" else Describe(group)
-        slot, rest = _slot(line, args[0]), args[1:]
+        if verb == "commit" and args and args[0] in CONSUMER_SLOTS:
+            slot, rest = args[0], args[1:]  # a KIP-848 member's commit (v9: its epoch)
+        else:
+            slot, rest = _slot(line, args[0]), args[1:]
         if verb == "join":
             protocols: tuple[str, ...] = ("range",)
             fresh = False
