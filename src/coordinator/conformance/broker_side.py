@@ -10,50 +10,22 @@ Connections are pooled across runs: one still holding a parked request is closed
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any
 
 from coordinator.conformance.broker import (
-    CONSUMER_GROUP_HEARTBEAT,
-    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    SYNC_GROUP,
     BrokerUnderTest,
 )
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import build_request, encode_request
+from coordinator.wire.group_messages import api_key_of, reply_of, request_values
 from rebalance.commands import (
     Command,
-    DescribeGroups,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
     OffsetCommit,
-    OffsetFetch,
-    SyncGroup,
 )
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.errors import ErrorCode
 from rebalance.replies import (
     AnyReply,
-    ConsumerGroupHeartbeatReply,
-    DescribedGroup,
-    DescribedMember,
-    DescribeGroupsReply,
-    FetchedOffset,
-    HeartbeatReply,
-    JoinGroupMember,
-    JoinGroupReply,
-    LeaveGroupReply,
-    LeftMember,
-    OffsetCommitReply,
-    OffsetFetchReply,
-    SyncGroupReply,
 )
 
 CLIENT_ID = "rebalance-conformance"
@@ -123,8 +95,9 @@ class BrokerSide:
         """Write the request now (it reaches the broker before anything sent later), and read
         its answer in a task: it may be parked."""
         _, client = self._connections[connection]
-        api_key, values = to_request(command, self.broker.versions)
+        api_key = api_key_of(command)
         version = self.broker.versions[api_key]
+        _, values = request_values(command, version)
         if isinstance(command, OffsetCommit) and command.version > version:
             version = command.version  # a KIP-848 commit (v9), checked by the session
         sent_as = client.next_correlation_id()
@@ -141,7 +114,7 @@ class BrokerSide:
         correlation_id, response = await client.read_response(api_key, version)
         if correlation_id != sent_as:
             raise ConnectionError(f"correlation id {correlation_id}, expected {sent_as}")
-        return to_reply(command, response)
+        return reply_of(command, response, _error)
 
     async def close(self) -> None:
         """Pool the connections that hold no request; close the others."""
@@ -156,100 +129,6 @@ class BrokerSide:
         self._pending.clear()
 
 
-def to_request(command: Command[Any], versions: dict[int, int]) -> tuple[int, dict[str, Any]]:
-    """The API key and request values for `command` (kio fills what a version lacks)."""
-    if isinstance(command, JoinGroup):
-        return JOIN_GROUP, {
-            "group_id": command.group_id,
-            "session_timeout": command.session_timeout_ms,
-            "rebalance_timeout": command.rebalance_timeout_ms,
-            "member_id": command.member_id,
-            "group_instance_id": command.group_instance_id,
-            "protocol_type": command.protocol_type,
-            "protocols": [{"name": n, "metadata": m} for n, m in command.protocols],
-            "reason": command.reason,
-        }
-    if isinstance(command, SyncGroup):
-        return SYNC_GROUP, {
-            "group_id": command.group_id,
-            "generation_id": command.generation_id,
-            "member_id": command.member_id,
-            "group_instance_id": command.group_instance_id,
-            "protocol_type": command.protocol_type,
-            "protocol_name": command.protocol_name,
-            "assignments": [{"member_id": m, "assignment": a} for m, a in command.assignments],
-        }
-    if isinstance(command, Heartbeat):
-        return HEARTBEAT, {
-            "group_id": command.group_id,
-            "generation_id": command.generation_id,
-            "member_id": command.member_id,
-            "group_instance_id": command.group_instance_id,
-        }
-    if isinstance(command, LeaveGroup):
-        values: dict[str, Any] = {"group_id": command.group_id}
-        if versions[LEAVE_GROUP] >= 3:
-            values["members"] = [
-                {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                 "reason": m.reason}
-                for m in command.members
-            ]  # fmt: skip
-        else:
-            (only,) = command.members
-            values["member_id"] = only.member_id
-        return LEAVE_GROUP, values
-    if isinstance(command, OffsetCommit):
-        return OFFSET_COMMIT, {
-            "group_id": command.group_id,
-            "generation_id_or_member_epoch": command.generation_id,
-            "generation_id": command.generation_id,
-            "member_id": command.member_id,
-            "group_instance_id": command.group_instance_id,
-            "retention_time": command.retention_time_ms,
-            "topics": [
-                {"name": t.name, "partitions": [
-                    {"partition_index": p.partition, "committed_offset": p.offset,
-                     "committed_leader_epoch": p.leader_epoch, "committed_metadata": p.metadata,
-                     "commit_timestamp": p.commit_timestamp_ms}
-                    for p in t.partitions
-                ]}
-                for t in command.topics
-            ],
-        }  # fmt: skip
-    if isinstance(command, OffsetFetch):
-        assert command.topics is not None
-        return OFFSET_FETCH, {
-            "group_id": command.group_id,
-            "topics": [{"name": t, "partition_indexes": list(ps)} for t, ps in command.topics],
-            "require_stable": command.require_stable,
-        }
-    if isinstance(command, ConsumerGroupHeartbeat):
-        owned = command.topic_partitions
-        return CONSUMER_GROUP_HEARTBEAT, {
-            "group_id": command.group_id,
-            "member_id": command.member_id,
-            "member_epoch": command.member_epoch,
-            "instance_id": command.instance_id,
-            "rack_id": command.rack_id,
-            "rebalance_timeout": command.rebalance_timeout_ms,
-            "subscribed_topic_names": (
-                None if command.subscribed_topic_names is None
-                else list(command.subscribed_topic_names)
-            ),
-            "subscribed_topic_regex": command.subscribed_topic_regex,
-            "server_assignor": command.server_assignor,
-            "topic_partitions": None if owned is None else [
-                {"topic_id": uuid.UUID(t), "partitions": list(ps)} for t, ps in owned
-            ],
-        }  # fmt: skip
-    if isinstance(command, DescribeGroups):
-        return DESCRIBE_GROUPS, {
-            "groups": list(command.group_ids),
-            "include_authorized_operations": False,
-        }
-    raise TypeError(f"no wire form for {type(command).__name__}")
-
-
 def _error(code: Any) -> ErrorCode:
     """A code the model never gives (not in its table) reads as UNKNOWN_SERVER_ERROR, which the
     model never gives either: it still shows as a divergence."""
@@ -257,87 +136,3 @@ def _error(code: Any) -> ErrorCode:
         return ErrorCode(int(code))
     except ValueError:
         return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-def to_reply(command: Command[Any], r: Any) -> AnyReply:
-    """The broker's response as the reply the core gives (fields a version lacks: defaults)."""
-    if isinstance(command, JoinGroup):
-        return JoinGroupReply(
-            _error(r.error_code),
-            generation_id=r.generation_id,
-            protocol_type=getattr(r, "protocol_type", None),
-            protocol_name=r.protocol_name,
-            leader=r.leader,
-            member_id=r.member_id,
-            members=tuple(
-                JoinGroupMember(m.member_id, getattr(m, "group_instance_id", None), m.metadata)
-                for m in r.members
-            ),
-        )
-    if isinstance(command, SyncGroup):
-        return SyncGroupReply(
-            _error(r.error_code),
-            bytes(r.assignment),
-            getattr(r, "protocol_type", None),
-            getattr(r, "protocol_name", None),
-        )
-    if isinstance(command, Heartbeat):
-        return HeartbeatReply(_error(r.error_code))
-    if isinstance(command, LeaveGroup):
-        members = tuple(
-            LeftMember(m.member_id, m.group_instance_id, _error(m.error_code))
-            for m in getattr(r, "members", ())
-        )
-        return LeaveGroupReply(_error(r.error_code), members)
-    if isinstance(command, OffsetCommit):
-        return OffsetCommitReply(
-            tuple(
-                (t.name, tuple((p.partition_index, _error(p.error_code)) for p in t.partitions))
-                for t in r.topics
-            )
-        )
-    if isinstance(command, OffsetFetch):
-        return OffsetFetchReply(
-            _error(getattr(r, "error_code", 0)),
-            tuple(
-                (t.name, tuple(
-                    FetchedOffset(p.partition_index, p.committed_offset,
-                                  getattr(p, "committed_leader_epoch", -1), p.metadata or "",
-                                  _error(p.error_code))
-                    for p in t.partitions
-                ))
-                for t in r.topics
-            ),
-        )  # fmt: skip
-    if isinstance(command, ConsumerGroupHeartbeat):
-        assignment = None
-        if r.assignment is not None:
-            assignment = tuple(
-                (str(t.topic_id), tuple(int(p) for p in t.partitions))
-                for t in r.assignment.topic_partitions
-            )
-        return ConsumerGroupHeartbeatReply(
-            _error(r.error_code),
-            r.error_message,
-            r.member_id,
-            r.member_epoch,
-            int(r.heartbeat_interval.total_seconds() * 1000),
-            assignment,
-        )
-    if isinstance(command, DescribeGroups):
-        return DescribeGroupsReply(
-            tuple(
-                DescribedGroup(
-                    g.group_id, _error(g.error_code), g.group_state, g.protocol_type,
-                    g.protocol_data,
-                    tuple(
-                        DescribedMember(m.member_id, getattr(m, "group_instance_id", None),
-                                        m.client_id, m.client_host, bytes(m.member_metadata),
-                                        bytes(m.member_assignment))
-                        for m in g.members
-                    ),
-                )
-                for g in r.groups
-            )
-        )  # fmt: skip
-    raise TypeError(f"no reply form for {type(command).__name__}")

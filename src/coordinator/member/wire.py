@@ -10,11 +10,10 @@ member id is the client's) and OffsetCommit v9 (the member epoch in place of the
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any, Final
 
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from coordinator.wire.group_messages import api_key_of, reply_of, request_values
+from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member.messages import (
     DescribeTopics,
@@ -22,22 +21,16 @@ from rebalance.member.messages import (
     FindCoordinatorReply,
     TopicsDescribed,
 )
-from rebalance.replies import (
-    ConsumerGroupHeartbeatReply,
-    HeartbeatReply,
-    JoinGroupMember,
-    JoinGroupReply,
-    LeaveGroupReply,
-    LeftMember,
-    OffsetCommitReply,
-    SyncGroupReply,
-)
 
 METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (3, 12), (8, 8), (9, 7), (10, 3)
 CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT_EPOCH = (68, 1), (8, 9)
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (11, 7), (12, 4), (13, 4), (14, 5)
 JOIN_EXTRA_S: Final = 5.0
 """A JoinGroup may be parked for the rebalance timeout: Java waits that long plus 5 s."""
+
+VERSIONS: Final = dict((JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, OFFSET_COMMIT,
+                        CONSUMER_GROUP_HEARTBEAT))  # fmt: skip
+"""The version sent of each group API (a commit of a KIP-848 member: `OFFSET_COMMIT_EPOCH`)."""
 
 WireRequest = tuple[tuple[int, int], dict[str, Any]]
 
@@ -59,83 +52,11 @@ def to_wire(request: Any) -> WireRequest:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         }
-    if isinstance(request, JoinGroup):
-        return JOIN_GROUP, {
-            "group_id": request.group_id,
-            "session_timeout": request.session_timeout_ms,
-            "rebalance_timeout": request.rebalance_timeout_ms,
-            "member_id": request.member_id,
-            "group_instance_id": request.group_instance_id,
-            "protocol_type": request.protocol_type,
-            "protocols": [{"name": n, "metadata": m} for n, m in request.protocols],
-        }
-    if isinstance(request, SyncGroup):
-        return SYNC_GROUP, {
-            "group_id": request.group_id,
-            "generation_id": request.generation_id,
-            "member_id": request.member_id,
-            "group_instance_id": request.group_instance_id,
-            "protocol_type": request.protocol_type,
-            "protocol_name": request.protocol_name,
-            "assignments": [{"member_id": m, "assignment": a} for m, a in request.assignments],
-        }
-    if isinstance(request, Heartbeat):
-        return HEARTBEAT, {
-            "group_id": request.group_id,
-            "generation_id": request.generation_id,
-            "member_id": request.member_id,
-            "group_instance_id": request.group_instance_id,
-        }
-    if isinstance(request, LeaveGroup):
-        return LEAVE_GROUP, {
-            "group_id": request.group_id,
-            "members": [
-                {"member_id": m.member_id, "group_instance_id": m.group_instance_id}
-                for m in request.members
-            ],
-        }
-    if isinstance(request, ConsumerGroupHeartbeat):
-        owned = request.topic_partitions
-        return CONSUMER_GROUP_HEARTBEAT, {
-            "group_id": request.group_id,
-            "member_id": request.member_id,
-            "member_epoch": request.member_epoch,
-            "instance_id": request.instance_id,
-            "rack_id": request.rack_id,
-            "rebalance_timeout": request.rebalance_timeout_ms,
-            "subscribed_topic_names": None
-            if request.subscribed_topic_names is None
-            else list(request.subscribed_topic_names),
-            "subscribed_topic_regex": request.subscribed_topic_regex,
-            "server_assignor": request.server_assignor,
-            "topic_partitions": None
-            if owned is None
-            else [{"topic_id": uuid.UUID(t), "partitions": list(ps)} for t, ps in owned],
-        }
-    if isinstance(request, OffsetCommit):
-        api = OFFSET_COMMIT_EPOCH if request.version >= 9 else OFFSET_COMMIT
-        return api, {
-            "group_id": request.group_id,
-            "generation_id_or_member_epoch": request.generation_id,
-            "member_id": request.member_id,
-            "group_instance_id": request.group_instance_id,
-            "topics": [
-                {
-                    "name": t.name,
-                    "partitions": [
-                        {
-                            "partition_index": p.partition,
-                            "committed_offset": p.offset,
-                            "committed_leader_epoch": p.leader_epoch,
-                            "committed_metadata": p.metadata,
-                        }
-                        for p in t.partitions
-                    ],
-                }
-                for t in request.topics
-            ],
-        }
-    raise TypeError(f"no wire form for {type(request).__name__}")
+    key = api_key_of(request)
+    version = VERSIONS[key]
+    if isinstance(request, OffsetCommit) and request.version >= 9:
+        version = OFFSET_COMMIT_EPOCH[1]  # a KIP-848 member's commit: the member epoch
+    return (key, version), request_values(request, version)[1]
 
 
 def from_wire(request: Any, response: Any) -> Any:
@@ -152,63 +73,7 @@ def from_wire(request: Any, response: Any) -> Any:
             {str(t.name): len(t.partitions) for t in found},
             {str(t.name): str(t.topic_id) for t in found},
         )
-    if isinstance(request, ConsumerGroupHeartbeat):
-        assignment = response.assignment
-        interval = response.heartbeat_interval
-        return ConsumerGroupHeartbeatReply(
-            error(response.error_code),
-            response.error_message,
-            response.member_id,
-            int(response.member_epoch),
-            int(interval / timedelta(milliseconds=1))
-            if isinstance(interval, timedelta)
-            else int(interval),
-            None
-            if assignment is None
-            else tuple(
-                (str(t.topic_id), tuple(int(p) for p in t.partitions))
-                for t in assignment.topic_partitions
-            ),
-        )
-    if isinstance(request, JoinGroup):
-        return JoinGroupReply(
-            error(response.error_code),
-            int(response.generation_id),
-            response.protocol_type,
-            response.protocol_name,
-            response.leader,
-            response.member_id,
-            bool(getattr(response, "skip_assignment", False)),
-            tuple(
-                JoinGroupMember(m.member_id, m.group_instance_id, bytes(m.metadata))
-                for m in response.members
-            ),
-        )
-    if isinstance(request, SyncGroup):
-        return SyncGroupReply(
-            error(response.error_code),
-            bytes(response.assignment),
-            response.protocol_type,
-            response.protocol_name,
-        )
-    if isinstance(request, Heartbeat):
-        return HeartbeatReply(error(response.error_code))
-    if isinstance(request, LeaveGroup):
-        return LeaveGroupReply(
-            error(response.error_code),
-            tuple(
-                LeftMember(m.member_id, m.group_instance_id, error(m.error_code))
-                for m in response.members
-            ),
-        )
-    if isinstance(request, OffsetCommit):
-        return OffsetCommitReply(
-            tuple(
-                (t.name, tuple((int(p.partition_index), error(p.error_code)) for p in t.partitions))
-                for t in response.topics
-            )
-        )
-    raise TypeError(f"no reply for {type(request).__name__}")
+    return reply_of(request, response)
 
 
 def offset_fetch(group_id: str, partitions: list[tuple[str, int]]) -> WireRequest:

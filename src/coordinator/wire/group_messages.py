@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 from rebalance.commands import (
     Command,
@@ -46,6 +46,11 @@ from rebalance.replies import (
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT = 8, 9, 11, 12
 LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 13, 14, 15, 68
+API_KEYS: Final[dict[type[Any], int]] = {
+    OffsetCommit: OFFSET_COMMIT, OffsetFetch: OFFSET_FETCH, JoinGroup: JOIN_GROUP,
+    Heartbeat: HEARTBEAT, LeaveGroup: LEAVE_GROUP, SyncGroup: SYNC_GROUP,
+    DescribeGroups: DESCRIBE_GROUPS, ConsumerGroupHeartbeat: CONSUMER_GROUP_HEARTBEAT,
+}  # fmt: skip
 
 ErrorReader = Callable[[Any], ErrorCode]
 
@@ -53,6 +58,14 @@ ErrorReader = Callable[[Any], ErrorCode]
 def strict_error(value: Any) -> ErrorCode:
     """An error code the core knows (ValueError for one it does not)."""
     return ErrorCode(int(value))
+
+
+def api_key_of(command: Command[Any]) -> int:
+    """The API that carries `command`."""
+    try:
+        return API_KEYS[type(command)]
+    except KeyError:
+        raise TypeError(f"no wire form for {type(command).__name__}") from None
 
 
 def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, Any]]:
