@@ -19,13 +19,16 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from coordinator.app import Extension, ServerApp
 from coordinator.collector import tune_for_serving
 from coordinator.command_line import OneLineParser, add_debug_argument, run_command
 from coordinator.config import ConfigError, SettingClaim, parse_settings
 from coordinator.errors import UsageError
 from coordinator.partition_log.topics import InvalidTopicError, check_topic_name
+
+if TYPE_CHECKING:  # the console script imports this module for its options: keep it light
+    from coordinator.app import Extension
 
 logger = logging.getLogger("coordinator.serve")
 
@@ -112,6 +115,8 @@ async def run_serve(
         config = parse_settings(settings, claims=claims)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    from coordinator.app import ServerApp
+
     app = ServerApp(config, args.data_dir, topics=args.topic, extensions=extensions)
     host, port = args.bind
     await app.start(host, port)

@@ -30,6 +30,7 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.target import TargetInputs, compute_target
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result, TimerEffect
@@ -199,6 +200,10 @@ class GroupHarness:
             self.advance(max(deadline - self.clock.now_ms(), 0))
         if not done():
             raise AssertionError("condition not reached: no timer left to fire")
+
+    def topics_changed(self, metadata: TopicMetadata) -> None:
+        """Tell the core the cluster's topics (consumer groups assign their partitions)."""
+        self._absorb(self.core.topics_changed(metadata, self.clock.now_ms()))
 
     def unload(self, partition: int) -> None:
         """Stop owning `partition` (spec §4): parked requests are answered NOT_COORDINATOR."""

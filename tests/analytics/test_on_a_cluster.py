@@ -14,7 +14,10 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from messy_log import messy_log, write_rotated
@@ -37,10 +40,10 @@ CLUSTER = "local-cluster[2,1,768]"
 """Two workers of one core and 768 MB each: small enough for a 2-core CI machine."""
 
 
-def _run_on_cluster(
+def _start_on_cluster(
     command: str, spark_events: Path, *argv: str, executor_python: str = sys.executable
-) -> str:
-    """Run `python -m coordinator.analytics COMMAND` on the cluster; its stdout."""
+) -> subprocess.Popen[str]:
+    """Start `python -m coordinator.analytics COMMAND` on a cluster of its own."""
     spark_events.mkdir()
     conf = {
         "spark.executor.memory": "512m",
@@ -51,14 +54,57 @@ def _run_on_cluster(
         "spark.eventLog.compress": "false",  # JSON lines we can read
     }
     settings = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
-    result = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "coordinator.analytics", command, "--master", CLUSTER,
          *settings, "--quiet", *argv],
-        capture_output=True, text=True, timeout=600, check=False,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=os.environ | {"PYSPARK_PYTHON": executor_python},
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    return result.stdout
+
+
+def _finished(process: subprocess.Popen[str]) -> str:
+    """The command's stdout, once it has succeeded."""
+    try:
+        stdout, stderr = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, stderr[-4000:]
+    return stdout
+
+
+@dataclass(frozen=True)
+class ClusterRuns:
+    """Both commands, started together: most of a local cluster's minute is its processes
+    starting and registering with each other, which two clusters can do side by side."""
+
+    report_log: list[dict[str, Any]]
+    report: subprocess.Popen[str]
+    sweep: subprocess.Popen[str]
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRuns]:
+    root = tmp_path_factory.mktemp("on-a-cluster")
+    log = messy_log(seed=3)
+    (root / "log").mkdir()
+    events = write_rotated(log, root / "log")
+    # No Python on the executors: the report is Spark SQL only (as docs/analytics.md promises).
+    report = _start_on_cluster(
+        "report", root / "report-events", str(events), "--out", str(root / "report-out"),
+        executor_python=str(root / "no-python-here"),
+    )  # fmt: skip
+    grid = ["--members", "5", "--topics", "3", "--partitions-per-topic", "4"]
+    grid += ["--subscriptions", "mixed", "--racks", "0,3", "--churn", "3", "--seed", "2"]
+    sweep = _start_on_cluster("sweep", root / "sweep-events", "--out", str(root / "sweep-out"),
+                              *grid)  # fmt: skip
+    yield ClusterRuns(log, report, sweep, root)
+    for process in (report, sweep):
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def _task_executors(spark_events: Path) -> Counter[str]:
@@ -78,20 +124,12 @@ def _ran_on_both_executors(spark_events: Path) -> None:
     assert min(executors.values()) > 0
 
 
-def test_report_on_a_cluster_equals_the_reference(spark: SparkSession, tmp_path: Path) -> None:
-    log = messy_log(seed=3)
-    (tmp_path / "log").mkdir()
-    events = write_rotated(log, tmp_path / "log")
-    out = tmp_path / "out"
-    # No Python on the executors: the report is Spark SQL only (as docs/analytics.md promises).
-    no_python = str(tmp_path / "no-python-here")
-    stdout = _run_on_cluster(
-        "report", tmp_path / "spark-events", str(events), "--out", str(out),
-        executor_python=no_python,
-    )  # fmt: skip
+def test_report_on_a_cluster_equals_the_reference(spark: SparkSession, runs: ClusterRuns) -> None:
+    log, out = runs.report_log, runs.root / "report-out"
+    stdout = _finished(runs.report)
 
     assert f"{len(log)} lines: {len(log)} events, 0 quarantined" in stdout
-    _ran_on_both_executors(tmp_path / "spark-events")
+    _ran_on_both_executors(runs.root / "report-events")
     episodes = spark.read.parquet(str(out / "episodes")).orderBy("group", "episode").collect()
     expected = assert_episodes_match(episodes, log)
     groups = spark.read.parquet(str(out / "groups")).orderBy("group").collect()
@@ -99,15 +137,12 @@ def test_report_on_a_cluster_equals_the_reference(spark: SparkSession, tmp_path:
     assert (out / "index.html").stat().st_size > 0
 
 
-def test_sweep_on_a_cluster_equals_the_task_code(spark: SparkSession, tmp_path: Path) -> None:
-    grid = ["--members", "5", "--topics", "3", "--partitions-per-topic", "4"]
-    grid += ["--subscriptions", "mixed", "--racks", "0,3", "--churn", "3", "--seed", "2"]
-    out = tmp_path / "out"
-    _run_on_cluster("sweep", tmp_path / "spark-events", "--out", str(out), *grid)
+def test_sweep_on_a_cluster_equals_the_task_code(spark: SparkSession, runs: ClusterRuns) -> None:
+    _finished(runs.sweep)
 
-    _ran_on_both_executors(tmp_path / "spark-events")
+    _ran_on_both_executors(runs.root / "sweep-events")
     deterministic = [c for c in COLUMNS if c != "compute_ms"]
-    rows = spark.read.parquet(str(out / "sweep")).select(*deterministic).collect()
+    rows = spark.read.parquet(str(runs.root / "sweep-out" / "sweep")).select(*deterministic)
     scenarios = [(5, 3, 4, "mixed", racks, 2) for racks in (0, 3)]
     expected = [
         dict(zip(COLUMNS, values, strict=True))
@@ -117,5 +152,5 @@ def test_sweep_on_a_cluster_equals_the_task_code(spark: SparkSession, tmp_path: 
     for row in expected:
         del row["compute_ms"]
     key = lambda r: tuple(str(r[c]) for c in deterministic)  # noqa: E731
-    assert sorted((r.asDict() for r in rows), key=key) == sorted(expected, key=key)
+    assert sorted((r.asDict() for r in rows.collect()), key=key) == sorted(expected, key=key)
     assert {r["implementation"] for r in expected} == {OURS, KAFKA_PYTHON}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from coordinator.config import ConfigError, parse_settings
 from coordinator.testing import RunningServer, WireClient, running_server
 from coordinator.wire.acls import (
@@ -43,7 +44,7 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDI
 JOIN, HEARTBEAT, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 11, 12, 16, 15, 42
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
 
@@ -550,3 +551,61 @@ async def test_offsets_of_topics_the_principal_may_not_see(node: RunningServer) 
     )
     assert named.topics[0].partitions[0].error_code == TOPIC_DENIED
     await alice.close()
+
+
+def test_some_resource_of_a_type_as_kafka_asks_for_idempotent_producers() -> None:
+    def any_write(acls: list[Acl], **options: Any) -> bool:
+        authorizer = Authorizer(lambda: acls, **options)
+        return authorizer.authorize_any("User:bob", "10.0.0.1", WRITE, TOPIC)
+
+    assert not any_write([acl(GROUP, "g", "User:bob", READ)])
+    assert any_write([], allow_if_no_acl=True)
+    assert any_write([acl(TOPIC, "b-", "User:bob", WRITE, pattern=PREFIXED)])
+    assert not any_write(
+        [
+            acl(TOPIC, "b-", "User:bob", WRITE, pattern=PREFIXED),
+            acl(TOPIC, "b", "User:bob", ALL, DENY, pattern=PREFIXED),
+        ]
+    )
+    assert not any_write(
+        [acl(TOPIC, "t", "User:bob", WRITE), acl(TOPIC, "*", "User:*", WRITE, DENY)]
+    )
+    assert any_write([acl(TOPIC, "t", "User:bob", WRITE), acl(TOPIC, "u", "User:bob", WRITE, DENY)])
+
+
+async def test_idempotent_producers_need_write_somewhere(node: RunningServer) -> None:
+    bob = await client_of(node, "bob")
+    init = {
+        "transactional_id": None,
+        "transaction_timeout": 60_000,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    assert (await bob.request(INIT_PRODUCER_ID, 4, init)).error_code == CLUSTER_DENIED
+    await grant(node)  # WRITE (ALL) on the topic "visible" for everyone
+    answer = await bob.request(INIT_PRODUCER_ID, 4, init)
+    assert answer.error_code == 0 and answer.producer_id >= 0
+    await bob.close()
+
+
+async def test_authorized_operations_say_what_the_client_may_do(node: RunningServer) -> None:
+    await grant(node)
+    alice, admin = await client_of(node, "alice"), await client_of(node, "admin")
+    asked = {
+        "topics": [{"name": "visible", "topic_id": None}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True,
+        "include_cluster_authorized_operations": True,
+    }
+    as_alice = await alice.request(METADATA, 8, asked)
+    as_admin = await admin.request(METADATA, 8, asked)
+    assert as_alice.topics[0].topic_authorized_operations == TOPIC_OPERATIONS  # ALL for User:*
+    assert as_alice.cluster_authorized_operations == 0
+    assert as_admin.cluster_authorized_operations == CLUSTER_OPERATIONS  # a super user
+    await alice.request(JOIN, 5, join("team-a"))
+    described = await alice.request(
+        DESCRIBE_GROUPS, 5, {"groups": ["team-a"], "include_authorized_operations": True}
+    )
+    assert described.groups[0].authorized_operations == (1 << READ) | (1 << DESCRIBE)
+    await alice.close()
+    await admin.close()

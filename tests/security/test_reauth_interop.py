@@ -23,7 +23,7 @@ pytestmark = [
 ]
 
 TOPIC = "reauth"
-LIFETIME_MS = 1200
+LIFETIME_MS = 2000
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_consumers_outlive_their_sasl_sessions(node: RunningServer) -> None:
                 topic=TOPIC,
                 group=f"reauth-{lib}",
                 count=3,
-                linger=2.5 * LIFETIME_MS / 1000,
+                linger=2.2 * LIFETIME_MS / 1000,
             )
             for lib in LIBRARIES
         }

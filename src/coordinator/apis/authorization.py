@@ -26,10 +26,11 @@ and error codes follow Kafka's KafkaApis:
 
 A request naming several groups or topics is split: the allowed part goes to the handler, the
 denied part is answered with the error (after the allowed entries, or in the request's order for
-the group lists). Not checked (answered as without an authorizer): InitProducerId (Kafka wants
-IDEMPOTENT_WRITE on the cluster or WRITE on some topic), the topics of OffsetDelete, the
-client-balance extension APIs, DescribeCluster; the authorized-operations fields of Metadata,
-DescribeGroups and DescribeCluster still list every operation.
+the group lists). InitProducerId (idempotent producers) needs IDEMPOTENT_WRITE on the cluster or
+WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED. The authorized-operations fields
+(KIP-430) of Metadata, DescribeGroups, ConsumerGroupDescribe and DescribeCluster list what the
+client may do. Not checked (answered as without an authorizer): the topics of OffsetDelete and
+the client-balance extension APIs.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.apis import find_coordinator
 from coordinator.apis.contract import ApiRegistry, ApiSpec, RequestContext, ResponseValue
+from coordinator.apis.operations import (
+    CLUSTER_OPERATIONS,
+    GROUP_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+)
 from coordinator.wire.access_control import AccessControl
 from coordinator.wire.acls import CLUSTER_NAME, Operation, ResourceType
 
@@ -525,6 +532,86 @@ def _offset_fetch_topics(
     return {**answer, "groups": groups}
 
 
+# -- producers, authorized operations ----------------------------------------------------------
+def _init_producer_id(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl
+) -> Any:
+    """An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
+    if request.transactional_id is not None:
+        return None  # answered COORDINATOR_NOT_AVAILABLE: no transactions here
+    if _may(access, ctx, Operation.IDEMPOTENT_WRITE, _CLUSTER, CLUSTER_NAME) or (
+        access.allowed_somewhere(ctx, Operation.WRITE, _TOPIC)
+    ):
+        return None
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.cluster_authorization_failed,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+
+
+def _operations(
+    access: AccessControl, ctx: RequestContext, kind: ResourceType, name: str, supported: int
+) -> int:
+    """The KIP-430 bitfield: the supported operations the client may do on the resource."""
+    allowed = 0
+    for operation in Operation:
+        if supported & (1 << operation) and _may(access, ctx, operation, kind, name):
+            allowed |= 1 << operation
+    return allowed
+
+
+def _with_operations(field: str, kind: ResourceType, supported: int, key: str) -> After:
+    """Compute `field` of each entry of the answer's list (when it was asked for)."""
+    entries_field = "topics" if kind is _TOPIC else "groups"
+
+    def after(
+        request: Any,
+        version: int,
+        ctx: RequestContext,
+        access: AccessControl,
+        answer: dict[str, Any],
+    ) -> dict[str, Any]:
+        entries = []
+        for entry in answer.get(entries_field, []):
+            asked = entry.get(field, NOT_REQUESTED) != NOT_REQUESTED
+            if asked and entry.get(key) is not None:
+                entry = {**entry, field: _operations(access, ctx, kind, entry[key], supported)}
+            entries.append(entry)
+        return {**answer, entries_field: entries}
+
+    return after
+
+
+def _cluster_operations(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl, answer: dict[str, Any]
+) -> dict[str, Any]:
+    field = "cluster_authorized_operations"
+    if answer.get(field, NOT_REQUESTED) == NOT_REQUESTED:
+        return answer
+    ops = _operations(access, ctx, _CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+    return {**answer, field: ops}
+
+
+def _then(*afters: After) -> After:
+    def after(
+        request: Any,
+        version: int,
+        ctx: RequestContext,
+        access: AccessControl,
+        answer: dict[str, Any],
+    ) -> dict[str, Any]:
+        for step in afters:
+            answer = step(request, version, ctx, access, answer)
+        return answer
+
+    return after
+
+
+_GROUP_OPERATIONS = _with_operations("authorized_operations", _GROUP, GROUP_OPERATIONS, "group_id")
+
+
 RULES: dict[int, Rule] = {
     11: Rule(
         _group_read(
@@ -608,8 +695,14 @@ RULES: dict[int, Rule] = {
         )
     ),
     10: Rule(_find_coordinator),
-    15: Rule(_per_group("groups", "groups", Operation.DESCRIBE, _described_denied)),
-    69: Rule(_per_group("group_ids", "groups", Operation.DESCRIBE, _described_denied)),
+    15: Rule(
+        _per_group("groups", "groups", Operation.DESCRIBE, _described_denied), _GROUP_OPERATIONS
+    ),
+    69: Rule(
+        _per_group("group_ids", "groups", Operation.DESCRIBE, _described_denied), _GROUP_OPERATIONS
+    ),
+    22: Rule(_init_producer_id),
+    60: Rule(after=_cluster_operations),
     42: Rule(
         _per_group(
             "groups_names",
@@ -625,7 +718,13 @@ RULES: dict[int, Rule] = {
         )
     ),
     16: Rule(after=_list_groups),
-    3: Rule(after=_metadata),
+    3: Rule(
+        after=_then(
+            _metadata,
+            _with_operations("topic_authorized_operations", _TOPIC, TOPIC_OPERATIONS, "name"),
+            _cluster_operations,
+        )
+    ),
     0: Rule(_per_topic(Operation.WRITE, "topic_data", _produce_denied, "responses")),
     1: Rule(_per_topic(Operation.READ, "topics", _fetch_denied, "responses")),
     2: Rule(_per_topic(Operation.DESCRIBE, "topics", _list_offsets_denied, "topics")),

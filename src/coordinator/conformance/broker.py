@@ -15,8 +15,10 @@ from typing import Any
 
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import kio_versions
+from rebalance.consumer_group.group import TopicInfo
 
 API_VERSIONS = 18
+METADATA = 3
 FIND_COORDINATOR = 10
 JOIN_GROUP = 11
 HEARTBEAT = 12
@@ -57,6 +59,11 @@ KAFKA_DEFAULTS: Mapping[str, str] = {
     "group.max.size": "2147483647",
     "offsets.topic.num.partitions": "50",
     "offsets.retention.check.interval.ms": "600000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.max.size": "2147483647",
+    # Kafka 4.3's batching of target assignments (absent before: one per epoch bump, as 0).
+    "group.consumer.assignment.interval.ms": "0",
 }
 
 
@@ -155,6 +162,24 @@ class BrokerUnderTest:
         finally:
             await client.close()
         return response.topics[0].error_code.name in ("none", "topic_already_exists")
+
+    async def topic_info(self, name: str) -> TopicInfo:
+        """The topic's id and partition count (Metadata v10+, where topics have ids)."""
+        client = await WireClient.connect(self.host, self.port)
+        try:
+            version = min(self.advertised.get(METADATA, 0), 12)
+            if version < 10:
+                raise BrokerError(f"Metadata v{version} has no topic ids (v10+ needed)")
+            response = await client.request(
+                METADATA,
+                version,
+                {"topics": [{"name": name, "topic_id": None}], "allow_auto_topic_creation": False,
+                 "include_topic_authorized_operations": False},
+            )  # fmt: skip
+        finally:
+            await client.close()
+        (topic,) = response.topics
+        return TopicInfo(name, str(topic.topic_id), len(topic.partitions))
 
     async def member(self, group_id: str) -> Member:
         """A connection to `group_id`'s coordinator."""

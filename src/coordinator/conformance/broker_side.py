@@ -10,9 +10,11 @@ Connections are pooled across runs: one still holding a parked request is closed
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from coordinator.conformance.broker import (
+    CONSUMER_GROUP_HEARTBEAT,
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     HEARTBEAT,
@@ -35,9 +37,11 @@ from rebalance.commands import (
     OffsetFetch,
     SyncGroup,
 )
+from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.errors import ErrorCode
 from rebalance.replies import (
     AnyReply,
+    ConsumerGroupHeartbeatReply,
     DescribedGroup,
     DescribedMember,
     DescribeGroupsReply,
@@ -121,6 +125,8 @@ class BrokerSide:
         _, client = self._connections[connection]
         api_key, values = to_request(command, self.broker.versions)
         version = self.broker.versions[api_key]
+        if isinstance(command, OffsetCommit) and command.version > version:
+            version = command.version  # a KIP-848 commit (v9), checked by the session
         sent_as = client.next_correlation_id()
         request = build_request(api_key, version, values)
         await client.send(encode_request(request, sent_as, client.client_id))
@@ -217,6 +223,25 @@ def to_request(command: Command[Any], versions: dict[int, int]) -> tuple[int, di
             "topics": [{"name": t, "partition_indexes": list(ps)} for t, ps in command.topics],
             "require_stable": command.require_stable,
         }
+    if isinstance(command, ConsumerGroupHeartbeat):
+        owned = command.topic_partitions
+        return CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": command.group_id,
+            "member_id": command.member_id,
+            "member_epoch": command.member_epoch,
+            "instance_id": command.instance_id,
+            "rack_id": command.rack_id,
+            "rebalance_timeout": command.rebalance_timeout_ms,
+            "subscribed_topic_names": (
+                None if command.subscribed_topic_names is None
+                else list(command.subscribed_topic_names)
+            ),
+            "subscribed_topic_regex": command.subscribed_topic_regex,
+            "server_assignor": command.server_assignor,
+            "topic_partitions": None if owned is None else [
+                {"topic_id": uuid.UUID(t), "partitions": list(ps)} for t, ps in owned
+            ],
+        }  # fmt: skip
     if isinstance(command, DescribeGroups):
         return DESCRIBE_GROUPS, {
             "groups": list(command.group_ids),
@@ -284,6 +309,21 @@ def to_reply(command: Command[Any], r: Any) -> AnyReply:
                 for t in r.topics
             ),
         )  # fmt: skip
+    if isinstance(command, ConsumerGroupHeartbeat):
+        assignment = None
+        if r.assignment is not None:
+            assignment = tuple(
+                (str(t.topic_id), tuple(int(p) for p in t.partitions))
+                for t in r.assignment.topic_partitions
+            )
+        return ConsumerGroupHeartbeatReply(
+            _error(r.error_code),
+            r.error_message,
+            r.member_id,
+            r.member_epoch,
+            int(r.heartbeat_interval.total_seconds() * 1000),
+            assignment,
+        )
     if isinstance(command, DescribeGroups):
         return DescribeGroupsReply(
             tuple(

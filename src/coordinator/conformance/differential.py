@@ -1,7 +1,8 @@
 """The differential run: random client actions against the broker and the model in lockstep.
 
 Hypothesis's stateful testing draws sequences of steps (`steps`: joins, syncs, heartbeats,
-leaves, commits, fetches, describes from six members of two groups) and `Lockstep` sends each
+leaves, commits, fetches, describes from six members of two classic groups; KIP-848 heartbeats
+from three of a consumer group) and `Lockstep` sends each
 to the broker under test and to the pure core; the first answer that differs fails the run, and
 Hypothesis shrinks the sequence to a short one that still fails. The failure names the diverging
 request and prints the run as steps that `replay` (`--differential --replay '...'`) runs again.
@@ -29,16 +30,29 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.conformance.broker import (
+    CONSUMER_GROUP_HEARTBEAT,
+    OFFSET_COMMIT,
+    BrokerUnderTest,
+)
 from coordinator.conformance.broker_side import BrokerSide, ConnectionPool
-from coordinator.conformance.lockstep import Divergence, Lockstep, StepNotPossible
+from coordinator.conformance.lockstep import (
+    KIP848_COMMIT_VERSION,
+    Divergence,
+    Lockstep,
+    StepNotPossible,
+)
 from coordinator.conformance.model_side import ModelSide
 from coordinator.conformance.steps import (
+    BEAT_KINDS,
     COMMIT_MODES,
+    CONSUMER_GROUP,
+    CONSUMER_SLOTS,
     GROUPS,
     PARTITIONS,
     PROTOCOL_CHOICES,
     SLOTS,
+    Beat,
     Commit,
     Describe,
     Fetch,
@@ -50,6 +64,7 @@ from coordinator.conformance.steps import (
     group_of,
     parse_steps,
 )
+from rebalance.consumer_group.group import TopicInfo
 
 T = TypeVar("T")
 
@@ -99,6 +114,7 @@ class Session:
         self.runs = 0
         self.steps = 0
         self.adoptions = 0
+        self.topics: list[TopicInfo] = []
 
     def report(
         self, seconds: float, failure: str | None, log: tuple[str, ...] = ()
@@ -111,16 +127,31 @@ class Session:
     def prepare(self) -> None:
         if not self.run(self.broker.ensure_topic(self.topic, TOPIC_PARTITIONS)):
             raise RuntimeError(f"the broker did not create the topic {self.topic!r} for commits")
+        # KIP-848 steps need ConsumerGroupHeartbeat v1 (client-chosen member ids), the topic's
+        # id (the model must assign the same topic) and one target assignment per epoch bump
+        # (batching by time would make the model, whose clock stands still, wait forever).
+        batching = self.broker.setting_ms("group.consumer.assignment.interval.ms") or 0
+        heartbeats = self.broker.versions.get(CONSUMER_GROUP_HEARTBEAT, -1) >= 1
+        commits = self.broker.advertised.get(OFFSET_COMMIT, -1) >= KIP848_COMMIT_VERSION
+        if heartbeats and commits and not batching:
+            self.topics = [self.run(self.broker.topic_info(self.topic))]
+
+    @property
+    def consumer_groups(self) -> bool:
+        return bool(self.topics)
 
     def start(self) -> Lockstep:
         self.runs += 1
-        group_ids = {g: f"differential-{self.id}-{self.runs}-{g}" for g in GROUPS}
+        groups = (*GROUPS, CONSUMER_GROUP) if self.consumer_groups else GROUPS
+        slots = (*SLOTS, *CONSUMER_SLOTS) if self.consumer_groups else SLOTS
+        group_ids = {g: f"differential-{self.id}-{self.runs}-{g}" for g in groups}
         side = BrokerSide(self.broker, self.pool)
-        names = {slot: group_ids[group_of(slot)] for slot in SLOTS}
-        names |= {f"admin-{g}": group_ids[g] for g in GROUPS}
+        names = {slot: group_ids[group_of(slot)] for slot in slots}
+        names |= {f"admin-{g}": group_ids[g] for g in groups}
         self.run(side.open(names))
-        model = ModelSide(self.broker.settings)
-        return Lockstep(model, side, group_ids, self.topic, self.broker.versions)
+        model = ModelSide(self.broker.settings, self.topics)
+        topic_names = {t.topic_id: t.name for t in self.topics}
+        return Lockstep(model, side, group_ids, self.topic, self.broker.versions, topic_names)
 
     def end(self, lockstep: Lockstep) -> None:
         self.steps += lockstep.steps
@@ -188,6 +219,29 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
         @rule(group=st.sampled_from(GROUPS), fetch=st.booleans())
         def observe(self, group: str, fetch: bool) -> None:
             self._apply(Fetch(group) if fetch else Describe(group))
+
+        def _consumer_groups(self) -> bool:
+            return session.consumer_groups
+
+        @precondition(_consumer_groups)
+        @rule(slot=st.sampled_from(CONSUMER_SLOTS), kind=st.sampled_from(BEAT_KINDS))
+        def beat(self, slot: str, kind: str) -> None:
+            self._apply(Beat(slot, kind))
+
+        @precondition(_consumer_groups)
+        @rule()
+        def fetch_consumer_group(self) -> None:
+            self._apply(Fetch(CONSUMER_GROUP))
+
+        @precondition(_consumer_groups)
+        @rule(
+            slot=st.sampled_from(CONSUMER_SLOTS),
+            partition=st.sampled_from(PARTITIONS),
+            offset=st.integers(0, 99),
+            mode=st.sampled_from(COMMIT_MODES),
+        )
+        def commit_consumer_group(self, slot: str, partition: int, offset: int, mode: str) -> None:
+            self._apply(Commit(slot, partition, offset, mode))
 
         def teardown(self) -> None:
             session.end(self.lockstep)

@@ -4,7 +4,8 @@
 What may differ, and how it is normalised:
 
 * member ids are random on both sides: each side's ids are named by slot and incarnation
-  (`a0`, then `a0#2` after a `join a0 fresh`), and answers are compared by name;
+  (`a0`, then `a0#2` after a `join a0 fresh`), and answers are compared by name (a KIP-848
+  member's id is the client's, the same on both sides, and named by its slot);
 * the leader, where Kafka's choice is arbitrary: the first member to join leads, but when the
   leader leaves or does not rejoin Kafka takes whichever member its hash map yields first. When
   the model re-elected a leader since the broker last showed one, and the broker's choice is a
@@ -22,11 +23,14 @@ offsets, group states) raises `Divergence` with the run so far, printed as repla
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.consumer_protocol import Subscription, encode_subscription
 from coordinator.conformance.broker import (
+    CONSUMER_GROUP_HEARTBEAT,
     DESCRIBE_GROUPS,
     HEARTBEAT,
     JOIN_GROUP,
@@ -38,8 +42,11 @@ from coordinator.conformance.broker import (
 from coordinator.conformance.broker_side import BrokerSide
 from coordinator.conformance.model_side import ModelSide
 from coordinator.conformance.steps import (
+    CONSUMER_GROUP,
+    CONSUMER_SLOTS,
     PARTITIONS,
     SLOTS,
+    Beat,
     Describe,
     Fetch,
     Heartbeat,
@@ -52,8 +59,10 @@ from coordinator.conformance.steps import (
 )
 from rebalance import commands
 from rebalance.commands import Command
+from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.replies import (
     AnyReply,
+    ConsumerGroupHeartbeatReply,
     DescribeGroupsReply,
     HeartbeatReply,
     JoinGroupReply,
@@ -68,6 +77,8 @@ LONG_MS = 600_000
 #: How long the broker may take to give an answer the model gave (beyond the initial delay).
 ANSWER_TIMEOUT_S = 5.0
 
+#: The OffsetCommit version of a KIP-848 member (its member epoch checked, STALE_MEMBER_EPOCH).
+KIP848_COMMIT_VERSION = 9
 #: How long a request the model parks is given to reach the broker before the next step.
 PARKED_SETTLE_S = 0.002
 
@@ -79,14 +90,15 @@ class Divergence(AssertionError):
 
 
 class StepNotPossible(ValueError):
-    """A replayed step a consumer could not send: its connection waits for a parked answer."""
+    """A replayed step that cannot be sent: its connection waits for a parked answer, or the
+    broker cannot take KIP-848 steps."""
 
 
 @dataclass
 class View:
     """What one side has told the run so far: member ids by slot, generations, leaders."""
 
-    ids: dict[str, str] = field(default_factory=lambda: dict.fromkeys(SLOTS, ""))
+    ids: dict[str, str] = field(default_factory=lambda: dict.fromkeys(SLOTS, ""))  # + c0-c2
     names: dict[str, str] = field(default_factory=dict)
     incarnations: dict[str, int] = field(default_factory=dict)
     generation: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SLOTS, -1))
@@ -95,6 +107,9 @@ class View:
     protocol: dict[str, str | None] = field(default_factory=dict)
     #: The first protocol each slot offered in its last JoinGroup.
     offered: dict[str, str] = field(default_factory=dict)
+    #: KIP-848 members: epoch and the partitions last assigned (topic id, partitions).
+    epoch: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CONSUMER_SLOTS, 0))
+    owned: dict[str, tuple[tuple[str, tuple[int, ...]], ...]] = field(default_factory=dict)
 
     def name(self, member_id: str) -> str:
         if not member_id:
@@ -132,6 +147,7 @@ class Lockstep:
         group_ids: dict[str, str],
         topic: str,
         versions: dict[int, int],
+        topic_names: Mapping[str, str] = {},
     ) -> None:
         self.model = model
         self.broker = broker
@@ -148,6 +164,13 @@ class Lockstep:
         self.answer_timeout_s = ANSWER_TIMEOUT_S + delay_s
         self._labels: dict[bytes, str] = {}
         self._current: Step | None = None
+        self._topic_names = dict(topic_names)
+        # KIP-848 member ids are the client's (ConsumerGroupHeartbeat v1): the same on both sides.
+        for slot in CONSUMER_SLOTS if CONSUMER_GROUP in group_ids else ():
+            member_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{group_ids[CONSUMER_GROUP]}/{slot}"))
+            for view in self.views.values():
+                view.ids[slot] = member_id
+                view.names[member_id] = slot
 
     def busy(self, slot: str) -> bool:
         """The slot's JoinGroup or SyncGroup is parked: its connection waits for the answer."""
@@ -163,6 +186,11 @@ class Lockstep:
     async def apply(self, step: Step) -> None:
         self._check_early_answers()
         self._current = step
+        if _group(step) not in self.group_ids:
+            raise StepNotPossible(
+                f"step {self.steps + 1} ({step}): KIP-848 steps need ConsumerGroupHeartbeat v1 "
+                "and group.consumer.assignment.interval.ms 0 or absent"
+            )
         if isinstance(step, Join | Sync) and self.busy(step.slot):
             raise StepNotPossible(
                 f"step {self.steps + 1} ({step}): the slot's connection waits for an answer"
@@ -236,7 +264,11 @@ class Lockstep:
         slot = step.slot
         group_id = self.group_ids[group_of(slot)]
         instance = instance_of(slot)
-        generation = view.generation[slot]
+        if isinstance(step, Beat):
+            return self._beat(step, view, group_id, instance)
+        # A KIP-848 member's commit carries its member epoch (OffsetCommit v9, KIP-848).
+        kip848 = slot in CONSUMER_SLOTS
+        generation = view.epoch[slot] if kip848 else view.generation[slot]
         if isinstance(step, Join):
             if step.fresh:
                 view.ids[slot] = ""
@@ -286,8 +318,31 @@ class Lockstep:
             generation_id=-1 if simple else generation - (step.mode == "stale"),
             member_id="" if simple else view.ids[slot],
             group_instance_id=None if simple else instance,
-            version=v[OFFSET_COMMIT],
+            version=KIP848_COMMIT_VERSION if kip848 else v[OFFSET_COMMIT],
         )
+
+    def _beat(
+        self, step: Beat, view: View, group_id: str, instance: str | None
+    ) -> ConsumerGroupHeartbeat:
+        """A KIP-848 consumer's heartbeat: full when joining (epoch 0, its subscription),
+        else its epoch and the partitions it owns (what it was last assigned)."""
+        slot = step.slot
+        version = self.versions[CONSUMER_GROUP_HEARTBEAT]
+        if step.kind == "join" or (step.kind == "" and view.epoch[slot] == 0):  # out: joins
+            return ConsumerGroupHeartbeat(
+                group_id, view.ids[slot], 0, instance_id=instance, rebalance_timeout_ms=LONG_MS,
+                subscribed_topic_names=(self.topic,), topic_partitions=(), version=version,
+            )  # fmt: skip
+        if step.kind == "leave":
+            epoch = -2 if instance is not None else -1
+            return ConsumerGroupHeartbeat(
+                group_id, view.ids[slot], epoch, instance_id=instance, version=version
+            )
+        epoch = view.epoch[slot] - (step.kind == "stale")
+        return ConsumerGroupHeartbeat(
+            group_id, view.ids[slot], epoch, instance_id=instance,
+            topic_partitions=view.owned.get(slot, ()), version=version,
+        )  # fmt: skip
 
     def _metadata(self, slot: str, protocol: str) -> bytes:
         """A consumer Subscription to the run's topic whose user data names slot and protocol."""
@@ -381,6 +436,20 @@ class Lockstep:
                 view.members[group] = tuple(view.name(m.member_id) for m in reply.members)
         elif isinstance(f.step, Leave) and _left(reply):
             view.ids[f.step.slot] = ""
+        elif isinstance(f.step, Beat) and isinstance(reply, ConsumerGroupHeartbeatReply):
+            self._remember_beat(f.step, reply, view)
+
+    def _remember_beat(self, step: Beat, reply: ConsumerGroupHeartbeatReply, view: View) -> None:
+        """As a KIP-848 consumer does: keep the epoch and assignment it is given; after
+        leaving, or when fenced or unknown, start again from epoch 0 owning nothing."""
+        slot = step.slot
+        if reply.error or step.kind == "leave":
+            view.epoch[slot] = 0
+            view.owned[slot] = ()
+            return
+        view.epoch[slot] = reply.member_epoch
+        if reply.assignment is not None:
+            view.owned[slot] = reply.assignment
 
     def _normalise(self, f: InFlight, reply: AnyReply, view: View) -> Answer:
         if isinstance(reply, JoinGroupReply):
@@ -413,6 +482,19 @@ class Lockstep:
                         "" if o.error.name == "NONE" else f"/{_err(o.error)}"
                     )
             return answer
+        if isinstance(reply, ConsumerGroupHeartbeatReply):
+            assigned = (
+                "unchanged" if reply.assignment is None
+                else " ".join(f"{'t' if t in self._topic_names else t}:{sorted(ps)}"
+                              for t, ps in sorted(reply.assignment))
+            )  # fmt: skip
+            return {
+                "error": _err(reply.error),
+                "member": view.name(reply.member_id or ""),
+                "epoch": str(reply.member_epoch),
+                "interval": str(reply.heartbeat_interval_ms),
+                "assignment": assigned if not reply.error else "",
+            }
         assert isinstance(reply, DescribeGroupsReply)
         (g,) = reply.groups
         described = sorted(

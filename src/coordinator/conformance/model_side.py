@@ -13,12 +13,13 @@ the timer left). So a run does not see the delay extended by joins arriving duri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rebalance.classic.group import Group
 from rebalance.commands import Command
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.group import TopicInfo, TopicMetadata
 from rebalance.replies import AnyReply
 from rebalance.testing import GroupHarness
 
@@ -28,16 +29,26 @@ MODEL_SETTINGS = (
     "group.min.session.timeout.ms",
     "group.max.session.timeout.ms",
     "group.max.size",
+    "group.consumer.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.max.size",
+    "group.consumer.assignment.interval.ms",
 )
 
 
 class ModelSide:
     """One run's model: a fresh core; commands in, replies (possibly later) out."""
 
-    def __init__(self, settings: Mapping[str, str], seed: int = 0) -> None:
+    def __init__(
+        self, settings: Mapping[str, str], topics: Sequence[TopicInfo] = (), seed: int = 0
+    ) -> None:
         chosen = {k: v for k, v in settings.items() if k in MODEL_SETTINGS}
+        # A broker without Kafka 4.3's assignment batching computes one target per epoch bump.
+        chosen.setdefault("group.consumer.assignment.interval.ms", "0")
         self.config = CoordinatorConfig.model_validate(chosen)
         self.harness = GroupHarness(self.config, seed=seed)
+        # The broker's topics, with the broker's topic ids: assignments name topics by id.
+        self.harness.topics_changed(TopicMetadata.of(topics))
         #: Groups whose leader the model re-elected (the old one left or did not rejoin) since
         #: the broker last showed its own choice: Kafka picks any member then.
         self.reelected: set[str] = set()

@@ -561,9 +561,10 @@ async def max_size(ctx: Context) -> None:
 
 @scenario(
     "differential.lockstep",
-    rule="every classic rule at once (§1.5, §1.6, §2, §3.1, §5): random sequences of JoinGroup, "
+    rule="every rule at once (§1.5, §1.6, §2, §3.1, §5, §7): random sequences of JoinGroup, "
     "SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and DescribeGroups from six "
-    "members of two groups, answered as the executable model (the pure core) answers them",
+    "members of two classic groups, and ConsumerGroupHeartbeat from three of a KIP-848 group, "
+    "answered as the executable model (the pure core) answers them",
     kafka="the model's answers: error codes, generations, leader (where Kafka's choice is not "
     "free), protocol, member lists, assignments, offsets, group states",
     assumes=(

@@ -12,9 +12,13 @@ prints and what `--replay` reads back, so a shrunk counterexample can be run aga
     leave a0                    LeaveGroup
     commit a0 p1 42 [stale|simple]
                                 OffsetCommit of offset 42 to partition 1 as the member (stale:
-                                its generation minus one; simple: generation -1, no member id)
+                                its generation minus one; simple: generation -1, no member id);
+                                for c0-c2 OffsetCommit v9 with the member epoch (stale: minus one)
     fetch a                     OffsetFetch of the group's partitions
     describe a                  DescribeGroups
+    beat c0 [join|leave|stale]  ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
+                                epoch acknowledging what it was assigned; join: epoch 0 with
+                                its subscription; leave: -1 (static c2: -2); stale: epoch - 1
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ from dataclasses import dataclass
 
 GROUPS = ("a", "b")
 SLOTS = tuple(f"{g}{i}" for g in GROUPS for i in range(3))
+#: A KIP-848 consumer group (ConsumerGroupHeartbeat) of its own: c2 is static here too.
+CONSUMER_GROUP = "c"
+CONSUMER_SLOTS = tuple(f"{CONSUMER_GROUP}{i}" for i in range(3))
+BEAT_KINDS = ("", "join", "leave", "stale")
 #: Protocol lists a member may offer (a group selects one every member supports).
 PROTOCOL_CHOICES = (("range",), ("roundrobin", "range"), ("roundrobin",))
 PARTITIONS = (0, 1)
@@ -110,7 +118,16 @@ class Describe:
         return f"describe {self.group}"
 
 
-Step = Join | Sync | Heartbeat | Leave | Commit | Fetch | Describe
+@dataclass(frozen=True)
+class Beat:
+    slot: str
+    kind: str = ""
+
+    def __str__(self) -> str:
+        return f"beat {self.slot}" + (f" {self.kind}" if self.kind else "")
+
+
+Step = Join | Sync | Heartbeat | Leave | Commit | Fetch | Describe | Beat
 
 
 def parse_steps(text: str) -> list[Step]:
@@ -131,12 +148,24 @@ def parse_step(line: str) -> Step:
     words = line.split()
     verb, args = words[0], words[1:]
     try:
+        if verb == "beat":
+            slot, *kind = args
+            if slot not in CONSUMER_SLOTS:
+                raise StepSyntaxError(f"{line!r}: no consumer slot {slot!r} ({CONSUMER_SLOTS})")
+            if (kind and kind[0] not in BEAT_KINDS) or len(kind) > 1:
+                raise ValueError(line)
+            return Beat(slot, kind[0] if kind else "")
         if verb in ("fetch", "describe"):
             (group,) = args
-            if group not in GROUPS:
+            if group not in (*GROUPS, CONSUMER_GROUP) or (
+                verb == "describe" and group not in GROUPS
+            ):
                 raise StepSyntaxError(f"{line!r}: no group {group!r} (groups: {GROUPS})")
             return Fetch(group) if verb == "fetch" else Describe(group)
-        slot, rest = _slot(line, args[0]), args[1:]
+        if verb == "commit" and args and args[0] in CONSUMER_SLOTS:
+            slot, rest = args[0], args[1:]  # a KIP-848 member's commit (v9: its epoch)
+        else:
+            slot, rest = _slot(line, args[0]), args[1:]
         if verb == "join":
             protocols: tuple[str, ...] = ("range",)
             fresh = False

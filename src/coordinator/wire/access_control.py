@@ -63,3 +63,12 @@ class AccessControl:
         principal = ANONYMOUS if session is None else session.principal
         host = "" if session is None else session.client_host
         return self.authorizer.authorize(principal, host, operation, kind, name)
+
+    def allowed_somewhere(
+        self, ctx: RequestContext, operation: Operation, kind: ResourceType
+    ) -> bool:
+        """Whether the client may do `operation` on some resource of the type."""
+        session = ctx.session
+        principal = ANONYMOUS if session is None else session.principal
+        host = "" if session is None else session.client_host
+        return self.authorizer.authorize_any(principal, host, operation, kind)

@@ -186,6 +186,48 @@ class Authorizer:
             self._cache[key] = allowed
         return allowed
 
+    def authorize_any(
+        self, principal: str, host: str, operation: Operation, kind: ResourceType
+    ) -> bool:
+        """Whether the principal may do `operation` on some resource of the type (Kafka's
+        `authorizeByResourceType`, which InitProducerId asks for WRITE on any topic): an ALLOW
+        whose pattern no DENY of the principal covers."""
+        if principal in self.super_users:
+            return True
+        of_kind = [a for a in self._acls() if a.resource_type == kind]
+        if not of_kind:
+            return self.allow_if_no_acl
+        mine = [
+            a
+            for a in of_kind
+            if a.principal in (principal, WILDCARD_PRINCIPAL) and a.host in (host, WILDCARD)
+        ]
+        denies = [
+            a
+            for a in mine
+            if a.permission is Permission.DENY and a.operation in (operation, Operation.ALL)
+        ]
+        if any(
+            a.pattern_type is PatternType.LITERAL and a.resource_name == WILDCARD for a in denies
+        ):
+            return False
+        allowing = _IMPLIED.get(operation, frozenset({operation})) | {Operation.ALL}
+        for allow in mine:
+            if allow.permission is not Permission.ALLOW or allow.operation not in allowing:
+                continue
+            covered = any(
+                allow.resource_name.startswith(d.resource_name)
+                if d.pattern_type is PatternType.PREFIXED
+                else (
+                    allow.pattern_type is PatternType.LITERAL
+                    and d.resource_name == allow.resource_name
+                )
+                for d in denies
+            )
+            if not covered:
+                return True
+        return False
+
     def _decide(
         self, principal: str, host: str, operation: Operation, kind: ResourceType, name: str
     ) -> bool:
