@@ -317,6 +317,9 @@ class GroupCoordinatorCore:
                 return single_reply(token, self._consumer.classic_join(consumer, cmd))
             if cmd.member_id:
                 # A known member id and no classic group: the classic answer, nothing converted.
+                # DIFFERS: Kafka also drops the empty consumer group from memory on this path
+                # (`maybeDeleteEmptyConsumerGroup` runs before the member check) without writing
+                # its tombstones, so it reappears on the next load; here it stays as it is.
                 return single_reply(token, cmd.error_reply(ErrorCode.UNKNOWN_MEMBER_ID))
             result = Result()
             self._consumer.to_classic(result, consumer, now_ms)
