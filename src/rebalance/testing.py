@@ -112,6 +112,10 @@ class ManualTimer:
     def next_deadline(self) -> int | None:
         return min((d for d, _ in self._armed.values()), default=None)
 
+    def entries(self) -> dict[TimerKey, tuple[int, int]]:
+        """Every live timer: key -> (deadline, arming order); a re-armed key has a new order."""
+        return dict(self._armed)
+
     def __len__(self) -> int:
         return len(self._armed)
 

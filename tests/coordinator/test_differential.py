@@ -29,24 +29,29 @@ from coordinator.conformance.steps import (
     Leave,
     StepSyntaxError,
     Sync,
+    Wait,
     parse_steps,
 )
 from coordinator.testing import RunningServer, server_in_thread
 from rebalance import commands
+from rebalance.classic import ClassicGroupType
+from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.offsets import Offsets
 from rebalance.replies import HeartbeatReply
+from rebalance.timers import SYNC, TimerKey
 
 # The differential run holds time still (see `coordinator.conformance.model_side`): a test
 # broker without an initial rebalance delay or batched KIP-848 target assignments, and a group
-# size limit the runs can reach.
+# size limit the runs can reach; timed runs want sessions of 600 ms.
 SETTINGS = [
     "group.initial.rebalance.delay.ms=0",
     "group.max.size=3",
     "group.consumer.assignment.interval.ms=0",
+    "group.min.session.timeout.ms=500",
 ]
 
 
@@ -63,6 +68,17 @@ class UnfencedOffsets(Offsets):
 
     def _validate_commit(self, result: Result, cmd: OffsetCommit, now_ms: int) -> None:
         return None
+
+
+class IgnoresSyncTimeouts:
+    """The fault: the pending-sync timer does nothing (members that never sync stay)."""
+
+    def __init__(self, real: ClassicGroupType) -> None:
+        self.real = real
+        self.name = real.name
+
+    def on_timer(self, key: TimerKey, group: Group, now_ms: int) -> Result:
+        return Result() if key[0] == SYNC else self.real.on_timer(key, group, now_ms)
 
 
 def connect(node: RunningServer) -> BrokerUnderTest:
@@ -154,6 +170,58 @@ def test_unchecked_kip848_member_epochs_diverge(
     assert re.search(r"broker: +error=none member=c1 epoch=2", report.failure)
 
 
+def test_a_timed_run_finds_no_divergence_from_our_server(node: RunningServer) -> None:
+    # Runs of 25 steps with two waits at the most: nearly all the time goes on waiting.
+    report = run_differential(connect(node), steps=250, steps_per_run=25, timed=True)
+    print(report.summary())  # e.g. "... 220 steps over 20 runs, 5.3 s ...; 4.9 s waited, 0 ..."
+    assert report.failure is None, report.failure
+    assert report.steps >= 200 and report.waited_s > 0
+    assert report.inconclusive < report.runs  # some runs at least were timed clear of deadlines
+
+
+def test_timers_fire_in_lockstep_when_time_passes(node: RunningServer) -> None:
+    # Heartbeats every 450 ms keep a member of a 900 ms session; 1400 ms of silence remove it.
+    beats = "join a0; join a0; sync a0; wait 450; heartbeat a0; wait 450; heartbeat a0; wait 1400"
+    report = replay(connect(node), beats + "; heartbeat a0")
+    assert report.failure is None, report.failure
+    answers = [line.split("-> ")[1] for line in report.log]
+    assert answers[4] == answers[6] == "error=none"
+    assert "describe a: error=none state=Stable" in answers[5]
+    assert "describe a: error=none state=Empty" in answers[7]
+    assert answers[8] == "error=unknown_member_id"
+    # a0 leads and syncs, a1 never does: the pending-sync timer removes a1 and starts a join
+    # phase, which ends one rebalance timeout later without a0 (it did not rejoin).
+    sync = "join a0; join a0; join a1; join a1; join a0; sync a0; wait 1400; heartbeat a1"
+    report = replay(connect(node), sync)
+    assert report.failure is None, report.failure
+    assert "describe a: error=none state=Empty" in report.log[6]
+    assert report.log[7].endswith("error=unknown_member_id")
+
+
+def test_an_ignored_sync_timeout_diverges_in_a_timed_run(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A random timed run finds this fault and shrinks it to `join a2; wait 450` (a static
+    member joins alone and never syncs) or `join a0; join a0; wait 450` (measured on the loaded
+    2-core machine: found after 20-80 runs of 6 steps, 45-96 s with the shrinking, as every
+    candidate waits in real time: too slow for every commit), so the test replays them."""
+    core = node.broker.groups.core  # type: ignore[attr-defined]
+    ignores = IgnoresSyncTimeouts(core.group_types["classic"])
+    monkeypatch.setitem(core._types_by_timer, SYNC, ignores)  # the server's core only
+    broker = connect(node)
+    # 450 ms: past the 300 ms rebalance timeout (100 ms would not be: no timer fires).
+    for shrunk, step in (("join a2; wait 450", 2), ("join a0; join a0; wait 450", 3)):
+        report = replay(broker, shrunk)
+        assert report.failure is not None
+        assert f"differ at step {step} (describe a)" in report.failure
+        # The model removed the member that never synced (the group emptied); the broker kept it.
+        assert re.search(r"model: +error=none state=Empty", report.failure)
+        assert re.search(
+            r"broker: +error=none state=CompletingRebalance .*members=a", report.failure
+        )
+        assert re.search(rf"{step}\. wait 450 +<- diverged here", report.failure)
+
+
 def test_steps_read_back_as_they_print() -> None:
     steps = [
         Join("a0"),
@@ -169,6 +237,7 @@ def test_steps_read_back_as_they_print() -> None:
         Beat("c2"),
         Commit("c1", 0, 3, "stale"),
         Fetch("c"),
+        Wait(700),
     ]
     assert parse_steps("; ".join(map(str, steps))) == steps
     printed = (

@@ -20,7 +20,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, assume, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import (
@@ -61,9 +61,11 @@ from coordinator.conformance.steps import (
     Leave,
     Step,
     Sync,
+    Wait,
     group_of,
     parse_steps,
 )
+from coordinator.conformance.timing import TimingInconclusive
 from rebalance.consumer_group.group import TopicInfo
 
 T = TypeVar("T")
@@ -74,6 +76,17 @@ BATCH_RUNS = 40
 RARELY = st.sampled_from((False, False, False, True))
 #: Partitions of the topic the runs commit to.
 TOPIC_PARTITIONS = len(PARTITIONS)
+
+# A timed run (`timed=True`): every join asks for these timeouts, and `wait` steps let time pass.
+# The session outlasts the rebalance timeout threefold, so a sync or join phase ends on its own
+# timer before the sessions of the members it waits for do. The waits drawn are well below the
+# rebalance timeout, between the two, and above the session; where a timer is due near a wait's
+# end the wait is made longer (`coordinator.conformance.timing`), never left near a deadline.
+TIMED_SESSION_MS = 900
+TIMED_REBALANCE_MS = 300
+WAITS_MS = (100, 450, 1400)
+#: Waits per timed run at the most: they cost real time.
+MAX_WAITS = 2
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,10 @@ class DifferentialReport:
     failure: str | None
     #: A replay's steps with the answers (empty for a random run).
     log: tuple[str, ...] = ()
+    #: Timed runs: real time waited in `wait` steps (s), and runs discarded because a step came
+    #: too near a deadline for the machine's pace to tell which side of it the broker was on.
+    waited_s: float = 0.0
+    inconclusive: int = 0
 
     @property
     def steps_per_s(self) -> float:
@@ -94,19 +111,28 @@ class DifferentialReport:
 
     def summary(self) -> str:
         verdict = "no divergence" if self.failure is None else "DIVERGED"
+        timed = (
+            f"; {self.waited_s:.1f} s waited, {self.inconclusive} runs inconclusive"
+            if self.waited_s else ""
+        )  # fmt: skip
         return (
             f"differential run: {verdict} in {self.steps} steps over {self.runs} runs, "
             f"{self.seconds:.1f} s ({self.steps_per_s:.0f} steps/s; "
-            f"{self.adopted_leaders} leaders chosen by the broker adopted)"
+            f"{self.adopted_leaders} leaders chosen by the broker adopted{timed})"
         )
 
 
 class Session:
     """What the runs of one differential check share: broker, event loop, connections, counts."""
 
-    def __init__(self, broker: BrokerUnderTest, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, broker: BrokerUnderTest, loop: asyncio.AbstractEventLoop, timed: bool = False
+    ) -> None:
         self.broker = broker
         self.loop = loop
+        self.timed = timed
+        self.waited_ms = 0
+        self.inconclusive = 0
         self.pool = ConnectionPool(broker)
         #: Group ids are new in every session and run: nothing is left from an earlier one.
         self.id = uuid.uuid4().hex[:8]
@@ -119,7 +145,10 @@ class Session:
     def report(
         self, seconds: float, failure: str | None, log: tuple[str, ...] = ()
     ) -> DifferentialReport:
-        return DifferentialReport(self.runs, self.steps, seconds, self.adoptions, failure, log)
+        return DifferentialReport(
+            self.runs, self.steps, seconds, self.adoptions, failure, log,
+            self.waited_ms / 1000, self.inconclusive,
+        )  # fmt: skip
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coroutine)
@@ -127,6 +156,14 @@ class Session:
     def prepare(self) -> None:
         if not self.run(self.broker.ensure_topic(self.topic, TOPIC_PARTITIONS)):
             raise RuntimeError(f"the broker did not create the topic {self.topic!r} for commits")
+        if self.timed:
+            least = self.broker.setting_ms("group.min.session.timeout.ms")
+            if least is None or least > TIMED_SESSION_MS:
+                raise RuntimeError(
+                    f"a timed run needs group.min.session.timeout.ms <= {TIMED_SESSION_MS} "
+                    f"(the broker's: {least})"
+                )
+            return  # classic groups only: their timers are the ones a timed run checks
         # KIP-848 steps need ConsumerGroupHeartbeat v1 (client-chosen member ids), the topic's
         # id (the model must assign the same topic) and one target assignment per epoch bump
         # (batching by time would make the model, whose clock stands still, wait forever).
@@ -151,11 +188,15 @@ class Session:
         self.run(side.open(names))
         model = ModelSide(self.broker.settings, self.topics)
         topic_names = {t.topic_id: t.name for t in self.topics}
-        return Lockstep(model, side, group_ids, self.topic, self.broker.versions, topic_names)
+        timeouts = (TIMED_SESSION_MS, TIMED_REBALANCE_MS) if self.timed else None
+        return Lockstep(
+            model, side, group_ids, self.topic, self.broker.versions, topic_names, timeouts
+        )
 
     def end(self, lockstep: Lockstep) -> None:
         self.steps += lockstep.steps
         self.adoptions += lockstep.adoptions
+        self.waited_ms += lockstep.waited_ms
         try:
             self.run(lockstep.finish())
         finally:
@@ -171,7 +212,11 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
             self.lockstep = session.start()
 
         def _apply(self, step: Step) -> None:
-            session.run(self.lockstep.apply(step))
+            try:
+                session.run(self.lockstep.apply(step))
+            except TimingInconclusive:
+                session.inconclusive += 1
+                assume(False)  # the run proves nothing either way: discarded
 
         def _has_idle_slot(self) -> bool:
             return bool(self.lockstep.idle_slots())
@@ -220,6 +265,17 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
         def observe(self, group: str, fetch: bool) -> None:
             self._apply(Fetch(group) if fetch else Describe(group))
 
+        def _may_wait(self) -> bool:
+            return session.timed and self.waits < MAX_WAITS
+
+        waits = 0
+
+        @precondition(_may_wait)
+        @rule(ms=st.sampled_from(WAITS_MS))
+        def wait(self, ms: int) -> None:
+            self.waits += 1
+            self._apply(Wait(ms))
+
         def _consumer_groups(self) -> bool:
             return session.consumer_groups
 
@@ -255,11 +311,12 @@ def run_differential(
     steps: int = 10_000,
     steps_per_run: int = 50,
     budget_s: float = 300.0,
+    timed: bool = False,
 ) -> DifferentialReport:
     """Runs of up to `steps_per_run` steps each until `steps` steps were made, one diverged
     (shrinking included in the counts) or `budget_s` passed. Call from outside any running
-    event loop."""
-    with _session(broker) as session:
+    event loop. `timed`: short timeouts and `wait` steps (see `TIMED_SESSION_MS`)."""
+    with _session(broker, timed) as session:
         session.prepare()
         started = time.monotonic()
         failure = None
@@ -291,9 +348,10 @@ def run_differential(
 
 
 def replay(broker: BrokerUnderTest, text: str) -> DifferentialReport:
-    """Run the steps of `text` (as a failure prints them) once, in lockstep."""
+    """Run the steps of `text` (as a failure prints them) once, in lockstep; timed (short
+    timeouts) if it has a `wait` step."""
     steps = parse_steps(text)
-    with _session(broker) as session:
+    with _session(broker, any(isinstance(s, Wait) for s in steps)) as session:
         session.prepare()
         started = time.monotonic()
         failure = None
@@ -303,6 +361,9 @@ def replay(broker: BrokerUnderTest, text: str) -> DifferentialReport:
                 session.run(lockstep.apply(step))
         except (Divergence, StepNotPossible) as exc:
             failure = str(exc)
+        except TimingInconclusive as exc:
+            session.inconclusive += 1
+            failure = f"inconclusive (the machine was too slow for the timeouts): {exc}"
         finally:
             try:
                 session.end(lockstep)
@@ -315,9 +376,9 @@ def replay(broker: BrokerUnderTest, text: str) -> DifferentialReport:
 class _session:
     """A session on an event loop of its own, its pooled connections closed at the end."""
 
-    def __init__(self, broker: BrokerUnderTest) -> None:
+    def __init__(self, broker: BrokerUnderTest, timed: bool = False) -> None:
         self.loop = asyncio.new_event_loop()
-        self.session = Session(broker, self.loop)
+        self.session = Session(broker, self.loop, timed)
 
     def __enter__(self) -> Session:
         return self.session

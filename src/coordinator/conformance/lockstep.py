@@ -44,6 +44,7 @@ from coordinator.conformance.model_side import ModelSide
 from coordinator.conformance.steps import (
     CONSUMER_GROUP,
     CONSUMER_SLOTS,
+    GROUPS,
     PARTITIONS,
     SLOTS,
     Beat,
@@ -54,6 +55,7 @@ from coordinator.conformance.steps import (
     Leave,
     Step,
     Sync,
+    Wait,
     group_of,
     instance_of,
 )
@@ -148,7 +150,10 @@ class Lockstep:
         topic: str,
         versions: dict[int, int],
         topic_names: Mapping[str, str] = {},
+        timeouts_ms: tuple[int, int] | None = None,
     ) -> None:
+        """`timeouts_ms`: (session, rebalance) timeout of every join, and time passes in `wait`
+        steps (a timed run); None: ten minutes each, and time stands still."""
         self.model = model
         self.broker = broker
         self.group_ids = group_ids
@@ -165,6 +170,10 @@ class Lockstep:
         self._labels: dict[bytes, str] = {}
         self._current: Step | None = None
         self._topic_names = dict(topic_names)
+        self.session_ms, self.rebalance_ms = timeouts_ms or (LONG_MS, LONG_MS)
+        self.clock = model.timed() if timeouts_ms else None
+        #: Real time waited in `wait` steps (ms).
+        self.waited_ms = 0
         # KIP-848 member ids are the client's (ConsumerGroupHeartbeat v1): the same on both sides.
         for slot in CONSUMER_SLOTS if CONSUMER_GROUP in group_ids else ():
             member_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{group_ids[CONSUMER_GROUP]}/{slot}"))
@@ -186,6 +195,9 @@ class Lockstep:
     async def apply(self, step: Step) -> None:
         self._check_early_answers()
         self._current = step
+        if isinstance(step, Wait):
+            await self._wait(step)
+            return
         if _group(step) not in self.group_ids:
             raise StepNotPossible(
                 f"step {self.steps + 1} ({step}): KIP-848 steps need ConsumerGroupHeartbeat v1 "
@@ -206,6 +218,40 @@ class Lockstep:
             # Parked: let the broker take it in before the next step's request, which another
             # connection carries (nothing orders requests across connections).
             await asyncio.sleep(PARKED_SETTLE_S)
+        replies = await self._answered()
+        if self.clock is not None:
+            self.clock.check(f"step {self.steps} ({step})")
+        for group_id in sorted(self.model.timed_groups):
+            await self._await_timer(group_id)
+        self._compare(step, replies)
+
+    async def _wait(self, step: Wait) -> None:
+        """Let time pass on both sides (see `coordinator.conformance.timing`), then compare the
+        answers the model's timers released and both classic groups as DescribeGroups shows
+        them."""
+        if self.clock is None:
+            raise StepNotPossible(f"step {self.steps + 1} ({step}): time stands still in this run")
+        self.steps += 1
+        waited = self.model.wait(step.ms)
+        self.waited_ms += waited
+        await asyncio.sleep(waited / 1000)
+        self.clock.check(f"step {self.steps} ({step}, {waited} ms)")
+        replies = await self._answered()
+        if DESCRIBE_GROUPS in self.versions:
+            for group in (g for g in GROUPS if g in self.group_ids):
+                describe = Describe(group)
+                token = self.model.send(self._command(describe, self.views["model"]))
+                command = self._command(describe, self.views["broker"])
+                task = await self.broker.send(f"admin-{group}", command)
+                model_reply = self.model.answer(token)
+                assert model_reply is not None
+                broker_reply = await asyncio.wait_for(task, self.answer_timeout_s)
+                replies.append((InFlight(self.steps, describe, token, task), model_reply,
+                                broker_reply))  # fmt: skip
+        self._compare(step, replies, f"waited {waited} ms")
+
+    async def _answered(self) -> list[tuple[InFlight, AnyReply, AnyReply]]:
+        """The requests in flight the model has answered, with the broker's answers."""
         answered = [f for f in self.in_flight if self.model.answer(f.model_token) is not None]
         self.in_flight = [f for f in self.in_flight if f not in answered]
         replies: list[tuple[InFlight, AnyReply, AnyReply]] = []
@@ -220,9 +266,7 @@ class Lockstep:
                     {"answer": f"none within {self.answer_timeout_s:.0f} s"},
                 )  # fmt: skip
             replies.append((f, model_reply, broker_reply))
-        for group_id in sorted(self.model.timed_groups):
-            await self._await_timer(group_id)
-        self._compare(step, replies)
+        return replies
 
     async def _await_timer(self, group_id: str) -> None:
         """A timer the model fired at once changed `group_id`: wait (a while) for the broker's
@@ -261,6 +305,7 @@ class Lockstep:
         if isinstance(step, Describe):
             assert DESCRIBE_GROUPS in v
             return commands.DescribeGroups((self.group_ids[step.group],))
+        assert not isinstance(step, Wait), "a wait is no request"
         slot = step.slot
         group_id = self.group_ids[group_of(slot)]
         instance = instance_of(slot)
@@ -278,8 +323,8 @@ class Lockstep:
                 member_id=view.ids[slot],
                 protocol_type="consumer",
                 protocols=tuple((p, self._metadata(slot, p)) for p in step.protocols),
-                session_timeout_ms=LONG_MS,
-                rebalance_timeout_ms=LONG_MS,
+                session_timeout_ms=self.session_ms,
+                rebalance_timeout_ms=self.rebalance_ms,
                 group_instance_id=instance,
                 version=v[JOIN_GROUP],
             )
@@ -352,7 +397,9 @@ class Lockstep:
         return data
 
     # -- comparing answers -------------------------------------------------------------------
-    def _compare(self, step: Step, replies: list[tuple[InFlight, AnyReply, AnyReply]]) -> None:
+    def _compare(
+        self, step: Step, replies: list[tuple[InFlight, AnyReply, AnyReply]], note: str = ""
+    ) -> None:
         model_view, broker_view = self.views["model"], self.views["broker"]
         for f, model_reply, broker_reply in replies:  # ids handed out first: names for both
             if isinstance(f.step, Join):
@@ -362,7 +409,7 @@ class Lockstep:
                 model_view.bind(slot, model_reply.member_id)
                 broker_view.bind(slot, broker_reply.member_id)
         adopted = self._adopt_leaders(replies)
-        lines = []
+        lines = [note] if note else []
         for f, model_reply, broker_reply in replies:
             model_answer = self._normalise(f, model_reply, model_view)
             broker_answer = self._normalise(f, broker_reply, broker_view)
@@ -377,7 +424,11 @@ class Lockstep:
                 self._remember(f, reply, self.views[side])
             if group in adopted:
                 model_view.leader[group] = adopted[group][0]
-            prefix = "" if f.step == step else f"{f.step} (step {f.number}) "
+            prefix = (
+                "" if f.step == step
+                else f"{f.step}: " if f.number == self.steps
+                else f"{f.step} (step {f.number}) "
+            )  # fmt: skip
             note = f"  [leader {adopted[group][0]} adopted]" if group in adopted else ""
             lines.append(prefix + _text(broker_answer) + note)
         self.log.append(f"{self.steps:4}. {step!s:<36} -> " + ("; ".join(lines) or "(parked)"))
@@ -567,4 +618,6 @@ def _slot_of(step: Step) -> str | None:
 
 
 def _group(step: Step) -> str:
+    if isinstance(step, Wait):
+        return ""
     return step.group if isinstance(step, Fetch | Describe) else group_of(step.slot)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coordinator.conformance.timing import RunClock
 from rebalance.classic.group import Group
 from rebalance.commands import Command
 from rebalance.config import CoordinatorConfig
@@ -55,11 +56,28 @@ class ModelSide:
         #: Groups a timer fired for in the last `send` (the broker fires its own asynchronously).
         self.timed_groups: set[str] = set()
         self._leaders: dict[str, str | None] = {}
+        #: The model's time against real time, in a timed run (`timed`); None: time stands still.
+        self.clock: RunClock | None = None
+
+    def timed(self) -> RunClock:
+        """Let time pass in this run (`wait` steps): from now on every timer's arming is noted."""
+        self.clock = RunClock(self.harness)
+        self.clock.note_armed()
+        return self.clock
 
     def send(self, command: Command[Any]) -> int:
         token = self.harness.send(command)
         self._settle()
+        if self.clock is not None:
+            self.clock.note_armed()
         return token
+
+    def wait(self, ms: int) -> int:
+        """Let `ms` or a little more pass (`RunClock.wait`); the time to wait in real time."""
+        assert self.clock is not None, "a wait step in a run whose time stands still"
+        waited = self.clock.wait(ms)
+        self._note_leaders()
+        return waited
 
     def answer(self, token: int) -> AnyReply | None:
         return self.harness.reply(token)
@@ -88,7 +106,11 @@ class ModelSide:
             if wait > short:
                 break
             self.timed_groups |= {group_id for _, group_id, _ in harness.advance(max(wait, 0))}
-        for group_id, group in harness.core.groups().items():
+        self._note_leaders()
+
+    def _note_leaders(self) -> None:
+        """Note groups whose leader the model re-elected (see `reelected`)."""
+        for group_id, group in self.harness.core.groups().items():
             if not isinstance(group, Group):
                 continue
             before = self._leaders.get(group_id)

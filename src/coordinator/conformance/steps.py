@@ -19,6 +19,8 @@ prints and what `--replay` reads back, so a shrunk counterexample can be run aga
     beat c0 [join|leave|stale]  ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
                                 epoch acknowledging what it was assigned; join: epoch 0 with
                                 its subscription; leave: -1 (static c2: -2); stale: epoch - 1
+    wait 700                    (timed runs) let 700 ms pass, or a little more where a timer
+                                falls due near the end (`coordinator.conformance.timing`)
 """
 
 from __future__ import annotations
@@ -127,7 +129,15 @@ class Beat:
         return f"beat {self.slot}" + (f" {self.kind}" if self.kind else "")
 
 
-Step = Join | Sync | Heartbeat | Leave | Commit | Fetch | Describe | Beat
+@dataclass(frozen=True)
+class Wait:
+    ms: int
+
+    def __str__(self) -> str:
+        return f"wait {self.ms}"
+
+
+Step = Join | Sync | Heartbeat | Leave | Commit | Fetch | Describe | Beat | Wait
 
 
 def parse_steps(text: str) -> list[Step]:
@@ -148,6 +158,11 @@ def parse_step(line: str) -> Step:
     words = line.split()
     verb, args = words[0], words[1:]
     try:
+        if verb == "wait":
+            (ms,) = args
+            if int(ms) < 0:
+                raise ValueError(ms)
+            return Wait(int(ms))
         if verb == "beat":
             slot, *kind = args
             if slot not in CONSUMER_SLOTS:
