@@ -104,6 +104,10 @@ class ServerConfig(BaseModel):
     max_connections_per_ip: int = Field(
         default=UNLIMITED, ge=0, le=UNLIMITED, alias="max.connections.per.ip"
     )
+    max_connection_creation_rate: int = Field(
+        default=UNLIMITED, ge=1, le=UNLIMITED, alias="max.connection.creation.rate"
+    )
+    """New connections per second the node accepts; more wait in the listen backlog."""
     max_connections_per_ip_overrides: str = Field(
         default="", alias="max.connections.per.ip.overrides"
     )

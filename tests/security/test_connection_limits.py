@@ -104,3 +104,26 @@ async def test_over_max_connections_new_clients_wait_until_one_closes() -> None:
         await first.close()
         assert await pending
         assert await served(second)
+
+
+def test_creation_rate_allows_a_burst_of_one_second_then_the_rate() -> None:
+    quotas = ConnectionQuotas(creation_rate=4)
+    delays = []
+    for _ in range(6):
+        delays.append(quotas.accept_delay(100.0))
+        quotas.admit("10.0.0.1", 100.0)
+    assert delays == [0.0] * 4 + [0.25, 0.5]
+    assert quotas.accept_delay(100.5) == 0.25  # 2 tokens back after 0.5 s: the debt paid
+    assert quotas.accept_delay(100.75) == 0.0
+    assert ConnectionQuotas().accept_delay(0.0) == 0.0  # unlimited by default, as in Kafka
+
+
+async def test_connections_over_the_creation_rate_wait_their_turn() -> None:
+    settings = ["max.connection.creation.rate=20"]
+    async with running_server(settings=settings) as node, clients() as opened:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        opened += [await connect(node) for _ in range(30)]  # connected in the backlog at once
+        assert all([await served(client) for client in opened])
+        # 20 at once, then 20 a second: the last 10 take half a second at least.
+        assert loop.time() - started >= 0.45

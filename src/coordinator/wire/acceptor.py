@@ -7,7 +7,8 @@ This one (a reader callback on the listening socket; each accepted socket handed
 - closes at once a connection over its address's `max.connections.per.ip` limit, before any TLS
   handshake, as Kafka does;
 - stops accepting while the node holds `max.connections`, so that new clients wait in the listen
-  backlog until a connection closes (Kafka's acceptor waits for a slot the same way);
+  backlog until a connection closes (Kafka's acceptor waits for a slot the same way), and waits
+  as long as `max.connection.creation.rate` asks between accepts;
 - survives running out of file descriptors (EMFILE/ENFILE): it keeps one spare descriptor
   open, and when accept fails for want of one it closes the spare, accepts the waiting client,
   closes that socket at once (the client sees its connection closed, not a hang in the
@@ -135,6 +136,10 @@ class Acceptor:
             if self._quotas.full:
                 self.pause()  # the server resumes every acceptor once a connection closes
                 return
+            delay = self._quotas.accept_delay(time.monotonic())
+            if delay > 0:
+                self._retry_in(delay)
+                return
             try:
                 sock, peer = self._listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -161,9 +166,14 @@ class Acceptor:
             warn_refused("memory", "accept failed (%s); retrying shortly", exc.strerror)
         else:  # the client gave up before we accepted it (ECONNABORTED, ...)
             return True
-        self.pause()
-        self._retry = self._loop.call_later(_RETRY_DELAY, self.resume)
+        self._retry_in(_RETRY_DELAY)
         return False
+
+    def _retry_in(self, delay: float) -> None:
+        self.pause()
+        if self._retry is not None:
+            self._retry.cancel()
+        self._retry = self._loop.call_later(delay, self.resume)
 
     def _refuse_one(self) -> None:
         """Use the spare descriptor to take one waiting client off the backlog and close it."""
@@ -180,7 +190,7 @@ class Acceptor:
 
     def _accepted(self, sock: socket.socket, peer: object) -> None:
         address = peer[0] if isinstance(peer, tuple) else str(peer)
-        refused = self._quotas.admit(address)
+        refused = self._quotas.admit(address, time.monotonic())
         if refused is not None:
             warn_refused("per-ip", "refusing a connection: %s (max.connections.per.ip)", refused)
             sock.close()

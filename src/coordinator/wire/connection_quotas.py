@@ -1,5 +1,6 @@
 """How many connections the node holds, in all and per client address (Kafka's `max.connections`,
-`max.connections.per.ip`, `max.connections.per.ip.overrides`).
+`max.connections.per.ip`, `max.connections.per.ip.overrides`), and how fast it takes new ones
+(`max.connection.creation.rate`).
 
 A connection is counted from the moment it is accepted (before its TLS handshake, as Kafka
 counts it) until its socket closes. The acceptor asks `admit` for each accepted socket: over its
@@ -54,8 +55,12 @@ class ConnectionQuotas:
         max_connections: int = UNLIMITED,
         max_per_ip: int = UNLIMITED,
         overrides: dict[str, int] | None = None,
+        creation_rate: int = UNLIMITED,
     ) -> None:
         self.max_connections = max_connections
+        self.creation_rate = creation_rate
+        self._tokens = float(creation_rate)
+        self._tokens_at: float | None = None
         self.max_per_ip = max_per_ip
         self.overrides = dict(overrides or {})
         self.total = 0
@@ -69,12 +74,32 @@ class ConnectionQuotas:
         """The node-wide limit is reached: accept nothing until a connection closes."""
         return self.total >= self.max_connections
 
+    def accept_delay(self, now: float) -> float:
+        """Seconds to wait before accepting, to keep within `max.connection.creation.rate`
+        (`now`: a monotonic clock)."""
+        if self.creation_rate >= UNLIMITED:
+            return 0.0
+        self._refill(now)
+        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self.creation_rate
+
+    def _refill(self, now: float) -> None:
+        if self._tokens_at is not None:
+            elapsed = max(0.0, now - self._tokens_at)
+            self._tokens = min(
+                float(self.creation_rate), self._tokens + elapsed * self.creation_rate
+            )
+        self._tokens_at = now
+
     def limit_of(self, address: str) -> int:
         return self.overrides.get(address, self.max_per_ip)
 
-    def admit(self, address: str) -> str | None:
-        """Count a new connection from `address`; None if admitted, else why not (nothing is
-        counted then)."""
+    def admit(self, address: str, now: float = 0.0) -> str | None:
+        """Count a new connection from `address` (accepted at monotonic time `now`); None if
+        admitted, else why not (it is not counted then, but it used up its share of the
+        creation rate, as an accepted socket does in Kafka)."""
+        if self.creation_rate < UNLIMITED:
+            self._refill(now)
+            self._tokens -= 1
         limit = self.limit_of(address)
         if self._per_ip[address] >= limit:
             return f"{address} already has {self._per_ip[address]} connections (limit {limit})"

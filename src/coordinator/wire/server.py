@@ -106,6 +106,7 @@ class WireServer:
             config.max_connections,
             config.max_connections_per_ip,
             parse_overrides(config.max_connections_per_ip_overrides),
+            config.max_connection_creation_rate,
         )
         self._acceptors: list[Acceptor] = []
         #: Every listener served, in the order started (the first is the node's main address).
