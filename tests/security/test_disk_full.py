@@ -126,7 +126,7 @@ async def stored_values(client: WireClient) -> list[bytes | None]:
 
 
 async def test_full_disk_answers_storage_errors_loses_nothing_and_recovers(
-    small_disk: Path,
+    small_disk: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     data_dir = small_disk / "data"
     acknowledged: list[bytes] = []
@@ -175,3 +175,4 @@ async def test_full_disk_answers_storage_errors_loses_nothing_and_recovers(
         assert await stored_values(client) == acknowledged
         assert await committed(client) == last_commit
         await client.close()
+    assert not [record.getMessage() for record in caplog.records if record.exc_info]
