@@ -217,3 +217,33 @@ async def test_full_disk_answers_storage_errors_loses_nothing_and_recovers(
         assert restarted.broker.topics.get("d").partition(0).log_start_offset == 1  # type: ignore[union-attr]
         await client.close()
     assert not [record.getMessage() for record in caplog.records if record.exc_info]
+    # One report for a full disk's many failed writes, not one per write.
+    assert sum("store write failed" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_real_producer_rides_out_a_full_disk(small_disk: Path) -> None:
+    """aiokafka takes KAFKA_STORAGE_ERROR as retriable: a send made while the disk is full is
+    stored once space returns, with no restart of anything."""
+    from aiokafka import AIOKafkaProducer
+
+    async with running_server(topics=[("t", 1)], data_dir=small_disk / "data") as node:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=node.bootstrap, retry_backoff_ms=50, request_timeout_ms=10_000
+        )
+        await producer.start()
+        try:
+            await producer.send_and_wait("t", b"first", partition=0)
+            filler = fill(small_disk)
+            pending = asyncio.ensure_future(
+                producer.send_and_wait("t", os.urandom(64 << 10), partition=0)
+            )
+            await asyncio.sleep(0.5)
+            assert not pending.done()  # refused and retried meanwhile
+            filler.unlink()
+            stored = await asyncio.wait_for(pending, 10)
+            assert stored.offset == 1
+        finally:
+            await producer.stop()
+        client = await WireClient.connect(node.host, node.port)
+        assert len(await stored_values(client)) == 2
+        await client.close()
