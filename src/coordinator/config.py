@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
 from coordinator.wire.access_control import check_authorizer, parse_super_users
+from coordinator.wire.connection_quotas import UNLIMITED, parse_overrides
 from coordinator.wire.endpoints import parse_endpoints, parse_protocol_map
 from coordinator.wire.sasl import DEFAULT_MECHANISMS, parse_mechanisms
 from coordinator.wire.tls import parse_protocols
@@ -96,6 +97,25 @@ class ServerConfig(BaseModel):
     def _protocol_map(cls, value: str | None) -> str | None:
         if value is not None:
             parse_protocol_map(value)
+        return value
+
+    # Connection limits (`coordinator.wire.connection_quotas`); Kafka's names and defaults.
+    max_connections: int = Field(default=UNLIMITED, ge=1, le=UNLIMITED, alias="max.connections")
+    max_connections_per_ip: int = Field(
+        default=UNLIMITED, ge=0, le=UNLIMITED, alias="max.connections.per.ip"
+    )
+    max_connection_creation_rate: int = Field(
+        default=UNLIMITED, ge=1, le=UNLIMITED, alias="max.connection.creation.rate"
+    )
+    """New connections per second the node accepts; more wait in the listen backlog."""
+    max_connections_per_ip_overrides: str = Field(
+        default="", alias="max.connections.per.ip.overrides"
+    )
+
+    @field_validator("max_connections_per_ip_overrides")
+    @classmethod
+    def _overrides(cls, value: str) -> str:
+        parse_overrides(value)
         return value
 
     # ACLs (`coordinator.wire.access_control`): off unless an authorizer is named, as in Kafka.

@@ -234,7 +234,13 @@ def run(directory: Path, node_id: int, max_bytes: int) -> None:
                 continue
             acks.send(f"written {written}")
     finally:
-        files.close()
+        try:
+            files.close()
+        except OSError:
+            if not failed:
+                raise
+            # Already reported (the lost events are counted by the server); the disk is still
+            # full, so the buffered tail cannot be flushed either: no traceback for it.
 
 
 def main(argv: list[str]) -> int:

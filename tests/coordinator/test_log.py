@@ -201,6 +201,32 @@ async def test_failed_write_leaves_log_and_index_consistent(
     ]
 
 
+async def test_failed_fsync_rolls_back_to_the_durable_end_and_fails_every_pending_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = PartitionLog(tmp_path / "0.log")
+    await append(log, b"a")
+    log.append(idempotent(b"x", sequence=0))  # type: ignore[arg-type]
+    earlier = log.generation  # a second request's append, waiting for its own fsync
+    log.append(batches(b"y"))  # type: ignore[arg-type]
+
+    def fail(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(OSError, match="Input/output"):
+        await log.flush(log.generation)
+    monkeypatch.undo()
+    assert log.high_watermark == 1
+    assert os.path.getsize(tmp_path / "0.log") == len(log.read(0, 1 << 20))  # "a" alone
+    with pytest.raises(OSError, match="discarded"):
+        await log.flush(earlier)  # its data is gone: it must not be acknowledged
+    # The retried idempotent batch is stored anew, not taken for the discarded copy.
+    assert log.append(idempotent(b"x", sequence=0)) == 1  # type: ignore[arg-type]
+    await log.flush(log.generation)
+    assert values_of(log.read(0, 1 << 20)) == [(0, b"a"), (1, b"x")]
+
+
 def idempotent(*values: bytes, sequence: int, epoch: int = 0) -> list[tuple[object, bytes]]:
     batch = record_batch(list(values), producer_id=7, producer_epoch=epoch, base_sequence=sequence)
     return list(iter_batches(batch))

@@ -9,7 +9,8 @@ Every process reports its callbacks and what it consumes with CLOCK_MONOTONIC ti
 SIGKILLed process holds nothing from the moment it dies), and at the end the survivors hold
 every partition exactly once. Each revocation takes a second (the member drains its work), so
 each rebalance lasts long enough to watch the members that lose nothing: through every
-rebalance they are revoked nothing and keep consuming their partitions, in both halves of it.
+rebalance they are revoked nothing and keep consuming their partitions, never pausing for as
+long as a revocation takes (what a member of an eager, stop-the-world group waits at least).
 Members commit what they read when they give partitions back (librdkafka synchronously in its
 revocation callback, ours through IncrementalConsumer): every record produced is read, and
 none twice except after a crash or a lost lease, from the group's last commit.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import signal
 import sys
@@ -164,8 +166,8 @@ class Phase:
 
 def kept_consuming(procs: list[Proc], phase: Phase) -> list[str]:
     """Check, for one phase, that members never give back a partition they keep, and that the
-    members losing nothing are revoked nothing and consume their partitions in both halves of
-    the rebalance; returns those members' names."""
+    members losing nothing are revoked nothing and never pause consuming their partitions for as
+    long as a revocation takes during the rebalance; returns those members' names."""
     lines = [line for p in procs for line in p.log if phase.start < line["t"] <= phase.end]
     callbacks = [line["t"] for line in lines if line["event"] in CALLBACKS]
     # The rebalance: from the first callback (a crash: from the kill, the dead member's
@@ -173,7 +175,6 @@ def kept_consuming(procs: list[Proc], phase: Phase) -> list[str]:
     opened = phase.start if phase.crash else min(callbacks)
     closed = max(callbacks)
     assert closed - opened >= REVOKE_S * 0.9, (phase.what, opened, closed)
-    middle = (opened + closed) / 2
     subjects = []
     for proc in procs:
         if proc.name in phase.acted_on or proc.log[0]["t"] > phase.start:
@@ -191,9 +192,11 @@ def kept_consuming(procs: list[Proc], phase: Phase) -> list[str]:
         assert not [line for line in mine if line["event"] in ("revoking", "revoked", "lost")]
         consumed = [line["t"] for line in mine if line["event"] == "consumed"
                     and {(t, p) for t, p in line["partitions"]} & before]  # fmt: skip
-        halves = [any(opened <= t < middle for t in consumed),
-                  any(middle <= t <= closed for t in consumed)]  # fmt: skip
-        assert halves == [True, True], (phase.what, proc.name, opened, closed, consumed)
+        # Never stopped for as long as a revocation takes (what a stop-the-world member waits at
+        # least); gaps of a fetch or two are normal (0.7 s seen from librdkafka at load 4).
+        points = [opened, *(t for t in consumed if opened <= t <= closed), closed]
+        longest = max(b - a for a, b in itertools.pairwise(points))
+        assert longest < REVOKE_S * 0.9, (phase.what, proc.name, opened, closed, consumed)
     return subjects
 
 

@@ -11,6 +11,13 @@ offsets; the response carries the first one once the data is fsynced. acks=0 get
 Idempotent producers are supported (InitProducerId; a retried batch is answered with its
 original offset instead of being stored twice); transactional producers are not.
 
+A partition whose data cannot be stored (disk full, I/O error: any `OSError` from the write or
+the fsync) is answered KAFKA_STORAGE_ERROR, as Kafka answers for an offline log dir, and nothing
+of it is acknowledged or left visible (`coordinator.partition_log.partition`); the other
+partitions of the request and the connection carry on, and the next produce is stored as soon
+as the disk has room again. Kafka also takes the whole log dir offline until a restart; here the
+log stays open, since the roll-back leaves it consistent (on purpose: recovery without restart).
+
 Internal topics (`__consumer_offsets`) are refused with INVALID_TOPIC_EXCEPTION and Kafka's
 message "Cannot append to internal topic ..." (Kafka lets its own admin client id,
 `__admin_client`, append; here there is no log to append to, so nobody may).
@@ -19,6 +26,8 @@ message "Cannot append to internal topic ..." (Kafka lets its own admin client i
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -33,6 +42,28 @@ API_KEY = 0
 VERSIONS = range(3, 14)
 
 VALID_ACKS = frozenset({-1, 0, 1})
+
+logger = logging.getLogger("coordinator.partition_log")
+
+#: Seconds between two warnings about failed writes (a full disk fails every produce).
+_WARN_EVERY = 10.0
+_last_warning = [-_WARN_EVERY]
+
+
+def _storage_failed(log: PartitionLog, error: OSError) -> None:
+    now = time.monotonic()
+    if now - _last_warning[0] >= _WARN_EVERY:
+        _last_warning[0] = now
+        logger.warning("%s: write failed, answering KAFKA_STORAGE_ERROR: %s", log.path, error)
+
+
+def _storage_error(result: dict[str, Any], error: OSError) -> None:
+    result.update(
+        error_code=ErrorCode.kafka_storage_error,
+        base_offset=-1,
+        log_start_offset=-1,
+        error_message=f"not stored: {error.strerror or error}",
+    )
 
 
 def _partition_result(
@@ -74,19 +105,39 @@ def _partition_result(
         return answer(ErrorCode.corrupt_message, message=str(exc)), None
     if not batches:
         return answer(ErrorCode.corrupt_message, message="no record batch in request"), None
-    base_offset = log.append(batches)
+    try:
+        base_offset = log.append(batches)
+    except OSError as exc:
+        _storage_failed(log, exc)
+        result = answer(ErrorCode.none)
+        _storage_error(result, exc)
+        return result, None
     return answer(ErrorCode.none, base_offset, log_start=log.log_start_offset), log
 
 
-async def _make_durable(logs: set[PartitionLog], ctx: RequestContext) -> None:
-    moved = await asyncio.gather(*(log.flush() for log in logs))
-    if any(moved):
+async def _make_durable(
+    logs: dict[PartitionLog, int], ctx: RequestContext
+) -> dict[PartitionLog, OSError]:
+    """Fsync every log appended to; the logs whose data could not be made durable."""
+    outcomes = await asyncio.gather(
+        *(log.flush(generation) for log, generation in logs.items()), return_exceptions=True
+    )
+    failed: dict[PartitionLog, OSError] = {}
+    for log, outcome in zip(logs, outcomes, strict=True):
+        if isinstance(outcome, OSError):
+            _storage_failed(log, outcome)
+            failed[log] = outcome
+        elif isinstance(outcome, BaseException):
+            raise outcome
+    if any(outcome is True for outcome in outcomes):
         ctx.broker.topics.notify_appended()
+    return failed
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     topics = ctx.broker.topics
-    touched: set[PartitionLog] = set()
+    touched: dict[PartitionLog, int] = {}  # each log, its generation after the appends
+    appended: list[tuple[dict[str, Any], PartitionLog]] = []
     responses = []
     for topic_data in request.topic_data:
         if api_version >= 13:
@@ -107,7 +158,8 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             )
             partitions.append(result)
             if log is not None:
-                touched.add(log)
+                touched[log] = log.generation
+                appended.append((result, log))
         responses.append(
             {
                 "name": getattr(topic_data, "name", None),
@@ -117,7 +169,10 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         )
     # Shielded: once batches are written, a client disconnect must not leave them un-fsynced
     # and invisible behind the high watermark.
-    await asyncio.shield(_make_durable(touched, ctx))
+    failed = await asyncio.shield(_make_durable(touched, ctx))
+    for result, log in appended:
+        if log in failed:
+            _storage_error(result, failed[log])
     if request.acks == 0:
         return None
     return {"responses": responses, "throttle_time": 0}

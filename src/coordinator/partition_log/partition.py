@@ -16,6 +16,13 @@ Durability: `append` writes the batches (with server-assigned base offsets) and 
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
 record that a crash could take back.
 
+Storage failures (disk full, I/O error): a failed `write` cuts the file back to its previous end
+and raises; a failed `fsync` rolls the log back to its durable end (the high watermark), so the
+data no caller was told is durable is gone from file, index and producer state alike, and raises
+too. Every append since then belongs to an older `generation`, and its `flush` raises as well:
+it cannot be acknowledged, even if a later fsync succeeds. The log stays open and serves the
+next append as soon as the disk takes writes again, without a restart.
+
 Recovery: scanning (`scan_log`) stops at the first batch that is incomplete or fails its CRC. If
 that batch is the file's last one (a write torn by a crash), the tail is truncated with a
 warning. If data follows the bad batch, the file is corrupt in the middle and `LogCorruptError`
@@ -198,6 +205,8 @@ class PartitionLog:
         self._log_end_offset = 0
         self._high_watermark = 0
         self._producers = ProducerBatches()
+        #: Incremented by each roll-back: an append of an older generation was discarded.
+        self.generation = 0
         self._open()
 
     def __repr__(self) -> str:
@@ -320,11 +329,15 @@ class PartitionLog:
         assert first is not None, "append needs at least one batch"
         return first
 
-    async def flush(self) -> bool:
+    async def flush(self, generation: int | None = None) -> bool:
         """Fsync everything appended so far, then advance the high watermark.
 
-        Returns True if the high watermark moved.
+        `generation`: the log's `generation` right after the caller's `append`; if the log was
+        rolled back since, the caller's data is gone and `OSError` is raised. A failed fsync
+        rolls the log back to its durable end and raises. Returns True if the high watermark
+        moved.
         """
+        self._check_generation(generation)
         target = self._log_end_offset
         if target <= self._high_watermark or self._fd < 0:
             return False
@@ -333,11 +346,38 @@ class PartitionLog:
         except OSError:
             if self._fd < 0:
                 return False  # the topic was deleted meanwhile: nothing left to make durable
+            if self._log_end_offset > self._high_watermark:
+                self._roll_back_to_durable()
             raise
+        self._check_generation(generation)
         if target > self._high_watermark:
             self._high_watermark = target
             return True
         return False
+
+    def _check_generation(self, generation: int | None) -> None:
+        if generation is not None and generation != self.generation:
+            raise OSError(f"{self.path}: a failed fsync discarded this append; not stored")
+
+    def _roll_back_to_durable(self) -> None:
+        """Cut file, index and producer state back to the high watermark (after a failed
+        fsync, whose pages the kernel may have dropped: nothing past it can be trusted)."""
+        keep = bisect.bisect_left(self._last_offsets, self._high_watermark)
+        end = self._index[keep].position if keep < len(self._index) else self._end_position
+        logger.warning(
+            "%s: fsync failed; dropping offsets %d-%d, which no client was told are stored",
+            self.path,
+            self._high_watermark,
+            self._log_end_offset - 1,
+        )
+        os.ftruncate(self._fd, end)
+        self.generation += 1
+        self._index.clear()
+        self._last_offsets.clear()
+        self._producers = ProducerBatches()
+        self._log_end_offset = 0
+        self._recover()
+        self._high_watermark = self._log_end_offset
 
     def check_offset(self, offset: int) -> None:
         """Raise `OffsetOutOfRangeError` unless log start <= offset <= high watermark."""

@@ -25,10 +25,16 @@ Bad input never affects other connections. The offending connection is closed wi
 the `coordinator.wire` logger for: a negative, too-small or oversized (`socket.request.max.bytes`)
 frame length, a frame cut short by EOF, an unknown API key, an unsupported version of an API
 other than ApiVersions (ApiVersions gets KIP-511's UNSUPPORTED_VERSION answer instead), and a
-body kio cannot decode. A handler failure is logged with its traceback; the request is answered
+body kio cannot decode. A handler's storage failure (`OSError`, `StoreError`: disk full) is
+logged in one line and answered KAFKA_STORAGE_ERROR where the response has a top-level error
+code. Any other handler failure is logged with its traceback; the request is answered
 with UNKNOWN_SERVER_ERROR if its response has a top-level error code (as Kafka does), otherwise
 the connection is closed (clients reconnect and retry). When a connection closes, its in-flight
 requests are cancelled.
+
+Connection limits: connections are accepted by `coordinator.wire.acceptor` within the node's
+`coordinator.wire.connection_quotas` (`max.connections`, `max.connections.per.ip`); each
+connection gives its place back when its socket closes.
 
 Listeners: `start` may be called once per listening socket (`listeners`); each connection
 carries a `Session` (`coordinator.wire.session`) naming its listener, with its TLS context
@@ -54,6 +60,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from coordinator.apis.contract import ApiSpec, Broker, RequestContext
+from coordinator.store.base import StoreError
+from coordinator.wire.acceptor import Acceptor, Ticket
 from coordinator.wire.codec import (
     FRAME_LENGTH,
     REQUEST_PREFIX,
@@ -66,6 +74,7 @@ from coordinator.wire.codec import (
     read_frame_length,
     response_class,
 )
+from coordinator.wire.connection_quotas import ConnectionQuotas, parse_overrides
 from coordinator.wire.listener import is_wildcard
 from coordinator.wire.sasl import refusal
 from coordinator.wire.session import ServedListener, Session
@@ -95,14 +104,21 @@ class WireServer:
     def __init__(self, broker: Broker, *, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.broker = broker
         self.max_in_flight = max_in_flight
-        self._servers: list[asyncio.Server] = []
+        config = broker.config
+        self.quotas = ConnectionQuotas(
+            config.max_connections,
+            config.max_connections_per_ip,
+            parse_overrides(config.max_connections_per_ip_overrides),
+            config.max_connection_creation_rate,
+        )
+        self._acceptors: list[Acceptor] = []
         #: Every listener served, in the order started (the first is the node's main address).
         self.listeners: list[ServedListener] = []
         self._connections: set[_Connection] = set()
         self._next_connection_id = 0
 
     def __repr__(self) -> str:
-        state = "listening" if self._servers else "stopped"
+        state = "listening" if self._acceptors else "stopped"
         address = f"{self.broker.host}:{self.broker.port}"
         return f"<WireServer {address} {state} connections={len(self._connections)}>"
 
@@ -113,7 +129,6 @@ class WireServer:
         bound address. Called once per listener. Without `served`: one PLAINTEXT listener
         whose advertised address the broker decides (`--bind`/`--advertise`); with it, the
         first listener's advertised address becomes the broker's main one."""
-        loop = asyncio.get_running_loop()
         bound_host, bound_port = listener.getsockname()[:2]
         if served is None:
             self.broker.replace_address(bound_host, bound_port)
@@ -126,11 +141,15 @@ class WireServer:
             logger.info("listener %s (%s) on %s:%d, advertised as %s:%d", served.name,
                         served.protocol, bound_host, bound_port, *served.advertised)  # fmt: skip
         self.listeners.append(served)
-        self._servers.append(
-            await loop.create_server(
-                lambda: self._new_connection(served), sock=listener, ssl=served.tls
-            )
+        acceptor = Acceptor(
+            listener,
+            served.tls,
+            self.quotas,
+            lambda ticket: self._new_connection(served, ticket),
+            self._released,
         )
+        self._acceptors.append(acceptor)
+        acceptor.resume()
         return bound_host, bound_port
 
     def _log_address(self, bound_host: str, bound_port: int) -> None:
@@ -151,8 +170,8 @@ class WireServer:
 
     async def close(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish (up to `grace` s), close connections."""
-        for server in self._servers:
-            server.close()
+        for acceptor in self._acceptors:
+            acceptor.close()
         self.broker.begin_closing()
         connections = list(self._connections)
         for conn in connections:
@@ -169,13 +188,18 @@ class WireServer:
             await asyncio.wait(closed, timeout=_CLOSE_DRAIN)
         for conn in connections:
             conn.abort()  # a client that never read its last responses
-        for server in self._servers:
-            await server.wait_closed()
-        self._servers.clear()
+        self._acceptors.clear()
 
-    def _new_connection(self, listener: ServedListener) -> _Connection:
+    def _new_connection(self, listener: ServedListener, ticket: Ticket) -> _Connection:
         self._next_connection_id += 1
-        return _Connection(self, self._next_connection_id, listener)
+        return _Connection(self, self._next_connection_id, listener, ticket)
+
+    def _released(self, ticket: Ticket) -> None:
+        was_full = self.quotas.full
+        self.quotas.release(ticket.address)
+        if was_full and not self.quotas.full:
+            for acceptor in self._acceptors:
+                acceptor.resume()
 
     def _opened(self, conn: _Connection) -> None:
         self._connections.add(conn)
@@ -224,11 +248,15 @@ class _Connection(asyncio.Protocol):
         "peer",
         "server",
         "session",
+        "ticket",
         "transport",
     )
 
-    def __init__(self, server: WireServer, number: int, listener: ServedListener) -> None:
+    def __init__(
+        self, server: WireServer, number: int, listener: ServedListener, ticket: Ticket
+    ) -> None:
         self.server = server
+        self.ticket = ticket
         self.listener = listener
         self.session: Session | None = None
         self.number = number
@@ -327,6 +355,7 @@ class _Connection(asyncio.Protocol):
         self._more.clear()
         self._lost = True
         self.server._gone(self)
+        self.ticket.release()
         if self._closed is not None and not self._closed.done():
             self._closed.set_result(None)
 
@@ -512,6 +541,22 @@ class _Connection(asyncio.Protocol):
             data = None if value is None else _encode(value, prefix)
         except asyncio.CancelledError:
             raise
+        except (OSError, StoreError) as exc:
+            # A storage failure (disk full, I/O error) the handler did not answer itself: one
+            # line, no traceback (a full disk fails every write), and Kafka's code for it.
+            data = _storage_error(prefix)
+            logger.warning(
+                "%s: api_key %d v%d failed to store (correlation id %d): %s; %s",
+                self.name,
+                prefix.api_key,
+                prefix.api_version,
+                prefix.correlation_id,
+                exc,
+                "answering KAFKA_STORAGE_ERROR" if data else "closing connection",
+            )
+            if data is None:
+                self.close()
+                return
         except Exception:
             data = _unknown_server_error(prefix)
             logger.exception(
@@ -580,12 +625,21 @@ def _unknown_server_error(prefix: RequestPrefix) -> bytes | None:
     Other responses carry errors only per topic/partition; an empty one would read as success,
     so for those the connection is closed instead.
     """
+    return _error_answer(prefix, ErrorCode.unknown_server_error)
+
+
+def _storage_error(prefix: RequestPrefix) -> bytes | None:
+    """A KAFKA_STORAGE_ERROR answer, for APIs whose response has a top-level error code."""
+    return _error_answer(prefix, ErrorCode.kafka_storage_error)
+
+
+def _error_answer(prefix: RequestPrefix, code: ErrorCode) -> bytes | None:
     fields = {
         f.name for f in dataclasses.fields(response_class(prefix.api_key, prefix.api_version))
     }
     if "error_code" not in fields:
         return None
-    return _encode({"error_code": ErrorCode.unknown_server_error}, prefix)
+    return _encode({"error_code": code}, prefix)
 
 
 def _check_response(
