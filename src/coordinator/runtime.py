@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("coordinator.runtime")
 
+_WRITE_FAILURE_LOG_EVERY = 10.0
+"""Seconds between two reports of failed store writes."""
+
 R = TypeVar("R", bound=AnyReply)
 
 
@@ -76,6 +79,10 @@ class GroupRuntime:
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reloading: set[int] = set()
+        #: When a failed store write was last logged, and how many failed since (a full disk
+        #: fails every write: one line per `_WRITE_FAILURE_LOG_EVERY` seconds, not thousands).
+        self._failure_logged_at = -_WRITE_FAILURE_LOG_EVERY
+        self._failures_unlogged = 0
         self._batch: list[StoredRecord] = []
         self._batch_future: asyncio.Future[None] | None = None
         self._assignor: ThreadPoolExecutor | None = None
@@ -286,7 +293,17 @@ class GroupRuntime:
         if write.cancelled() or write.exception() is None:
             self._deliver(result)
             return
-        log.error("store write failed, reloading affected partitions: %s", write.exception())
+        now = time.monotonic()
+        if now - self._failure_logged_at >= _WRITE_FAILURE_LOG_EVERY:
+            more = self._failures_unlogged
+            log.error(
+                "store write failed, reloading affected partitions: %s%s",
+                write.exception(),
+                f" ({more} more failed writes since the last report)" if more else "",
+            )
+            self._failure_logged_at, self._failures_unlogged = now, 0
+        else:
+            self._failures_unlogged += 1
         for reply in result.replies:
             entry = self._waiting.get(reply.token)
             if entry is not None and not entry[0].done():

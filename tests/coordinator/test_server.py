@@ -149,6 +149,27 @@ async def test_handler_failure_answers_unknown_server_error_with_a_traceback(
     await client.close()
 
 
+async def disk_full(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    raise OSError(28, "No space left on device")
+
+
+async def test_storage_failure_answers_kafka_storage_error_in_one_line(
+    node: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    node.broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), disk_full))
+    client = await connect(node)
+    with caplog.at_level(logging.WARNING, logger="coordinator.wire"):
+        response = await client.request(
+            HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
+        )
+    assert response.error_code is ErrorCode.kafka_storage_error
+    (record,) = [r for r in caplog.records if r.name == "coordinator.wire"]
+    assert record.exc_info is None
+    assert "No space left on device; answering KAFKA_STORAGE_ERROR" in record.getMessage()
+    await assert_works(client)
+    await client.close()
+
+
 async def test_handler_failure_without_a_top_level_error_code_closes_the_connection(
     node: RunningServer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -21,7 +21,7 @@ from coordinator.testing import read_records, record_batch, running_server
 from coordinator.wire.client import WireClient
 from rebalance.errors import ErrorCode
 
-PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 8, 9
+PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_RECORDS = 0, 1, 8, 9, 19, 21
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-async def produce(client: WireClient, value: bytes) -> Any:
+async def produce(client: WireClient, value: bytes, topic: str = "t") -> Any:
     response = await client.request(
         PRODUCE,
         9,
@@ -58,7 +58,7 @@ async def produce(client: WireClient, value: bytes) -> Any:
             "acks": -1,
             "timeout": 1000,
             "topic_data": [
-                {"name": "t", "partition_data": [{"index": 0, "records": record_batch([value])}]}
+                {"name": topic, "partition_data": [{"index": 0, "records": record_batch([value])}]}
             ],
         },
     )
@@ -87,6 +87,39 @@ async def commit(client: WireClient, offset: int) -> ErrorCode:
                     ],
                 }
             ],
+        },
+    )
+    return ErrorCode(response.topics[0].partitions[0].error_code)
+
+
+async def create_topic(client: WireClient, name: str) -> ErrorCode:
+    response = await client.request(
+        CREATE_TOPICS,
+        7,
+        {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "timeout": 1000,
+            "validate_only": False,
+        },
+    )
+    return ErrorCode(response.topics[0].error_code)
+
+
+async def delete_records(client: WireClient, topic: str, before: int) -> ErrorCode:
+    response = await client.request(
+        DELETE_RECORDS,
+        2,
+        {
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": before}]}],
+            "timeout": 1000,
         },
     )
     return ErrorCode(response.topics[0].partitions[0].error_code)
@@ -131,11 +164,15 @@ async def test_full_disk_answers_storage_errors_loses_nothing_and_recovers(
     data_dir = small_disk / "data"
     acknowledged: list[bytes] = []
     last_commit = -1
-    async with running_server(topics=[("t", 1)], data_dir=data_dir) as node:
+    async with running_server(topics=[("t", 1), ("d", 1)], data_dir=data_dir) as node:
         client = await WireClient.connect(node.host, node.port)
         assert (await produce(client, b"before")).error_code == ErrorCode.NONE
         acknowledged.append(b"before")
+        assert (await produce(client, b"deleted", "d")).error_code == ErrorCode.NONE
         filler = fill(small_disk)
+        # Writes that are not produce or group writes: refused in the same way.
+        assert await create_topic(client, "new") == ErrorCode.KAFKA_STORAGE_ERROR
+        assert await delete_records(client, "d", 1) == ErrorCode.KAFKA_STORAGE_ERROR
         produce_errors: set[ErrorCode] = set()
         commit_errors: set[ErrorCode] = set()
         for n in range(40):
@@ -168,11 +205,45 @@ async def test_full_disk_answers_storage_errors_loses_nothing_and_recovers(
             await asyncio.sleep(0.02)
         assert code == ErrorCode.NONE
         last_commit = 99
+        assert await create_topic(client, "new") == ErrorCode.NONE
+        assert await delete_records(client, "d", 1) == ErrorCode.NONE
         await client.close()
 
     async with running_server(data_dir=data_dir) as restarted:
         client = await WireClient.connect(restarted.host, restarted.port)
         assert await stored_values(client) == acknowledged
         assert await committed(client) == last_commit
+        assert restarted.broker.topics.get("new") is not None
+        assert restarted.broker.topics.get("d").partition(0).log_start_offset == 1  # type: ignore[union-attr]
         await client.close()
     assert not [record.getMessage() for record in caplog.records if record.exc_info]
+    # One report for a full disk's many failed writes, not one per write.
+    assert sum("store write failed" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_real_producer_rides_out_a_full_disk(small_disk: Path) -> None:
+    """aiokafka takes KAFKA_STORAGE_ERROR as retriable: a send made while the disk is full is
+    stored once space returns, with no restart of anything."""
+    from aiokafka import AIOKafkaProducer
+
+    async with running_server(topics=[("t", 1)], data_dir=small_disk / "data") as node:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=node.bootstrap, retry_backoff_ms=50, request_timeout_ms=10_000
+        )
+        await producer.start()
+        try:
+            await producer.send_and_wait("t", b"first", partition=0)
+            filler = fill(small_disk)
+            pending = asyncio.ensure_future(
+                producer.send_and_wait("t", os.urandom(64 << 10), partition=0)
+            )
+            await asyncio.sleep(0.5)
+            assert not pending.done()  # refused and retried meanwhile
+            filler.unlink()
+            stored = await asyncio.wait_for(pending, 10)
+            assert stored.offset == 1
+        finally:
+            await producer.stop()
+        client = await WireClient.connect(node.host, node.port)
+        assert len(await stored_values(client)) == 2
+        await client.close()

@@ -205,4 +205,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             results.append(_create(topic, bool(request.validate_only), ctx))
         except TopicRefused as exc:
             results.append(_refused(name, exc.code, exc.message))
+        except OSError as exc:  # disk full: nothing of the topic is left (TopicStore.create)
+            message = f"not created: {exc.strerror or exc}"
+            results.append(_refused(name, ErrorCode.kafka_storage_error, message))
     return {"throttle_time": 0, "topics": results}

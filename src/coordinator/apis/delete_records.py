@@ -15,6 +15,7 @@ as Kafka's `ReplicaManager` answers.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +24,8 @@ from coordinator.apis.contract import RequestContext, ResponseValue
 from coordinator.partition_log.partition import OffsetOutOfRangeError, PartitionLog
 
 API_KEY = 21
+
+logger = logging.getLogger("coordinator.partition_log")
 VERSIONS = range(0, 3)
 
 HIGH_WATERMARK = -1
@@ -41,6 +44,9 @@ def _delete_before(log: PartitionLog | None, offset: int) -> tuple[ErrorCode, in
         return ErrorCode.none, log.advance_log_start(offset)
     except OffsetOutOfRangeError:
         return ErrorCode.offset_out_of_range, -1
+    except OSError as exc:  # the new start could not be stored: it did not move
+        logger.warning("%s: log start not moved: %s", log.path, exc)
+        return ErrorCode.kafka_storage_error, -1
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:

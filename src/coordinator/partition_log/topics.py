@@ -110,8 +110,14 @@ class TopicStore:
         directory = self.root / name
         directory.mkdir(parents=True, exist_ok=True)
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
-        self._write_meta(topic, partitions)
-        topic.partitions = [PartitionLog(directory / f"{i}.log") for i in range(partitions)]
+        try:
+            self._write_meta(topic, partitions)
+            topic.partitions = [PartitionLog(directory / f"{i}.log") for i in range(partitions)]
+        except OSError:  # disk full: leave no half-made topic for a restart to find
+            for log in topic.partitions:
+                log.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         self._add(topic)
         logger.info("created topic %s with %d partitions (id %s)", name, partitions, topic.topic_id)
         self.changed(topic)

@@ -25,7 +25,9 @@ Bad input never affects other connections. The offending connection is closed wi
 the `coordinator.wire` logger for: a negative, too-small or oversized (`socket.request.max.bytes`)
 frame length, a frame cut short by EOF, an unknown API key, an unsupported version of an API
 other than ApiVersions (ApiVersions gets KIP-511's UNSUPPORTED_VERSION answer instead), and a
-body kio cannot decode. A handler failure is logged with its traceback; the request is answered
+body kio cannot decode. A handler's storage failure (`OSError`, `StoreError`: disk full) is
+logged in one line and answered KAFKA_STORAGE_ERROR where the response has a top-level error
+code. Any other handler failure is logged with its traceback; the request is answered
 with UNKNOWN_SERVER_ERROR if its response has a top-level error code (as Kafka does), otherwise
 the connection is closed (clients reconnect and retry). When a connection closes, its in-flight
 requests are cancelled.
@@ -58,6 +60,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from coordinator.apis.contract import ApiSpec, Broker, RequestContext
+from coordinator.store.base import StoreError
 from coordinator.wire.acceptor import Acceptor, Ticket
 from coordinator.wire.codec import (
     FRAME_LENGTH,
@@ -538,6 +541,22 @@ class _Connection(asyncio.Protocol):
             data = None if value is None else _encode(value, prefix)
         except asyncio.CancelledError:
             raise
+        except (OSError, StoreError) as exc:
+            # A storage failure (disk full, I/O error) the handler did not answer itself: one
+            # line, no traceback (a full disk fails every write), and Kafka's code for it.
+            data = _storage_error(prefix)
+            logger.warning(
+                "%s: api_key %d v%d failed to store (correlation id %d): %s; %s",
+                self.name,
+                prefix.api_key,
+                prefix.api_version,
+                prefix.correlation_id,
+                exc,
+                "answering KAFKA_STORAGE_ERROR" if data else "closing connection",
+            )
+            if data is None:
+                self.close()
+                return
         except Exception:
             data = _unknown_server_error(prefix)
             logger.exception(
@@ -606,12 +625,21 @@ def _unknown_server_error(prefix: RequestPrefix) -> bytes | None:
     Other responses carry errors only per topic/partition; an empty one would read as success,
     so for those the connection is closed instead.
     """
+    return _error_answer(prefix, ErrorCode.unknown_server_error)
+
+
+def _storage_error(prefix: RequestPrefix) -> bytes | None:
+    """A KAFKA_STORAGE_ERROR answer, for APIs whose response has a top-level error code."""
+    return _error_answer(prefix, ErrorCode.kafka_storage_error)
+
+
+def _error_answer(prefix: RequestPrefix, code: ErrorCode) -> bytes | None:
     fields = {
         f.name for f in dataclasses.fields(response_class(prefix.api_key, prefix.api_version))
     }
     if "error_code" not in fields:
         return None
-    return _encode({"error_code": ErrorCode.unknown_server_error}, prefix)
+    return _encode({"error_code": code}, prefix)
 
 
 def _check_response(
