@@ -33,8 +33,9 @@ def _claims(assignments: Assignments) -> dict[tuple[str, int], set[str]]:
 
 
 def _moved(before: Assignments, after: Assignments) -> int:
+    """Partitions with an owner after that did not own them before."""
     old, new = _claims(before), _claims(after)
-    return sum(1 for tp in old.keys() | new.keys() if old.get(tp) != new.get(tp))
+    return sum(1 for tp, owners in new.items() if owners - old.get(tp, set()))
 
 
 def _partition_count(assignments: Assignments) -> int:

@@ -98,16 +98,17 @@ def _claimed_partition(claim: Column) -> Column:
 
 
 def partitions_moved(before: Column, after: Column) -> Column:
-    """How many partitions have different owners in `after` than in `before`.
+    """How many partitions `after` hands to a member that did not own them in `before`.
 
-    A partition's owners differ exactly when one of its (member, partition) claims is in one
-    assignment and not in the other, so the moved partitions are the distinct partitions of the
-    symmetric difference of the claims. A partition assigned on one side only counts. Computed
-    inside the row: no explode, no join.
+    A partition moves when it gets a new owner: exactly when one of its (member, partition)
+    claims is in `after` and not in `before`, so the moved partitions are the distinct
+    partitions of those claims. A partition only released (a cooperative revocation, the group
+    emptied, a topic deleted) has not moved yet: a cooperative move counts once, in the
+    rebalance that assigns it, as the KIP-848 and client-balance rows of the comparison count
+    theirs. Computed inside the row: no explode, no join.
     """
     old, new = _owner_claims(before), _owner_claims(after)
-    changed = F.concat(F.array_except(old, new), F.array_except(new, old))
-    moved = F.size(F.array_distinct(F.transform(changed, _claimed_partition)))
+    moved = F.size(F.array_distinct(F.transform(F.array_except(new, old), _claimed_partition)))
     # Many rebalances hand out exactly what members had (a member restarts, rejoins): identical
     # sorted entries prove nothing moved without building a claim per partition.
     unchanged = F.array_sort(F.map_entries(before)) == F.array_sort(F.map_entries(after))
