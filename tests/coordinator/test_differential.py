@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 
 import pytest
 
@@ -34,14 +34,16 @@ from coordinator.conformance.steps import (
 )
 from coordinator.testing import RunningServer, server_in_thread
 from rebalance import commands
-from rebalance.classic import ClassicGroupType
+from rebalance.classic import ClassicGroupType, expiry
+from rebalance.classic import rebalance as classic_rebalance
 from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.effects import Result, single_reply
+from rebalance.effects import Reply, Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.offsets import Offsets
-from rebalance.replies import HeartbeatReply
+from rebalance.replies import HeartbeatReply, JoinGroupReply
+from rebalance.state import CoordinatorState
 from rebalance.timers import SYNC, TimerKey
 
 # The differential run holds time still (see `coordinator.conformance.model_side`): a test
@@ -220,6 +222,51 @@ def test_an_ignored_sync_timeout_diverges_in_a_timed_run(
             r"broker: +error=none state=CompletingRebalance .*members=a", report.failure
         )
         assert re.search(rf"{step}\. wait 450 +<- diverged here", report.failure)
+
+
+def not_reelecting(server: CoordinatorState) -> Callable[..., None]:
+    """The fault, in the server's core only: a join phase that ends without its leader keeps
+    the departed leader; the answers name it, and nobody is handed the members to assign."""
+    real = classic_rebalance.complete_join
+
+    def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms: int) -> None:
+        old = group.leader_id
+        real(state, result, group, now_ms)
+        if state is not server or old is None or old in group.members or not group.members:
+            return
+        group.leader_id = old
+        for i, r in enumerate(result.replies):
+            if isinstance(r.response, JoinGroupReply) and not r.response.error:
+                answer = dataclasses.replace(r.response, leader=old, members=())
+                result.replies[i] = Reply(r.token, answer)
+
+    return complete_join
+
+
+def test_a_leader_not_reelected_diverges_in_a_timed_run(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a0 leads; a1 rejoins with new metadata (a rebalance) and a0 does not: the join phase ends
+    # after the rebalance timeout without a0, and the new generation's answer shows who leads.
+    steps = """join a0; join a0; join a1; join a1; join a0; sync a0; sync a1
+               join a1 protocols=roundrobin,range; wait 450"""
+    broker = connect(node)
+    assert replay(broker, steps).failure is None
+    core = node.broker.groups.core  # type: ignore[attr-defined]
+    fault = not_reelecting(core.state)
+    monkeypatch.setattr(classic_rebalance, "complete_join", fault)
+    monkeypatch.setattr(expiry, "complete_join", fault)
+    report = replay(broker, steps)
+    assert report.failure is not None
+    assert "differ at step 8 (join a1 protocols=roundrobin,range)" in report.failure
+    model = re.search(
+        r"model: +error=none generation=3 .* leader=(\S+) member=a1 members=a1\[", report.failure
+    )
+    broker_said = re.search(
+        r"broker: +error=none generation=3 .* leader=(\S+) member=a1$", report.failure, re.M
+    )
+    assert model and broker_said, report.failure
+    assert (model.group(1), broker_said.group(1)) == ("a1", "a0")
 
 
 def test_steps_read_back_as_they_print() -> None:
