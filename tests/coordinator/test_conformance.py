@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -17,12 +18,13 @@ from coordinator.conformance.runner import Outcome, run_scenarios, select
 from coordinator.conformance.scenarios import SCENARIOS
 from coordinator.testing import RunningServer, running_server, server_in_thread
 from rebalance import ErrorCode
-from rebalance.classic import expiry, join, liveness
+from rebalance.classic import expiry, join, liveness, rebalance
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import join_reply
 from rebalance.consumer_group import membership
-from rebalance.effects import Result
+from rebalance.effects import Reply, Result
 from rebalance.offsets import Offsets
+from rebalance.replies import JoinGroupReply
 from rebalance.state import CoordinatorState
 
 DIFFERENTIAL = "differential.lockstep"
@@ -142,6 +144,32 @@ async def test_an_ignored_sync_timeout_fails_its_rule(
     found = by_status(await run_scenarios(broker, select("sync.")))
     assert found["failed"] == {"sync.timeout_removes_silent_members"}
     assert found["passed"] == {"sync.leader_assignment_relayed"}
+
+
+async def test_a_leader_not_reelected_fails_its_rule(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = rebalance.complete_join
+
+    def keeps_departed_leader(
+        state: CoordinatorState, result: Result, group: Group, now_ms: int
+    ) -> None:
+        """The fault: a round that ends without its leader keeps it, and says so."""
+        old = group.leader_id
+        real(state, result, group, now_ms)
+        if old is None or old in group.members or not group.members:
+            return
+        group.leader_id = old
+        for i, r in enumerate(result.replies):
+            if isinstance(r.response, JoinGroupReply) and not r.response.error:
+                result.replies[i] = Reply(r.token, replace(r.response, leader=old, members=()))
+
+    monkeypatch.setattr(rebalance, "complete_join", keeps_departed_leader)
+    monkeypatch.setattr(expiry, "complete_join", keeps_departed_leader)
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select("join.")))
+    assert found["failed"] == {"join.leader_reelected"}
+    assert "join.rebalance_timeout_removes_absent_members" in found["passed"]
 
 
 async def test_scenarios_whose_assumptions_fail_are_skipped_with_the_reason(

@@ -528,6 +528,31 @@ async def rebalance_timeout(ctx: Context) -> None:
 
 
 @scenario(
+    "join.leader_reelected",
+    rule="§1.5: a join phase that ends without its leader elects one of the members that rejoined",
+    kafka="the member that rejoined leads the new generation: its JoinGroup answer names it "
+    "leader and carries the member list",
+    assumes=BASE,
+)
+async def leader_reelected(ctx: Context) -> None:
+    rebalance_ms = ctx.session_ms
+    leader, follower = await ctx.joined(2, rebalance_ms)
+    assignments = {m.member_id: b"" for m in (leader, follower)}
+    await asyncio.gather(leader.sync(assignments), follower.sync())
+    # New protocols start a rebalance; the leader never rejoins, so after the rebalance timeout
+    # the round completes without it.
+    subscription = b"\x00\x00\x00\x00\x00\x00"
+    reply = await follower.join(
+        session_ms=max(ctx.session_ms * 5, rebalance_ms * 3),
+        rebalance_ms=rebalance_ms,
+        protocols=(("roundrobin", subscription), ("range", subscription)),
+    )
+    expect(error_name(reply.error_code), "none", "the follower's rejoin")
+    expect(reply.leader == follower.member_id, True, "the follower leads the new generation")
+    expect(len(reply.members), 1, "members handed to the new leader")
+
+
+@scenario(
     "list.stable_group_listed",
     rule="§5 (ListGroups): every group of the coordinator is listed with its protocol type",
     kafka="ListGroups lists the group with protocol type consumer (v4+: state Stable)",
