@@ -54,13 +54,13 @@ def by_status(outcomes: list[Outcome]) -> dict[str, set[str]]:
 
 
 async def test_every_scenario_passes_against_our_server(node: RunningServer) -> None:
-    # Two want other settings: the differential run no initial delay (test_differential.py),
-    # the retention rule a short cleanup interval (below).
+    # Three want other settings: the differential runs no initial delay and short sessions
+    # (test_differential.py), the retention rule a short cleanup interval (below).
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
-    elsewhere = {DIFFERENTIAL, "retention.explicit_expiry"}
+    elsewhere = {DIFFERENTIAL, "differential.timed", "retention.explicit_expiry"}
     outcomes = await run_scenarios(broker, [s for s in SCENARIOS if s.name not in elsewhere])
     assert [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"] == []
-    assert len(outcomes) == len(SCENARIOS) - 2 >= 28
+    assert len(outcomes) == len(SCENARIOS) - 3 >= 28
     assert broker.sources["group.min.session.timeout.ms"] == "broker"  # read by DescribeConfigs
 
 

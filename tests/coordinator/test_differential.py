@@ -89,7 +89,9 @@ def connect(node: RunningServer) -> BrokerUnderTest:
 
 async def test_ten_thousand_steps_find_no_divergence_from_our_server(node: RunningServer) -> None:
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
-    (outcome,) = await run_scenarios(broker, select("differential."), differential_steps=10_000)
+    (outcome,) = await run_scenarios(
+        broker, select("differential.lockstep"), differential_steps=10_000
+    )
     print(outcome.detail)  # e.g. "... no divergence in 10043 steps over 213 runs, 10.7 s ..."
     assert outcome.status == "passed", outcome.detail
     made = re.search(r"no divergence in (\d+) steps", outcome.detail)
@@ -172,13 +174,19 @@ def test_unchecked_kip848_member_epochs_diverge(
     assert re.search(r"broker: +error=none member=c1 epoch=2", report.failure)
 
 
-def test_a_timed_run_finds_no_divergence_from_our_server(node: RunningServer) -> None:
-    # Runs of 25 steps with two waits at the most: nearly all the time goes on waiting.
-    report = run_differential(connect(node), steps=250, steps_per_run=25, timed=True)
-    print(report.summary())  # e.g. "... 220 steps over 20 runs, 5.3 s ...; 4.9 s waited, 0 ..."
-    assert report.failure is None, report.failure
-    assert report.steps >= 200 and report.waited_s > 0
-    assert report.inconclusive < report.runs  # some runs at least were timed clear of deadlines
+async def test_a_timed_run_finds_no_divergence_from_our_server(node: RunningServer) -> None:
+    # The scenario as `rebalance conformance` runs it: 10,000 steps asked, a 40th of them timed
+    # (runs of 25 steps with two waits at the most: nearly all the time goes on waiting).
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    (outcome,) = await run_scenarios(
+        broker, select("differential.timed"), differential_steps=10_000
+    )
+    print(outcome.detail)  # e.g. "... 250 steps over 10 runs, 5.3 s ...; 4.9 s waited, 0 ..."
+    assert outcome.status == "passed", outcome.detail
+    made = re.search(r"no divergence in (\d+) steps", outcome.detail)
+    assert made and int(made.group(1)) >= 250
+    waited = re.search(r"; ([\d.]+) s waited", outcome.detail)
+    assert waited and float(waited.group(1)) > 0, outcome.detail
 
 
 def test_timers_fire_in_lockstep_when_time_passes(node: RunningServer) -> None:
@@ -324,21 +332,22 @@ async def test_the_differential_scenario_is_skipped_where_time_would_not_stand_s
 ) -> None:
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
     broker.settings["group.initial.rebalance.delay.ms"] = "3000"  # as Kafka's default
-    (outcome,) = await run_scenarios(broker, select("differential."))
-    assert (outcome.status, outcome.detail) == (
-        "skipped",
-        "group.initial.rebalance.delay.ms=3000 > 0: the scenario would be slow",
-    )
+    outcomes = await run_scenarios(broker, select("differential."))
+    assert [(o.status, o.detail) for o in outcomes] == [
+        ("skipped", "group.initial.rebalance.delay.ms=3000 > 0: the scenario would be slow")
+    ] * 2  # the lockstep run and the timed one
 
 
 def test_the_command_runs_the_differential_scenario_for_the_steps_asked(
     node: RunningServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["conformance", "--bootstrap", node.bootstrap, "-k", "differential"]
-    assert main([*argv, "--differential-steps", "200"]) == 0
+    assert main([*argv, "--differential-steps", "400"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"ok +differential\.lockstep .* no divergence in \d{3} steps", out), out
-    assert out.rstrip().endswith("1 passed, 0 failed, 0 skipped")
+    # a 40th of them timed: 10 steps, a run or two with their waits
+    assert re.search(r"ok +differential\.timed .* no divergence in \d+ steps", out), out
+    assert out.rstrip().endswith("2 passed, 0 failed, 0 skipped")
 
 
 def test_the_command_replays_steps_and_prints_the_answers(

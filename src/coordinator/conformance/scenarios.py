@@ -612,6 +612,46 @@ async def differential(ctx: Context) -> None:
     ctx.note = report.summary()
 
 
+TIMED_STEPS_FRACTION = 40
+"""A timed run makes `differential_steps // TIMED_STEPS_FRACTION` steps: its waits cost real time
+(10,000 asked: 250 timed steps, about 5-10 s, nearly all of it waiting)."""
+
+
+@scenario(
+    "differential.timed",
+    rule="the timers (§1.5 session, §2 rebalance and sync timeouts, §1.6 leader re-election): "
+    "the same random sequences for the two classic groups with short timeouts (900 ms session, "
+    "300 ms rebalance) and waits drawn below, between and past them, the model's clock moved "
+    "by the time waited",
+    kafka="the model's answers after each wait: parked requests the timers released, group "
+    "states and members (DescribeGroups); waits never end near a deadline, and a run whose "
+    "real time may have passed a deadline the model's has not is counted inconclusive, not "
+    "failed",
+    assumes=(
+        hypothesis_installed,
+        setting_at_most("group.initial.rebalance.delay.ms", 0),
+        setting_at_most("group.min.session.timeout.ms", 900),
+        version_at_least(JOIN_GROUP, 4),
+        version_at_least(DESCRIBE_GROUPS, 0),
+        version_at_least(OFFSET_COMMIT, 2),
+        version_at_least(CREATE_TOPICS, 0),
+    ),
+    timeout_s=None,  # run_differential keeps to its own time budget
+)
+async def differential_timed(ctx: Context) -> None:
+    from coordinator.conformance.differential import run_differential
+
+    steps = max(1, ctx.differential_steps // TIMED_STEPS_FRACTION)
+    report = await asyncio.to_thread(
+        run_differential, ctx.broker, steps=steps, steps_per_run=25, timed=True
+    )
+    if report.failure is not None:
+        raise ScenarioFailed(report.failure)
+    expect(report.steps >= steps, True, f"{report.summary()}: steps made")
+    expect(report.inconclusive < report.runs, True, f"{report.summary()}: runs clear of deadlines")
+    ctx.note = report.summary()
+
+
 @scenario(
     "retention.explicit_expiry",
     rule="§3.3 (KIP-211): an OffsetCommit v2-v4 with a retention time expires at commit time + "
