@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from assignors.consumer_protocol import decode_assignment
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import RunningServer, WireClient, running_server
 from rebalance.config import CoordinatorConfig
@@ -52,6 +53,8 @@ class DemoMember:
     revoked: list[int] = field(default_factory=list)
     #: Every partition held since the story last looked.
     held: set[int] = field(default_factory=set)
+    #: The member id it last reported (with an assignment).
+    member_id: str = ""
 
     async def follow(self) -> None:
         assert self.process.stdout is not None
@@ -60,6 +63,7 @@ class DemoMember:
             if line["event"] == "assigned":
                 self.partitions = line["partitions"]
                 self.held.update(self.partitions)
+                self.member_id = line.get("member_id") or self.member_id
             elif line["event"] == "consumed":
                 self.consumed = line["count"]
             elif line["event"] == "revoked":
@@ -143,6 +147,7 @@ class Stage:
                 and group.kafka_state == "Stable"
                 and len(group.members) == len(members)
                 and sorted(owned) == list(range(PARTITIONS))
+                and (not self.cooperative or _hold_their_assignments(group, members))
             ):
                 break
             if time.monotonic() > deadline:
@@ -167,6 +172,23 @@ class Stage:
         for m in sorted(members, key=lambda m: m.name):
             self.say(f"    {m.name:<6} {m.partitions}")
         self.previous = owners
+
+
+def _hold_their_assignments(group: Any, members: list[DemoMember]) -> bool:
+    """Whether each member holds exactly what the coordinator's current assignment gives it.
+
+    A cooperative rebalance that takes partitions away is Stable (and every partition still
+    held) from its SyncGroup until the members' revocation callbacks have run: without this the
+    story would call that first round settled, and the second one, which hands the revoked
+    partitions out, would land in the next stage."""
+    for m in members:
+        member = group.members.get(m.member_id)
+        if member is None or not member.assignment:
+            return False
+        given = sorted(p for _, p in decode_assignment(member.assignment).partitions)
+        if given != sorted(m.partitions):
+            return False
+    return True
 
 
 #: What the story calls a group's epoch, by group type.
