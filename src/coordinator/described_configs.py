@@ -12,6 +12,7 @@ difference from Kafka: change them by restarting with other `--set` values).
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -33,6 +34,8 @@ class ConfigType(IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    CLASS = 8
+    PASSWORD = 9
 
 
 class ConfigSource(IntEnum):
@@ -67,6 +70,8 @@ def kafka_text(value: object) -> str | None:
 
 
 def _kind(annotation: Any, metadata: list[Any]) -> ConfigType:
+    if annotation is SecretStr or SecretStr in typing.get_args(annotation):
+        return ConfigType.PASSWORD
     if annotation is bool:
         return ConfigType.BOOLEAN
     if annotation is int:

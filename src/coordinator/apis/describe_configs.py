@@ -27,7 +27,7 @@ from coordinator.apis.config_resources import (
     unsupported,
 )
 from coordinator.apis.contract import Broker, RequestContext, ResponseValue
-from coordinator.described_configs import ConfigEntry
+from coordinator.described_configs import ConfigEntry, ConfigType
 from coordinator.partition_log.topic_configs import describe_topic_configs
 
 API_KEY = 32
@@ -50,7 +50,7 @@ def _shown(entry: ConfigEntry, synonyms: bool) -> dict[str, Any]:
         "value": entry.value,
         "read_only": entry.read_only,
         "config_source": int(entry.source),
-        "is_sensitive": False,
+        "is_sensitive": entry.kind is ConfigType.PASSWORD,  # its value is null, as in Kafka
         "synonyms": [
             {"name": name, "value": value, "source": int(source)}
             for name, value, source in (entry.synonyms if synonyms else ())
