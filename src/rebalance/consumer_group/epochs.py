@@ -190,7 +190,9 @@ def reconcile(
         return
     write(state, result, group.group_id, value)
     key = consumer_revocation_key(group.group_id, member.member_id)
-    if member.state is MemberState.UNREVOKED_PARTITIONS:
+    if member.classic is not None:
+        pass  # a classic member's only timers are its join and sync timeouts (Kafka's)
+    elif member.state is MemberState.UNREVOKED_PARTITIONS:
         state.schedule(result, key, now_ms + member.rebalance_timeout_ms)
     else:
         state.cancel(result, key)
