@@ -10,6 +10,7 @@ Besides requests/s, the CPU time of each server process per request is read from
 shared machine it is far steadier than wall-clock rates.
 
 Run: .venv/bin/python benchmarks/bench_groups.py [--runs 5] [--seconds 3] [--members 200]
+(BENCH_PROFILE=FILE: the server process runs under cProfile and dumps its stats there.)
 Numbers are medians over runs; they go to benchmarks/RESULTS.md under "## Server".
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import multiprocessing
 import os
 import statistics
@@ -62,6 +64,10 @@ async def _serve(kind: str, ready: Connection) -> None:
         topics = [("orders", 10)]
         async with running_server(data_dir=Path(scratch), groups=groups, topics=topics) as node:
             tune_for_serving()  # as `rebalance serve` does once started
+            # BENCH_PROFILE=FILE: cProfile the server from its first CPU reading on (what is
+            # measured), its stats written to FILE at every later reading.
+            profile_to = os.environ.get("BENCH_PROFILE")
+            profiler = cProfile.Profile() if profile_to else None
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)
@@ -76,6 +82,9 @@ async def _serve(kind: str, ready: Connection) -> None:
                     pid = events.writer_pid if events else None
                     ready.send(_process_cpu(pid) if pid else 0.0)
                 else:  # "cpu": seconds of CPU this process has used
+                    if profiler is not None and profile_to:
+                        profiler.dump_stats(profile_to)  # (this disables it)
+                        profiler.enable()
                     times = os.times()
                     ready.send(times.user + times.system)
 

@@ -27,7 +27,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -74,7 +74,9 @@ class GroupRuntime:
         self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
         self._deadlines: dict[TimerKey, int] = {}
         self._offset_ms = 0.0
-        self._waiting: dict[Hashable, tuple[asyncio.Future[Any], Command[AnyReply]]] = {}
+        #: Parked requests by token: whom to hand the reply to, and the command (for its
+        #: error reply if the store fails).
+        self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[AnyReply]]] = {}
         self._last_write: asyncio.Future[None] | None = None
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -156,22 +158,46 @@ class GroupRuntime:
         self._next_token += 1
         token = self._next_token
         result = self.core.handle(command, self._clock.now_ms(), token)
-        if (
-            not result.records
-            and len(result.replies) == 1
-            and result.replies[0].token == token
-            and self._pending_write() is None
-        ):
+        if self._answers_now(result, token):
             # Fast path (heartbeats, fetches): nothing to make durable, nothing pending.
             self._carry_out(result)
             return cast(R, result.replies[0].response)
         future: asyncio.Future[R] = loop.create_future()
-        self._waiting[token] = (future, command)
+        self._waiting[token] = (functools.partial(_resolve, future), command)
         self._carry_out(result)
         try:
             return await future
         finally:
             self._waiting.pop(token, None)
+
+    def submit_then(self, command: Command[R], deliver: Callable[[R], None]) -> None:
+        """Run one command and hand its reply to `deliver` once it may be sent: before this
+        returns when the core answers at once with nothing to make durable, otherwise from the
+        loop when the core answers and the answer's records are durable (a parked JoinGroup
+        or SyncGroup: the round completes; a commit: its fsync).
+
+        `submit` without a task or a future per request: the wire server parks a request as a
+        slot of its connection's queue and `deliver` fills the slot. `deliver` is called
+        exactly once (the core answers every token it parks: at the end of the round, at a
+        timeout, when superseded or unloaded), even if the client went away meanwhile, and
+        must not raise."""
+        self._next_token += 1
+        token = self._next_token
+        result = self.core.handle(command, self._clock.now_ms(), token)
+        if self._answers_now(result, token):
+            self._carry_out(result)
+            deliver(cast(R, result.replies[0].response))
+            return
+        self._waiting[token] = (deliver, command)
+        self._carry_out(result)
+
+    def _answers_now(self, result: Result, token: int) -> bool:
+        return (
+            not result.records
+            and len(result.replies) == 1
+            and result.replies[0].token == token
+            and self._pending_write() is None
+        )
 
     def topics_changed(self, metadata: TopicMetadata) -> None:
         """The node's topics changed (created, grown, deleted): consumer groups subscribed to
@@ -305,9 +331,9 @@ class GroupRuntime:
         else:
             self._failures_unlogged += 1
         for reply in result.replies:
-            entry = self._waiting.get(reply.token)
-            if entry is not None and not entry[0].done():
-                entry[0].set_result(entry[1].error_reply(ErrorCode.NOT_COORDINATOR))
+            entry = self._waiting.pop(reply.token, None)
+            if entry is not None:
+                _hand_over(entry[0], entry[1].error_reply(ErrorCode.NOT_COORDINATOR))
         partitions = sorted({self.core.partition_for(r.group_id) for r in result.records})
         self._running_loop().create_task(self._reload(partitions))
 
@@ -328,15 +354,29 @@ class GroupRuntime:
         await self._load(partitions)
 
     def _deliver(self, result: Result) -> None:
+        waiting = self._waiting
         for reply in result.replies:
-            entry = self._waiting.get(reply.token)
-            if entry is not None and not entry[0].done():
-                entry[0].set_result(reply.response)
+            entry = waiting.pop(reply.token, None)
+            if entry is not None:
+                _hand_over(entry[0], reply.response)
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         return self._loop
+
+
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _hand_over(deliver: Callable[[Any], None], reply: AnyReply) -> None:
+    """Give a parked request its reply; a failing receiver must not cost the others theirs."""
+    try:
+        deliver(reply)
+    except Exception:
+        log.exception("delivering a reply failed")
 
 
 def _settle(task: asyncio.Task[None], done: asyncio.Future[None]) -> None:

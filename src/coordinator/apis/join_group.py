@@ -9,6 +9,7 @@ librdkafka v5.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.apis.common import millis, name_for_version, runtime
@@ -61,3 +62,14 @@ def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(to_command(request, api_version, ctx))
     return to_response(reply, api_version)
+
+
+def answer_parked(
+    request: Any, api_version: int, ctx: RequestContext, answer: Callable[[ResponseValue], None]
+) -> None:
+    """On the wire: parked as a slot of its connection until the round answers it."""
+
+    def deliver(reply: JoinGroupReply) -> None:
+        answer(to_response(reply, api_version))
+
+    runtime(ctx).submit_then(to_command(request, api_version, ctx), deliver)
