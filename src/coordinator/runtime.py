@@ -11,10 +11,11 @@ core never needs a lock. For each handler result it:
 3. answers the result's replies only once those records are durable, and never before the
    records of any earlier result are durable (appends complete in order), so no reply can
    acknowledge state that a crash could still lose;
-4. computes the target assignments the core offloads (a large consumer group's) in one worker
-   thread and hands each back to the core on the loop. A thread, not a process: the inputs
-   (up to millions of partitions) are shared, not pickled on the loop, and while the assignor
-   runs the loop waits for the interpreter lock at most one switch interval (5 ms) at a time.
+4. computes the target assignments the core offloads (a large consumer group's) in the
+   assignor worker process (`coordinator.assignor_worker`: it keeps each big group's inputs and
+   is sent only what changed) and hands each back to the core on the loop; or, with
+   ``assignor_worker="thread"``, in one thread, which shares the interpreter lock with the loop
+   (heartbeats waited up to 0.6 s beside a 1M-partition assignment).
 
 If the store fails, the affected partitions are unloaded (parked requests get NOT_COORDINATOR)
 and loaded again from what is durable, and the failed result's own replies become
@@ -29,9 +30,10 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator import record_codec
+from coordinator.assignor_worker import AssignorWorker
 from coordinator.event_log import EventLog, epoch_offset_ms
 from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
@@ -64,7 +66,12 @@ class MonotonicClock:
 
 class GroupRuntime:
     def __init__(
-        self, core: GroupCoordinatorCore, store: RecordStore, events: EventLog | None = None
+        self,
+        core: GroupCoordinatorCore,
+        store: RecordStore,
+        events: EventLog | None = None,
+        *,
+        assignor_worker: Literal["process", "thread"] = "process",
     ) -> None:
         self.core = core
         self.store = store
@@ -88,7 +95,14 @@ class GroupRuntime:
         self._batch: list[StoredRecord] = []
         self._batch_future: asyncio.Future[None] | None = None
         self._assignor: ThreadPoolExecutor | None = None
+        self._assignor_in = assignor_worker
+        self._worker: AssignorWorker | None = None
         self._closed = False
+
+    @property
+    def assignor_worker(self) -> AssignorWorker | None:
+        """The assignor worker process's handle, once a target was offloaded to it."""
+        return self._worker
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self, partitions: Iterable[int] | None = None) -> None:
@@ -125,6 +139,8 @@ class GroupRuntime:
         self._closed = True
         if self._assignor is not None:
             self._assignor.shutdown(wait=False, cancel_futures=True)
+        if self._worker is not None:
+            await self._worker.close()
         self._timers.close()
         if self._batch_future is not None:
             self._flush()
@@ -229,12 +245,21 @@ class GroupRuntime:
             barrier.add_done_callback(lambda done: self._after_write(done, result))
 
     def _offload(self, result: Result) -> None:
-        """Start the result's offloaded target assignments in the assignor thread."""
+        """Start the result's offloaded target assignments in the assignor worker."""
         for inputs in result.offloaded:
+            if self._assignor_in == "process":
+                if self._worker is None:
+                    self._worker = AssignorWorker(self._running_loop())
+                self._worker.compute(inputs, self._worker_done)
+                continue
             if self._assignor is None:
                 self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
             work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
             work.add_done_callback(functools.partial(self._target_done, inputs))
+
+    def _worker_done(self, inputs: TargetInputs, computed: ComputedTarget | None) -> None:
+        if not self._closed:
+            self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
 
     def _target_done(self, inputs: TargetInputs, done: asyncio.Future[ComputedTarget]) -> None:
         if self._closed or done.cancelled():

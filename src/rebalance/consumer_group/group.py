@@ -23,6 +23,7 @@ from enum import StrEnum
 
 from rebalance.consumer_group.records import (
     Assignment,
+    ClassicMetadata,
     CurrentAssignmentValue,
     MemberValue,
 )
@@ -126,6 +127,9 @@ class ConsumerMember:
     subscribed_topic_names: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
+    #: Set for a member using the classic protocol (it joined by JoinGroup, or was a member of
+    #: a classic group upgraded online); None for a KIP-848 member.
+    classic: ClassicMetadata | None = None
     # -- reconciliation -----------------------------------------------------------------
     member_epoch: int = 0
     previous_member_epoch: int = -1
@@ -146,6 +150,7 @@ class ConsumerMember:
             self.subscribed_topic_names,
             self.subscribed_topic_regex,
             self.server_assignor,
+            self.classic,
         )
 
     def apply_subscription(self, value: MemberValue) -> None:
@@ -157,6 +162,7 @@ class ConsumerMember:
         self.subscribed_topic_names = value.subscribed_topic_names
         self.subscribed_topic_regex = value.subscribed_topic_regex
         self.server_assignor = value.server_assignor
+        self.classic = value.classic
 
     def current_value(self) -> CurrentAssignmentValue:
         return CurrentAssignmentValue(
