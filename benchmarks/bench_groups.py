@@ -10,7 +10,8 @@ Besides requests/s, the CPU time of each server process per request is read from
 shared machine it is far steadier than wall-clock rates.
 
 Run: .venv/bin/python benchmarks/bench_groups.py [--runs 5] [--seconds 3] [--members 200]
-(BENCH_PROFILE=FILE: the server process runs under cProfile and dumps its stats there.)
+(BENCH_PROFILE=FILE: the server process runs under cProfile and dumps its stats there;
+BENCH_TRACEMALLOC=FILE: what it allocated while the first group formed, by traceback.)
 Numbers are medians over runs; they go to benchmarks/RESULTS.md under "## Server".
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import multiprocessing
 import os
 import statistics
@@ -26,6 +28,7 @@ import struct
 import sys
 import tempfile
 import time
+import tracemalloc
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -68,10 +71,24 @@ async def _serve(kind: str, ready: Connection) -> None:
             # measured), its stats written to FILE at every later reading.
             profile_to = os.environ.get("BENCH_PROFILE")
             profiler = cProfile.Profile() if profile_to else None
+            # BENCH_TRACEMALLOC=FILE: what the server allocated between two memory readings
+            # (around forming a group), largest first by line, written to FILE.
+            trace_to = os.environ.get("BENCH_TRACEMALLOC")
+            snapshots: list[tracemalloc.Snapshot] = []
+            if trace_to:
+                tracemalloc.start(4)
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)
-                if command == "rss":
+                if command == "rss_only":  # (no tracemalloc snapshot)
+                    ready.send(_rss_bytes())
+                elif command == "rss":
+                    if trace_to:
+                        if os.environ.get("BENCH_GC_FIRST"):
+                            gc.collect()
+                        snapshots.append(tracemalloc.take_snapshot())
+                        if len(snapshots) == 2:
+                            _write_allocations(snapshots, trace_to)
                     ready.send(_rss_bytes())
                 elif command == "all_rss":  # this process and its event log writer
                     events = groups.runtime.events if groups.runtime else None
@@ -87,6 +104,17 @@ async def _serve(kind: str, ready: Connection) -> None:
                         profiler.enable()
                     times = os.times()
                     ready.send(times.user + times.system)
+
+
+def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None:
+    grown = snapshots[1].compare_to(snapshots[0], "traceback")
+    with open(path, "w") as out:
+        total = sum(stat.size_diff for stat in grown)
+        out.write(f"{total} bytes in all\n")
+        for stat in grown[:40]:
+            out.write(f"{stat.size_diff:>10} bytes {stat.count_diff:>7} blocks\n")
+            for line in stat.traceback.format():
+                out.write(f"    {line}\n")
 
 
 def _process_cpu(pid: int) -> float:
@@ -119,8 +147,10 @@ class Server:
         self.process.start()
         self.port: int = self.pipe.recv()
 
-    def rss(self) -> int:
-        self.pipe.send("rss")
+    def rss(self, snapshot: bool = True) -> int:
+        """Resident memory of the server process (`snapshot`: a tracemalloc snapshot too,
+        under BENCH_TRACEMALLOC)."""
+        self.pipe.send("rss" if snapshot else "rss_only")
         value: int = self.pipe.recv()
         return value
 
@@ -388,10 +418,12 @@ async def commit_load(port: int, writers: int, seconds: float, partitions: int =
 
 async def latency_and_memory(
     server: Server, members: int, rounds: int
-) -> tuple[float, float, float]:
-    """(ms wall, ms of server CPU per round, bytes of server memory per member)."""
+) -> tuple[float, float, float, float]:
+    """(ms wall, ms of server CPU per round, bytes of server memory per member, of which
+    bytes per connection before the group formed)."""
     before = server.rss()
     conns = [await Conn.open(server.port) for _ in range(members)]
+    connected = server.rss(snapshot=False)
     ids, generation, leader = await form_group(conns, f"round-{members}")
     after = server.rss()
     samples, cpu = [], []
@@ -402,7 +434,8 @@ async def latency_and_memory(
         generation += 1
     for c in conns:
         c.close()
-    return statistics.median(samples), statistics.median(cpu), (after - before) / members
+    per_member, per_connection = (after - before) / members, (connected - before) / members
+    return statistics.median(samples), statistics.median(cpu), per_member, per_connection
 
 
 def heartbeat_rows(label: str, ours: Server, echo: Server, args: argparse.Namespace) -> None:
@@ -489,13 +522,16 @@ def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
 def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
     figures: dict[int, float] = {}
     for members in args.sizes:
-        ms, cpu_ms, per_member = asyncio.run(latency_and_memory(ours, members, args.runs))
+        ms, cpu_ms, per_member, per_connection = asyncio.run(
+            latency_and_memory(ours, members, args.runs)
+        )
         figures[members] = ms
         print(
             f"[{label}] rebalance of {members} members, last JoinGroup -> last "
             f"SyncGroup reply: {ms:.1f} ms wall, {cpu_ms:.1f} ms server CPU "
             f"[goal at 1000: <= 100 ms, CPU <= 60 ms]; server memory per member: "
-            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB]"
+            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB] (connected, before joining: "
+            f"{per_connection / 1024:.1f} KiB)"
         )
     if 1000 in figures and 5000 in figures:
         print(
