@@ -2,33 +2,62 @@
 small consumer groups while the target assignment of a 10,000-member group over 100 topics x
 10,000 partitions (1M, `uniform`) is computed after one of its members leaves.
 
-Two runs on the same node, each from scratch: the assignor on the coordinator's loop
-(`group.consumer.assignor.offload.enable=false`, the peer) and in the runtime's assignor thread
-(the default). The node is the real `GroupRuntime` (its loop, timers and write path) over an
-in-memory store, in this process; the small groups' members are tasks on the same loop, each
-heartbeating every `--period-ms` at fixed times. A heartbeat's latency is measured from when it
-was due to when its reply was ready, so time the loop spent blocked counts even if the
-heartbeat could not be sent meanwhile. Figures are over the heartbeats due between the leave and
-the moment the new target was applied (plus 200 ms), per run; medians over `--runs`.
+Three runs on the same node, each from scratch: the assignor on the coordinator's loop
+(`group.consumer.assignor.offload.enable=false`, peer), in one assignor thread (peer), and in
+the assignor worker process (the default, `coordinator.assignor_worker`). The node is the real
+`GroupRuntime` (its loop, timers and write path) over an in-memory store, in this process. The
+big group is not formed by 10,000 joins (more than 16 minutes under load, most of it
+reconciling members one heartbeat at a time): its records (each member's subscription, target
+and current assignment, stable at the target epoch, the target being what `uniform` gives) are
+written to the store before the node starts, and the node loads them as it loads any partition
+at start-up. The small groups' members are tasks on the same loop, each heartbeating every
+`--period-ms` at fixed times. A heartbeat's latency is measured from when it was due to when
+its reply was ready, so time the loop spent blocked counts even if the heartbeat could not be
+sent meanwhile.
+
+Two members leave the big group in turn, 1.5 s apart (past the assignment interval): the first
+leave is the first computation after the load (the worker process is sent the whole group), the
+second is an ordinary epoch (the worker is sent what changed). Figures are over the heartbeats
+due between a leave and the moment its target was applied (plus 200 ms); medians over `--runs`.
+"no rebalance" is the same run's second before the first leave: the floor the machine gives.
+The worker process's peak resident set is reported too.
 
 Run: `.venv/bin/python benchmarks/bench_consumer_group_stall.py [--members N] [--topics T]
-[--partitions P] [--runs R]`.
+[--partitions P] [--runs R] [--mode loop|thread|process ...]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import os
 import platform
 import statistics
 import time
 from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Literal
 
+import assignors
+from coordinator import record_codec
+from coordinator.collector import tune_for_serving
 from coordinator.runtime import GroupRuntime
+from coordinator.store.base import StoredRecord
 from coordinator.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.records import (
+    Assignment,
+    ConsumerGroupRecord,
+    ConsumerValue,
+    CurrentAssignmentValue,
+    GroupEpochValue,
+    MemberValue,
+    TargetEpochValue,
+    TargetMemberValue,
+)
 
 SMALL_GROUPS = 100
 SMALL_MEMBERS = 10
@@ -61,11 +90,13 @@ class SmallMember:
     owned: Owned = ()
     samples: list[tuple[float, float]] = field(default_factory=list)  # (due, latency ms)
 
-    async def run(self, runtime: GroupRuntime, start: float, period: float, stop: float) -> None:
+    async def run(
+        self, runtime: GroupRuntime, start: float, period: float, stop: list[float]
+    ) -> None:
         reply = await runtime.submit(join(self.group, self.member, ("small",)))
         self.epoch, self.owned = reply.member_epoch, reply.assignment or ()
         due = start
-        while due < stop:
+        while due < stop[0]:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             command = ConsumerGroupHeartbeat(
                 self.group, self.member, self.epoch, topic_partitions=self.owned
@@ -76,6 +107,39 @@ class SmallMember:
             if reply.assignment is not None:
                 self.owned = reply.assignment
             due += period
+
+
+def big_group_rows(metadata: TopicMetadata, members: int) -> list[StoredRecord]:
+    """The stored rows of a stable 10,000-member group: every member subscribed to every topic
+    but "small", its target (`uniform`'s fresh assignment) reconciled at epoch 2."""
+    topics = sorted(n for n in metadata.topics if n != "small")
+    ids = {n: metadata.topics[n].topic_id for n in topics}
+    member_ids = [f"b{i:05d}" for i in range(members)]
+    assigned = assignors.assign(
+        "uniform",
+        {m: topics for m in member_ids},
+        {n: metadata.topics[n].partitions for n in topics},
+    )
+    epoch = 2
+    subscribed = tuple((n, ids[n], metadata.topics[n].partitions) for n in topics)
+    values: list[ConsumerValue] = [GroupEpochValue(epoch, subscribed)]
+    targets: dict[str, Assignment] = {}
+    for m in member_ids:
+        values.append(
+            MemberValue(m, None, None, "bench", "/127.0.0.1", 60000, tuple(topics), None, None)
+        )
+        targets[m] = tuple(
+            sorted(
+                (ids[name], tuple(p for _, p in run))
+                for name, run in groupby(assigned[m], lambda tp: tp[0])
+            )
+        )
+        values.append(TargetMemberValue(m, targets[m]))
+    values.append(TargetEpochValue(epoch))
+    values.extend(
+        CurrentAssignmentValue(m, epoch, epoch - 1, "stable", targets[m], ()) for m in member_ids
+    )
+    return [record_codec.encode(ConsumerGroupRecord("big", v)) for v in values]
 
 
 def big_group(runtime: GroupRuntime) -> ConsumerGroup:
@@ -89,41 +153,71 @@ async def settled(group: ConsumerGroup) -> None:
         await asyncio.sleep(0.005)
 
 
-async def one_run(offload: bool, args: argparse.Namespace) -> tuple[list[float], float]:
-    """(latencies in the window, ms from the leave to the new target applied)."""
-    runtime = GroupRuntime(GroupCoordinatorCore(config(offload), SplitMix64(1)), MemoryStore())
+def metadata(args: argparse.Namespace) -> TopicMetadata:
+    topics = [TopicInfo(f"t{k:03d}", f"id-t{k:03d}", args.partitions) for k in range(args.topics)]
+    return TopicMetadata.of([*topics, TopicInfo("small", "id-small", 10)])
+
+
+MODES = {
+    "loop": "on the loop (peer)",
+    "thread": "assignor thread (peer)",
+    "process": "worker process",
+}
+LEAVES = ("no rebalance", "first leave", "second leave")
+
+
+async def one_run(
+    mode: str, args: argparse.Namespace, rows: list[StoredRecord]
+) -> tuple[list[tuple[list[float], float]], int]:
+    """Per leave, (latencies in its window, ms from the leave to the new target applied); and
+    the worker process's peak RSS in bytes (0 unless `mode` is "process")."""
+    store = MemoryStore()
+    await store.append(rows)
+    core = GroupCoordinatorCore(config(mode != "loop"), SplitMix64(1))
+    core.topics_changed(metadata(args), 0)  # known before the load, as a node's topics are
+    worker: Literal["process", "thread"] = "thread" if mode == "thread" else "process"
+    runtime = GroupRuntime(core, store, assignor_worker=worker)
     await runtime.start()
-    topics = [TopicInfo(f"t{k}", f"id-t{k}", args.partitions) for k in range(args.topics)]
-    runtime.topics_changed(TopicMetadata.of([*topics, TopicInfo("small", "id-small", 10)]))
-    names = tuple(t.name for t in topics)
+    tune_for_serving()  # as `rebalance serve` does once loaded
     try:
-        for i in range(args.members):  # the big group forms; one target for all the joins
-            await runtime.submit(join("big", f"b{i:05d}", names))
         group = big_group(runtime)
-        await asyncio.sleep(1.0)  # the assignment interval passes; a heartbeat computes
-        first = group.members["b00000"]
-        await runtime.submit(ConsumerGroupHeartbeat("big", first.member_id, first.member_epoch))
-        await settled(group)
+        assert len(group.members) == args.members and group.kafka_state == "Stable"
         loop_start = time.monotonic() + 0.5
         period = args.period_ms / 1000
-        end = loop_start + args.seconds
+        stop = [float("inf")]
         members = [
             SmallMember(f"small-{g:03d}", f"s{g:03d}-{m}")
             for g in range(SMALL_GROUPS)
             for m in range(SMALL_MEMBERS)
         ]
         tasks = [
-            asyncio.create_task(m.run(runtime, loop_start + period * k / len(members), period, end))
+            asyncio.create_task(
+                m.run(runtime, loop_start + period * k / len(members), period, stop)
+            )
             for k, m in enumerate(members)
         ]
-        await asyncio.sleep(loop_start + 1.5 - time.monotonic())  # past the interval again
-        left = time.monotonic()
-        await runtime.submit(ConsumerGroupHeartbeat("big", f"b{args.members - 1:05d}", -1))
-        await settled(group)
-        applied = time.monotonic()
+        await asyncio.sleep(loop_start + 2.5 - time.monotonic())  # past the interval again
+        spans = [(loop_start + 0.5, time.monotonic() - 0.2)]  # nothing rebalances
+        for n in range(len(LEAVES) - 1):
+            left = time.monotonic()
+            leaving = f"b{args.members - 1 - n:05d}"
+            await runtime.submit(ConsumerGroupHeartbeat("big", leaving, -1))
+            await settled(group)
+            applied = time.monotonic()
+            spans.append((left, applied))
+            await asyncio.sleep(1.5)  # the assignment interval passes
+        stop[0] = time.monotonic()
         await asyncio.gather(*tasks)
-        window = [lat for m in members for due, lat in m.samples if left <= due <= applied + 0.2]
-        return window, (applied - left) * 1000
+        peak = 0
+        if runtime.assignor_worker is not None:
+            peak = await runtime.assignor_worker.peak_rss()
+        return [
+            (
+                [lat for m in members for due, lat in m.samples if left <= due <= applied + 0.2],
+                (applied - left) * 1000,
+            )
+            for left, applied in spans
+        ], peak
     finally:
         await runtime.close()
 
@@ -139,43 +233,66 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=10_000, help="per topic")
     parser.add_argument("--period-ms", type=int, default=2000, help="small members' heartbeats")
-    parser.add_argument("--seconds", type=float, default=8.0, help="small members run this long")
+    parser.add_argument("--mode", action="append", choices=list(MODES))
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    args.mode = args.mode or list(MODES)
     print(
         f"python {platform.python_version()}: {args.members} members x {args.topics} topics x "
         f"{args.partitions} partitions (uniform); {SMALL_GROUPS * SMALL_MEMBERS} members in "
         f"{SMALL_GROUPS} small groups heartbeating every {args.period_ms} ms"
     )
-    figures: dict[bool, list[tuple[float, float, float, float, int]]] = {True: [], False: []}
+    start = time.perf_counter()
+    rows = big_group_rows(metadata(args), args.members)
+    print(f"big group's {len(rows):,} rows built in {time.perf_counter() - start:.1f} s")
+    Row = tuple[float, float, float, float, int]
+    figures: dict[tuple[str, int], list[Row]] = {}
+    peaks: list[int] = []
     for run in range(args.runs):
-        for offload in (False, True):  # alternated: the machine's load hits both alike
-            window, assign_ms = asyncio.run(one_run(offload, args))
-            row = (
-                quantile(window, 0.5),
-                quantile(window, 0.99),
-                max(window),
-                assign_ms,
-                len(window),
-            )
-            figures[offload].append(row)
-            where = "assignor thread" if offload else "on the loop"
-            print(
-                f"  run {run + 1} {where:<15}: p50 {row[0]:.1f} ms, p99 {row[1]:.1f} ms, "
-                f"max {row[2]:.1f} ms over {row[4]} heartbeats; target applied "
-                f"{row[3]:.0f} ms after the leave"
-            )
+        for mode in args.mode:  # alternated: the machine's load hits all alike
+            spans, peak = asyncio.run(one_run(mode, args, rows))
+            gc.unfreeze()
+            gc.collect()
+            if peak:
+                peaks.append(peak)
+            for n, (window, assign_ms) in enumerate(spans):
+                row = (
+                    quantile(window, 0.5),
+                    quantile(window, 0.99),
+                    max(window),
+                    assign_ms,
+                    len(window),
+                )
+                figures.setdefault((mode, n), []).append(row)
+                applied = f"; target applied {row[3]:.0f} ms after the leave" if n else ""
+                print(
+                    f"  run {run + 1} {MODES[mode]:<22} {LEAVES[n]}: p50 {row[0]:.1f} ms, "
+                    f"p99 {row[1]:.1f} ms, max {row[2]:.1f} ms over {row[4]} heartbeats{applied}"
+                )
+            if peak:
+                print(f"  run {run + 1} worker process peak RSS {peak / 2**20:.0f} MiB")
     medians = {
-        offload: [statistics.median(r[i] for r in rows) for i in range(4)]
-        for offload, rows in figures.items()
+        key: [statistics.median(r[i] for r in rows) for i in range(4)]
+        for key, rows in figures.items()
     }
-    for offload, (p50, p99, worst, assign_ms) in medians.items():
-        where = "assignor thread" if offload else "on the loop (peer)"
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"medians of {args.runs} (load average at the end {load}):")
+    for (mode, n), (p50, p99, worst, assign_ms) in sorted(medians.items()):
+        applied = f"; target applied {assign_ms:.0f} ms after the leave" if n else ""
         print(
-            f"{where:<19}: heartbeat p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms; "
-            f"target applied {assign_ms:.0f} ms after the leave (medians of {args.runs})"
+            f"{MODES[mode]:<22} {LEAVES[n]:<12}: heartbeat p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+            f"max {worst:.1f} ms{applied}"
         )
-    print(f"ratio p99 on the loop / assignor thread: {medians[False][1] / medians[True][1]:.1f}")
+    if peaks:
+        print(f"worker process peak RSS: {statistics.median(peaks) / 2**20:.0f} MiB (median)")
+    if "process" in args.mode:
+        for peer in ("loop", "thread"):
+            if peer in args.mode:
+                ratios = [
+                    f"{medians[(peer, n)][1] / medians[('process', n)][1]:.1f}x"
+                    for n in range(1, len(LEAVES))
+                ]
+                print(f"p99 {peer} / worker process (first, second leave): {', '.join(ratios)}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from coordinator.store.base import StoredRecord
 from rebalance.client_balance import records as cb
 from rebalance.consumer_group.records import (
     Assignment,
+    ClassicMetadata,
     ConsumerGroupRecord,
     CurrentAssignmentValue,
     GroupEpochValue,
@@ -192,6 +193,11 @@ def _encode_consumer(record: ConsumerGroupRecord) -> StoredRecord:
             "regex": value.subscribed_topic_regex,
             "assignor": value.server_assignor,
         }
+        if value.classic is not None:
+            body["classic"] = {
+                "session_timeout": value.classic.session_timeout_ms,
+                "protocols": [[name, _b64(data)] for name, data in value.classic.protocols],
+            }
     elif isinstance(value, TargetMemberValue):
         body |= {"partitions": _assignment(value.partitions)}
     elif isinstance(value, TargetEpochValue):
@@ -205,6 +211,16 @@ def _encode_consumer(record: ConsumerGroupRecord) -> StoredRecord:
             "revoking": _assignment(value.pending_revocation),
         }
     return StoredRecord(CONSUMER_KIND, key, json.dumps(body).encode())
+
+
+def _read_classic(value: dict[str, Any] | None) -> ClassicMetadata | None:
+    """A classic-protocol member's metadata (absent: a KIP-848 member)."""
+    if value is None:
+        return None
+    return ClassicMetadata(
+        int(value["session_timeout"]),
+        tuple((str(name), base64.b64decode(data)) for name, data in value["protocols"]),
+    )
 
 
 def _decode_consumer(row: StoredRecord) -> ConsumerGroupRecord:
@@ -231,6 +247,7 @@ def _decode_consumer(row: StoredRecord) -> ConsumerGroupRecord:
                 tuple(v["topics"]),
                 v["regex"],
                 v["assignor"],
+                _read_classic(v.get("classic")),
             ),
         )
     if kind is RecordKind.TARGET_MEMBER:

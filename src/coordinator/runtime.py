@@ -4,17 +4,18 @@
 event loop thread, so every group is processed by one serial lane (the loop itself) and the
 core never needs a lock. For each handler result it:
 
-1. arms and cancels timers with `loop.call_at` (a firing timer re-enters the core through
-   `on_timer`, on the same loop, exactly like a request);
+1. arms and cancels timers (`coordinator.timer_wheel`: one loop timer for all of them; a firing
+   timer re-enters the core through `on_timer`, on the same loop, exactly like a request);
 2. appends the result's records to the store (the store batches concurrent appends into one
    transaction and fsync: group commit);
 3. answers the result's replies only once those records are durable, and never before the
    records of any earlier result are durable (appends complete in order), so no reply can
    acknowledge state that a crash could still lose;
-4. computes the target assignments the core offloads (a large consumer group's) in one worker
-   thread and hands each back to the core on the loop. A thread, not a process: the inputs
-   (up to millions of partitions) are shared, not pickled on the loop, and while the assignor
-   runs the loop waits for the interpreter lock at most one switch interval (5 ms) at a time.
+4. computes the target assignments the core offloads (a large consumer group's) in the
+   assignor worker process (`coordinator.assignor_worker`: it keeps each big group's inputs and
+   is sent only what changed) and hands each back to the core on the loop; or, with
+   ``assignor_worker="thread"``, in one thread, which shares the interpreter lock with the loop
+   (heartbeats waited up to 0.6 s beside a 1M-partition assignment).
 
 If the store fails, the affected partitions are unloaded (parked requests get NOT_COORDINATOR)
 and loaded again from what is durable, and the failed result's own replies become
@@ -27,12 +28,14 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator import record_codec
+from coordinator.assignor_worker import AssignorWorker
 from coordinator.event_log import EventLog, epoch_offset_ms
+from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
 from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.target import ComputedTarget, TargetInputs, compute_target
@@ -63,18 +66,24 @@ class MonotonicClock:
 
 class GroupRuntime:
     def __init__(
-        self, core: GroupCoordinatorCore, store: RecordStore, events: EventLog | None = None
+        self,
+        core: GroupCoordinatorCore,
+        store: RecordStore,
+        events: EventLog | None = None,
+        *,
+        assignor_worker: Literal["process", "thread"] = "process",
     ) -> None:
         self.core = core
         self.store = store
         self.events = events
         self._clock = MonotonicClock()
         self._epoch_offset = epoch_offset_ms(self._clock.now_ms())
-        #: Loop timers by key, and the deadline each key must fire at (core clock, ms).
-        self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
-        self._deadlines: dict[TimerKey, int] = {}
         self._offset_ms = 0.0
-        self._waiting: dict[Hashable, tuple[asyncio.Future[Any], Command[AnyReply]]] = {}
+        #: The core's timers, on one loop timer.
+        self._timers = TimerWheel(self._clock.now_ms, self._loop_time, self._on_timer)
+        #: Parked requests by token: whom to hand the reply to, and the command (for its
+        #: error reply if the store fails).
+        self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[AnyReply]]] = {}
         self._last_write: asyncio.Future[None] | None = None
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -86,7 +95,14 @@ class GroupRuntime:
         self._batch: list[StoredRecord] = []
         self._batch_future: asyncio.Future[None] | None = None
         self._assignor: ThreadPoolExecutor | None = None
+        self._assignor_in = assignor_worker
+        self._worker: AssignorWorker | None = None
         self._closed = False
+
+    @property
+    def assignor_worker(self) -> AssignorWorker | None:
+        """The assignor worker process's handle, once a target was offloaded to it."""
+        return self._worker
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self, partitions: Iterable[int] | None = None) -> None:
@@ -123,10 +139,9 @@ class GroupRuntime:
         self._closed = True
         if self._assignor is not None:
             self._assignor.shutdown(wait=False, cancel_futures=True)
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        self._deadlines.clear()
+        if self._worker is not None:
+            await self._worker.close()
+        self._timers.close()
         if self._batch_future is not None:
             self._flush()
         if self._last_write is not None:
@@ -156,22 +171,46 @@ class GroupRuntime:
         self._next_token += 1
         token = self._next_token
         result = self.core.handle(command, self._clock.now_ms(), token)
-        if (
-            not result.records
-            and len(result.replies) == 1
-            and result.replies[0].token == token
-            and self._pending_write() is None
-        ):
+        if self._answers_now(result, token):
             # Fast path (heartbeats, fetches): nothing to make durable, nothing pending.
             self._carry_out(result)
             return cast(R, result.replies[0].response)
         future: asyncio.Future[R] = loop.create_future()
-        self._waiting[token] = (future, command)
+        self._waiting[token] = (functools.partial(_resolve, future), command)
         self._carry_out(result)
         try:
             return await future
         finally:
             self._waiting.pop(token, None)
+
+    def submit_then(self, command: Command[R], deliver: Callable[[R], None]) -> None:
+        """Run one command and hand its reply to `deliver` once it may be sent: before this
+        returns when the core answers at once with nothing to make durable, otherwise from the
+        loop when the core answers and the answer's records are durable (a parked JoinGroup
+        or SyncGroup: the round completes; a commit: its fsync).
+
+        `submit` without a task or a future per request: the wire server parks a request as a
+        slot of its connection's queue and `deliver` fills the slot. `deliver` is called
+        exactly once (the core answers every token it parks: at the end of the round, at a
+        timeout, when superseded or unloaded), even if the client went away meanwhile, and
+        must not raise."""
+        self._next_token += 1
+        token = self._next_token
+        result = self.core.handle(command, self._clock.now_ms(), token)
+        if self._answers_now(result, token):
+            self._carry_out(result)
+            deliver(cast(R, result.replies[0].response))
+            return
+        self._waiting[token] = (deliver, command)
+        self._carry_out(result)
+
+    def _answers_now(self, result: Result, token: int) -> bool:
+        return (
+            not result.records
+            and len(result.replies) == 1
+            and result.replies[0].token == token
+            and self._pending_write() is None
+        )
 
     def topics_changed(self, metadata: TopicMetadata) -> None:
         """The node's topics changed (created, grown, deleted): consumer groups subscribed to
@@ -206,12 +245,21 @@ class GroupRuntime:
             barrier.add_done_callback(lambda done: self._after_write(done, result))
 
     def _offload(self, result: Result) -> None:
-        """Start the result's offloaded target assignments in the assignor thread."""
+        """Start the result's offloaded target assignments in the assignor worker."""
         for inputs in result.offloaded:
+            if self._assignor_in == "process":
+                if self._worker is None:
+                    self._worker = AssignorWorker(self._running_loop())
+                self._worker.compute(inputs, self._worker_done)
+                continue
             if self._assignor is None:
                 self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
             work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
             work.add_done_callback(functools.partial(self._target_done, inputs))
+
+    def _worker_done(self, inputs: TargetInputs, computed: ComputedTarget | None) -> None:
+        if not self._closed:
+            self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
 
     def _target_done(self, inputs: TargetInputs, done: asyncio.Future[ComputedTarget]) -> None:
         if self._closed or done.cancelled():
@@ -227,38 +275,20 @@ class GroupRuntime:
             self.events.emit(result.events, self._epoch_offset)
 
     def _carry_out_timers(self, result: Result) -> None:
-        """Apply timer effects lazily: a later deadline for an armed key only updates the
-        deadline (heartbeats push session timers forward thousands of times a second), and the
-        loop timer, when it fires early, re-arms itself for what is left."""
+        """Apply timer effects (lazily: a later deadline for an armed key only updates the
+        deadline; heartbeats push session timers forward thousands of times a second)."""
+        timers = self._timers
         for effect in result.timers:
             if isinstance(effect, Cancel):
-                self._deadlines.pop(effect.key, None)
-                handle = self._timers.pop(effect.key, None)
-                if handle is not None:
-                    handle.cancel()
-                continue
-            self._deadlines[effect.key] = effect.deadline_ms
-            handle = self._timers.get(effect.key)
-            if handle is not None:
-                if handle.when() * 1000 <= effect.deadline_ms + self._offset_ms:
-                    continue  # fires no later than needed; `_on_loop_timer` re-arms
-                handle.cancel()
-            self._arm(effect.key, effect.deadline_ms)
+                timers.cancel(effect.key)
+            else:
+                timers.schedule(effect.key, effect.deadline_ms)
 
-    def _arm(self, key: TimerKey, deadline_ms: int) -> None:
-        when = (deadline_ms + self._offset_ms) / 1000
-        self._timers[key] = self._running_loop().call_at(when, self._on_loop_timer, key)
+    def _loop_time(self, deadline_ms: int) -> float:
+        return (deadline_ms + self._offset_ms) / 1000
 
-    def _on_loop_timer(self, key: TimerKey) -> None:
-        self._timers.pop(key, None)
-        deadline = self._deadlines.get(key)
-        if deadline is None:
-            return
-        if deadline > self._clock.now_ms():
-            self._arm(key, deadline)
-            return
-        del self._deadlines[key]
-        self._carry_out(self.core.on_timer(key, self._clock.now_ms()))
+    def _on_timer(self, key: Hashable, now_ms: int) -> None:
+        self._carry_out(self.core.on_timer(cast(TimerKey, key), now_ms))
 
     def _pending_write(self) -> asyncio.Future[None] | None:
         """The newest write not yet durable: replies must not overtake it."""
@@ -305,9 +335,9 @@ class GroupRuntime:
         else:
             self._failures_unlogged += 1
         for reply in result.replies:
-            entry = self._waiting.get(reply.token)
-            if entry is not None and not entry[0].done():
-                entry[0].set_result(entry[1].error_reply(ErrorCode.NOT_COORDINATOR))
+            entry = self._waiting.pop(reply.token, None)
+            if entry is not None:
+                _hand_over(entry[0], entry[1].error_reply(ErrorCode.NOT_COORDINATOR))
         partitions = sorted({self.core.partition_for(r.group_id) for r in result.records})
         self._running_loop().create_task(self._reload(partitions))
 
@@ -328,15 +358,29 @@ class GroupRuntime:
         await self._load(partitions)
 
     def _deliver(self, result: Result) -> None:
+        waiting = self._waiting
         for reply in result.replies:
-            entry = self._waiting.get(reply.token)
-            if entry is not None and not entry[0].done():
-                entry[0].set_result(reply.response)
+            entry = waiting.pop(reply.token, None)
+            if entry is not None:
+                _hand_over(entry[0], reply.response)
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         return self._loop
+
+
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _hand_over(deliver: Callable[[Any], None], reply: AnyReply) -> None:
+    """Give a parked request its reply; a failing receiver must not cost the others theirs."""
+    try:
+        deliver(reply)
+    except Exception:
+        log.exception("delivering a reply failed")
 
 
 def _settle(task: asyncio.Task[None], done: asyncio.Future[None]) -> None:

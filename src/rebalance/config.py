@@ -99,11 +99,10 @@ class CoordinatorConfig(BaseModel):
     group_consumer_assignor_offload_enable: bool = Field(
         True, alias="group.consumer.assignor.offload.enable"
     )
-    #: Kafka's four values (default bidirectional). They govern only the online conversion of
-    #: a group *with members* (upgrade: a consumer heartbeat to a classic group; downgrade: the
-    #: last KIP-848 member of a group of classic members leaves). DIFFERS: that conversion is
-    #: not implemented (`rebalance.consumer_group.classic_requests`), so every value answers as
-    #: Kafka does under `disabled`; empty groups change type under every policy, as in Kafka.
+    #: Kafka's four values (default bidirectional). They govern the online conversion of a
+    #: group *with members* (`rebalance.consumer_group.migration`; upgrade: a consumer heartbeat
+    #: joining a classic group; downgrade: the last KIP-848 member of a group of classic members
+    #: leaves); empty groups change type under every policy, as in Kafka.
     group_consumer_migration_policy: str = Field(
         "bidirectional", alias="group.consumer.migration.policy"
     )

@@ -48,7 +48,6 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group import classic_requests
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import ConsumerGroup, TopicMetadata
 from rebalance.consumer_group.group_type import ConsumerGroupType
@@ -314,7 +313,7 @@ class GroupCoordinatorCore:
         consumer = self._consumer_group(cmd.group_id)
         if consumer is not None:
             if consumer.members:
-                return single_reply(token, self._consumer.classic_join(consumer, cmd))
+                return self._consumer.classic_join(consumer, cmd, now_ms, token)
             if cmd.member_id:
                 # A known member id and no classic group: the classic answer, nothing converted.
                 # DIFFERS: Kafka also drops the empty consumer group from memory on this path
@@ -337,10 +336,10 @@ class GroupCoordinatorCore:
             error = self._availability(cmd.group_id)
         if error is ErrorCode.NONE:
             error = self._not_classic(cmd.group_id)
-        if error is ErrorCode.NONE and (consumer := self._consumer_group(cmd.group_id)):
-            error = classic_requests.member_error(consumer, cmd.member_id, cmd.group_instance_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
+        if consumer := self._consumer_group(cmd.group_id):
+            return self._consumer.classic_sync(consumer, cmd, now_ms, token)
         return self._classic.sync(cmd, now_ms, token)
 
     def heartbeat(self, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:
@@ -350,10 +349,10 @@ class GroupCoordinatorCore:
             return single_reply(token, HeartbeatReply(ErrorCode.NONE))
         if error is ErrorCode.NONE:
             error = self._not_classic(cmd.group_id)
-        if error is ErrorCode.NONE and (consumer := self._consumer_group(cmd.group_id)):
-            error = classic_requests.member_error(consumer, cmd.member_id, cmd.group_instance_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
+        if consumer := self._consumer_group(cmd.group_id):
+            return self._consumer.classic_heartbeat(consumer, cmd, now_ms, token)
         return self._classic.heartbeat(cmd, now_ms, token)
 
     def leave_group(self, cmd: LeaveGroup, now_ms: int, token: Hashable) -> Result:

@@ -255,11 +255,18 @@ class Offsets:
 def _validate_consumer_commit(group: ConsumerGroup, cmd: OffsetCommit) -> None:
     """Kafka's `ConsumerGroup.validateOffsetCommit`: the committer must be a member, commit
     with v9+ (members of this protocol do), and carry its current member epoch."""
-    if cmd.member_id not in group.members:
+    member = group.members.get(cmd.member_id)
+    if member is None:
         raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if member.classic is not None:
+        # A classic-protocol member (online migration) commits as in a classic group: any
+        # version, its generation is its member epoch.
+        if cmd.generation_id != member.member_epoch:
+            raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
+        return
     if cmd.version < 9:
         raise CoordinatorError(ErrorCode.UNSUPPORTED_VERSION)
-    if cmd.generation_id != group.members[cmd.member_id].member_epoch:
+    if cmd.generation_id != member.member_epoch:
         raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
 
 

@@ -132,13 +132,17 @@ class CoordinatorState:
         return group
 
     def _convert(self, group: Any, group_class: type[Any]) -> Any:
-        """An empty group becomes a group of another type (Kafka converts an empty classic
-        group to a consumer group on a consumer heartbeat, and back on a JoinGroup); its
-        committed offsets stay with the id."""
-        if group.members:
-            raise ValueError(f"group {group.group_id!r} has members: it cannot change type")
+        """A group becomes a group of another type (Kafka converts an empty classic group to a
+        consumer group on a consumer heartbeat, and back on a JoinGroup; and one with members
+        online, `rebalance.consumer_group.migration`); its committed offsets stay with the id,
+        its members are the new type's records that follow."""
         converted = group_class(group.group_id, group.partition)
-        converted.state = group.state
+        # Loading or live: a classic group mid-rebalance is live (the new type starts STABLE).
+        converted.state = (
+            group.state
+            if group.state in (GroupState.DOWN, GroupState.INITIALIZE)
+            else GroupState.STABLE
+        )
         converted.offsets = group.offsets
         self.groups[group.group_id] = converted
         return converted

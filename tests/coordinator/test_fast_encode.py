@@ -5,7 +5,8 @@ For every response class of every version kio knows and every version the server
 every field at its default, every field set (strings long enough for two-byte lengths,
 non-ASCII text, tagged fields set), and every nullable field null. Each is encoded by kio's
 writer and by the generated encoder; the bytes must be identical, and kio must read them back
-whole.
+whole. The dict encoders (`encode_values`) are held to kio's bytes of the response
+`build_response` makes from the same dict.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from kio.serial._introspect import get_field_tag, get_schema_field_type, is_opti
 
 from coordinator.apis import GROUP_APIS, builtin_registry
 from coordinator.wire import fast_encode
-from coordinator.wire.codec import body_encoder, encode_response, kio_versions, response_class
+from coordinator.wire.codec import (
+    body_encoder,
+    build_response,
+    encode_response,
+    encode_values,
+    kio_versions,
+    response_class,
+    values_body_encoder,
+)
 
 ALL_KEYS = range(0, 100)
 
@@ -171,3 +180,63 @@ def test_whole_response_frames_match_kio(api_key: int, version: int) -> None:
     body = header.getvalue() + kio_bytes(response)
     expected = len(body).to_bytes(4, "big") + body
     assert encode_response(response, 123_456) == expected
+
+
+def as_values(entity: Any, plain: bool) -> dict[str, Any]:
+    """A kio entity as the version-agnostic dict a handler returns; `plain`: error codes and
+    durations as ints, nested entities as dicts (else nested entities stay kio entities)."""
+    values: dict[str, Any] = {}
+    for field in fields(entity):
+        value = getattr(entity, field.name)
+        if plain:
+            value = _plain(value)
+        values[field.name] = value
+    return values
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, ErrorCode):
+        return int(value)
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    if is_dataclass(value):
+        return as_values(value, plain=True)
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _values_variants(cls: type[Any]) -> list[tuple[str, dict[str, Any]]]:
+    rich = sample(cls, "rich")
+    return [
+        ("rich, plain values", as_values(rich, plain=True)),
+        ("rich, kio values and nested entities", as_values(rich, plain=False)),
+        ("nulls", as_values(sample(cls, "nulls"), plain=True)),
+        ("defaults", as_values(sample(cls, "defaults"), plain=True)),
+        ("empty: every field missing", {}),
+        ("every field None", dict.fromkeys((f.name for f in fields(cls)), None)),
+        ("keys this version lacks", {**as_values(rich, plain=True), "no_such_field": 1}),
+    ]
+
+
+def test_values_encoders_write_the_bytes_of_the_response_build_response_makes() -> None:
+    """A handler's dict written straight (`encode_values`) is byte for byte what kio writes for
+    `build_response` of that dict: defaults, zero values for None, ints for error codes and
+    durations, kio entities nested in the dict."""
+    direct = 0
+    for api_key, version in CLASSES:
+        cls = response_class(api_key, version)
+        encode = values_body_encoder(cls)
+        direct += encode.__qualname__.startswith("encode_values_")
+        for variant, values in _values_variants(cls):
+            try:
+                expected = kio_bytes(build_response(api_key, version, values))
+            except Exception as exc:  # what kio cannot write, neither may we
+                with pytest.raises(type(exc)):
+                    encode(values)
+                continue
+            assert encode(values) == expected, f"api_key {api_key} v{version} ({variant})"
+            frame = encode_values(api_key, version, values, 99)
+            response = build_response(api_key, version, values)
+            assert frame == encode_response(response, 99), f"api_key {api_key} v{version}"
+    assert direct > 200  # all but the classes with tagged fields

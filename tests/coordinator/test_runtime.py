@@ -231,3 +231,34 @@ async def test_an_epoch_bump_made_while_loading_is_written(tmp_path: Path) -> No
     assert max(epochs_stored()) == 1
     await run(4)  # t grew from 2 to 4 partitions while the group was not loaded
     assert max(epochs_stored()) == 2
+
+
+async def test_submit_then_hands_over_each_reply_once_and_only_when_durable() -> None:
+    """The callback form the wire server parks JoinGroup/SyncGroup with: a reply the core
+    gives at once comes before `submit_then` returns; a parked one, or one with records to
+    write, comes from the loop once durable; a failed write hands over NOT_COORDINATOR."""
+    store = GatedStore()
+    store.gate.set()
+    runtime = await started(store)
+    member, generation = await form(runtime)
+    got: list[object] = []
+    runtime.submit_then(Heartbeat("g", generation, member), got.append)
+    assert len(got) == 1 and isinstance(got[0], HeartbeatReply)  # before returning
+    store.gate.clear()
+    runtime.submit_then(commit(member, generation, 7), got.append)
+    runtime.submit_then(Heartbeat("g", generation, member), got.append)  # behind the write
+    await asyncio.sleep(0.05)
+    assert len(got) == 1, "a reply was handed over before the records were durable"
+    store.gate.set()
+    await asyncio.sleep(0.05)
+    assert [type(reply) for reply in got] == [HeartbeatReply, OffsetCommitReply, HeartbeatReply]
+    store.gate.clear()
+    store.fail_next = True
+    runtime.submit_then(commit(member, generation, 8), got.append)
+    store.gate.set()
+    await asyncio.sleep(0.1)
+    failed = got[-1]
+    assert isinstance(failed, OffsetCommitReply)
+    assert failed.topics[0][1][0][1] is ErrorCode.NOT_COORDINATOR
+    assert len(got) == 4
+    await runtime.close()

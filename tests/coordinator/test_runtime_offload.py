@@ -1,5 +1,6 @@
-"""The runtime computes offloaded target assignments in its assignor thread: the loop answers
-heartbeats while the assignor runs, and the target lands through the core as records."""
+"""The runtime computes offloaded target assignments off the loop (its assignor thread here; the
+worker process in `test_assignor_worker.py`): the loop answers heartbeats while the assignor
+runs, and the target lands through the core as records."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ async def test_the_assignor_runs_in_a_thread_while_heartbeats_are_answered(
 
     monkeypatch.setattr("coordinator.runtime.compute_target", slow)
     store = MemoryStore()
-    runtime = GroupRuntime(GroupCoordinatorCore(CONFIG, SplitMix64(1)), store)
+    runtime = GroupRuntime(
+        GroupCoordinatorCore(CONFIG, SplitMix64(1)), store, assignor_worker="thread"
+    )
     await runtime.start()
     try:
         runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))

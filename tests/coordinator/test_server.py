@@ -313,3 +313,100 @@ async def test_a_large_request_arriving_in_many_reads_is_answered() -> None:
         correlation_id, response = await client.read_response(API_VERSIONS, 0)
         assert (correlation_id, response.error_code) == (7, ErrorCode.none)
         await client.close()
+
+
+def parked_heartbeat(answered: list[str]) -> ApiSpec:
+    """A Heartbeat stand-in answering through `answer_parked`: "slow" 0.2 s later from the
+    loop, "fast" before returning, "broken" raises instead."""
+
+    async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+        raise AssertionError("a parked API is not run as a task on the wire")
+
+    def answer_parked(request: Any, api_version: int, ctx: RequestContext, answer: Any) -> None:
+        group = request.group_id
+        if group == "broken":
+            raise RuntimeError("cannot park")
+
+        def reply() -> None:
+            answered.append(group)
+            answer({"error_code": 0})
+
+        if group == "slow":
+            asyncio.get_running_loop().call_later(0.2, reply)
+        else:
+            reply()
+
+    return ApiSpec(HEARTBEAT, range(0, 5), handle, "test_heartbeat", answer_parked=answer_parked)
+
+
+def connections(node: RunningServer) -> list[Any]:
+    assert node.app.server is not None
+    return list(node.app.server._connections)
+
+
+async def test_parked_requests_are_slots_answered_in_request_order(node: RunningServer) -> None:
+    answered: list[str] = []
+    node.broker.registry.register(parked_heartbeat(answered))
+    client = await connect(node)
+    beat = {"generation_id": 1, "member_id": "m"}
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
+        + client.encode(API_VERSIONS, 3, {})
+    )
+    await asyncio.sleep(0.05)
+    (conn,) = connections(node)
+    assert (conn.parked, len(conn.in_flight)) == (1, 0)  # a slot, no task
+    first, _ = await client.read_response(HEARTBEAT, 4)
+    second, _ = await client.read_response(HEARTBEAT, 4)
+    third, _ = await client.read_response(API_VERSIONS, 3)
+    assert (first, second, third) == (1, 2, 3)
+    assert answered == ["fast", "slow"]
+    assert conn.parked == 0
+    await client.close()
+
+
+async def test_shutdown_lets_parked_requests_finish(node: RunningServer) -> None:
+    node.broker.registry.register(parked_heartbeat([]))
+    client = await connect(node)
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"})
+    )
+    await asyncio.sleep(0.05)
+    await node.app.stop(grace=5)
+    correlation_id, response = await client.read_response(HEARTBEAT, 4)
+    assert (correlation_id, response.error_code) == (1, ErrorCode.none)
+    await assert_closed(client)
+    await client.close()
+
+
+async def test_a_request_that_fails_to_park_answers_unknown_server_error(
+    node: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    node.broker.registry.register(parked_heartbeat([]))
+    client = await connect(node)
+    with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
+        response = await client.request(
+            HEARTBEAT, 4, {"group_id": "broken", "generation_id": 1, "member_id": "m"}
+        )
+    assert response.error_code is ErrorCode.unknown_server_error
+    assert "handler for api_key 12 v4 failed" in caplog.text
+    assert "RuntimeError: cannot park" in caplog.text  # with its traceback
+    await assert_works(client)
+    await client.close()
+
+
+async def test_an_answer_for_a_closed_connection_is_dropped(node: RunningServer) -> None:
+    answered: list[str] = []
+    node.broker.registry.register(parked_heartbeat(answered))
+    client = await connect(node)
+    await client.send(
+        client.encode(HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"})
+    )
+    await asyncio.sleep(0.05)
+    (conn,) = connections(node)
+    await client.close()
+    await asyncio.sleep(0.3)
+    assert answered == ["slow"]
+    assert conn.parked == 0 and conn.parked_done().done()
+    assert connections(node) == []

@@ -4,12 +4,15 @@ Runs one unmodified client library (aiokafka, kafka-python or confluent-kafka) a
 consumer group and reports what happens as JSON lines on stdout:
 
     {"event": "assigned", "partitions": [[topic, partition], ...]}   after every rebalance
+    {"event": "revoked", "partitions": [[topic, partition], ...]}    kafka-python, before it rejoins
     {"event": "record", "topic": t, "partition": p, "offset": o, "value": v}
     {"event": "committed", "offsets": [[topic, partition, next offset], ...]}
     {"event": "closed"}
 
-It commits synchronously after every non-empty batch. SIGTERM closes the consumer cleanly (a
-dynamic member sends LeaveGroup); SIGKILL, sent by a test, leaves it to the session timeout.
+Every line carries "at", the wall-clock time it was written (the processes share one clock, so
+a test can order the lines of several members). It commits synchronously after every non-empty
+batch. SIGTERM closes the consumer cleanly (a dynamic member sends LeaveGroup); SIGKILL, sent
+by a test, leaves it to the session timeout.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from typing import Any
 
 stop_requested = False
 
 
 def say(**fields: Any) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.write(json.dumps({**fields, "at": time.time()}) + "\n")
     sys.stdout.flush()
 
 
@@ -60,7 +64,7 @@ def run_kafka_python(args: argparse.Namespace) -> None:
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
-            pass
+            say(event="revoked", partitions=sorted([tp.topic, tp.partition] for tp in revoked))
 
         def on_partitions_assigned(self, assigned: Any) -> None:
             say(event="assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))

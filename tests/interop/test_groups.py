@@ -7,8 +7,9 @@ SIGKILLed and the others take over after its session timeout. Across libraries: 
 the server, resume from the committed offset; a static member restarts without the others
 rebalancing; one group mixing all three libraries. Admin clients list and describe groups.
 KIP-848 (librdkafka `group.protocol=consumer`): the same scenarios, commits carrying the member
-epoch, a topic created and partitions added while the group runs, and classic and consumer
-groups side by side on one server, an emptied consumer group then taken over by a classic one.
+epoch, a topic created and partitions added while the group runs, classic and consumer groups
+side by side on one server, an emptied consumer group then taken over by a classic one, and a
+running classic group migrated online to a consumer group and back.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class Member:
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
     closed: bool = False
     reader: asyncio.Task[None] | None = None
+    #: (when, what it holds from then on): every assignment and revocation, by the clock of
+    #: the process that wrote it.
+    holdings: list[tuple[float, frozenset[tuple[str, int]]]] = field(default_factory=list)
 
     @property
     def assignment(self) -> set[tuple[str, int]]:
@@ -77,6 +81,11 @@ class Member:
             line = json.loads(raw)
             if line["event"] == "assigned":
                 self.assignments.append({(t, p) for t, p in line["partitions"]})
+                self.holdings.append((line["at"], frozenset(self.assignment)))
+            elif line["event"] == "revoked":
+                revoked = {(t, p) for t, p in line["partitions"]}
+                held = self.holdings[-1][1] if self.holdings else frozenset()
+                self.holdings.append((line["at"], held - revoked))
             elif line["event"] == "record":
                 self.records.append(line)
             elif line["event"] == "committed":
@@ -494,3 +503,68 @@ async def test_kip848_admin_clients_see_the_consumer_group() -> None:
             assert owned == ALL and {m.client_id for m in described.members} == {"m0", "m1"}
             (group,) = [g for g in await asyncio.to_thread(listed) if g.group_id == "admin-848"]
             assert group.type == ConsumerGroupType.CONSUMER
+
+
+def owned_twice(members: list[Member]) -> list[str]:
+    """Every moment, by the members' own clocks, at which two members held one partition."""
+    holding: dict[str, frozenset[tuple[str, int]]] = {}
+    timeline = sorted((at, m.name, held) for m in members for at, held in m.holdings)
+    overlaps = []
+    for at, name, held in timeline:
+        holding[name] = held
+        for other, theirs in holding.items():
+            if other != name and held & theirs:
+                overlaps.append(f"{at:.3f}: {name} and {other} hold {sorted(held & theirs)}")
+    return overlaps
+
+
+async def test_kip848_online_migration_of_a_running_classic_group() -> None:
+    """Kafka 4.0's online migration (`group.consumer.migration.policy=bidirectional`): two
+    kafka-python consumers (classic protocol, range) consume a topic; a librdkafka consumer
+    with `group.protocol=consumer` joins the same group id, which becomes a consumer group at
+    once (upgrade); the classic members stay in it, keep what they owned but the one partition
+    that moves to the new member, and nobody holds a partition another member holds. Then the
+    KIP-848 member leaves: the group is a classic group again (downgrade) and the two split
+    the topic as before; every record is consumed."""
+    groups = GroupCoordinatorExtension(GROUP_CONFIG)
+    async with running_server(topics=[(TOPIC, PARTITIONS)], groups=groups) as server:
+        await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
+        classic = [
+            await start_member(
+                server, "kafka-python", "migrating", name=f"kp{i}", strategies=("range",)
+            )
+            for i in range(2)
+        ]
+        async with members_of(*classic):
+
+            def group() -> Any:
+                assert groups.runtime is not None
+                return groups.runtime.core.group("migrating")
+
+            await eventually(lambda: split_cleanly(classic), "the classic members split")
+            before = [m.assignment for m in classic]
+            assert group().group_type == "classic"
+            modern = await start_member(server, KIP848, "migrating", name="kip848")
+            async with members_of(modern):
+                members = [*classic, modern]
+                await eventually(lambda: split_cleanly(members), "the three split the topic")
+                assert group().group_type == "consumer"
+                await eventually(lambda: group().kafka_state == "Stable", "the group is Stable")
+                for member, owned in zip(classic, before, strict=True):
+                    assert member.assignment <= owned, "a classic member got another partition"
+                moved = set().union(*before) - set().union(*(m.assignment for m in classic))
+                assert modern.assignment == moved and len(moved) == 1
+                await asyncio.to_thread(produce, server.bootstrap, RECORDS, RECORDS)
+                await eventually(
+                    lambda: (
+                        {r["value"] for m in members for r in m.records}
+                        >= {f"r{i}" for i in range(2 * RECORDS)}
+                    ),
+                    "every record is consumed",
+                )
+                await modern.stop()  # epoch -1: the last KIP-848 member leaves
+                await eventually(lambda: group().group_type == "classic", "the group downgrades")
+                await eventually(lambda: split_cleanly(classic), "the classic members split again")
+                assert [m.assignment for m in classic] == before  # range, as before the upgrade
+                assert all(m.holdings for m in members)
+                assert owned_twice(members) == []

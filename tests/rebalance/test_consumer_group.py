@@ -9,7 +9,6 @@ from rebalance.commands import (
     CommitPartition,
     CommitTopic,
     DeleteGroups,
-    DescribeGroups,
     Heartbeat,
     JoinGroup,
     LeaveGroup,
@@ -27,8 +26,6 @@ from rebalance.event_schema import EventType, check_event
 from rebalance.replies import (
     ConsumerGroupDescribeReply,
     DeleteGroupsReply,
-    DescribedGroup,
-    DescribeGroupsReply,
     FetchedOffset,
     HeartbeatReply,
     JoinGroupReply,
@@ -446,41 +443,10 @@ def test_states_listing_and_deletion() -> None:
     assert G not in h.core.groups()
 
 
-def test_a_classic_join_to_a_consumer_group_with_members_is_checked_then_refused() -> None:
-    """Kafka's `classicGroupJoinToConsumerGroup` checks, in order: group full, protocol type
-    "consumer" with a protocol, KIP-394's member id round trip. Kafka would then admit the
-    member (online migration); here it is refused with INCONSISTENT_GROUP_PROTOCOL (DIFFERS,
-    `classic_requests`), and the group is untouched."""
-    h = ConsumerHarness(t=1)
-    h.join(G, "a")
-    epoch = h.group(G).group_epoch
-
-    def join(member_id: str = "", protocol_type: str = "consumer", version: int = 5) -> object:
-        protocols = (("range", b"m"),)
-        return h.reply(h.send(JoinGroup(G, member_id, protocol_type, protocols, 10000, 10000,
-                                        version=version)))  # fmt: skip
-
-    required = join()
-    assert isinstance(required, JoinGroupReply)
-    assert required.error is ErrorCode.MEMBER_ID_REQUIRED and required.member_id
-    assert join(required.member_id) == JoinGroupReply(
-        ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=required.member_id
-    )
-    assert join(version=3) == JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    assert join(protocol_type="connect") == JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    full = ConsumerHarness(CoordinatorConfig.from_properties({"group.consumer.max.size": "1"}), t=1)
-    full.join(G, "a")
-    token = full.send(JoinGroup(G, "", "consumer", (("range", b"m"),), 10000, 10000))
-    assert full.reply(token) == JoinGroupReply(ErrorCode.GROUP_MAX_SIZE_REACHED)
-    assert set(h.group(G).members) == {"a"} and h.group(G).group_epoch == epoch
-    # DescribeGroups (v0-v5) describes it as it describes an unknown group
-    reply = h.reply(h.send(DescribeGroups((G,))))
-    assert reply == DescribeGroupsReply((DescribedGroup(G, ErrorCode.NONE, state="Dead"),))
-
-
 def test_classic_sync_and_heartbeat_to_a_consumer_group_are_unknown_members() -> None:
-    """No member of a consumer group uses the classic protocol here, so Kafka's answer is
-    UNKNOWN_MEMBER_ID, or FENCED_INSTANCE_ID for an instance id another member id holds."""
+    """From a member that uses the consumer protocol (or none), Kafka's answer is
+    UNKNOWN_MEMBER_ID, or FENCED_INSTANCE_ID for an instance id another member id holds;
+    classic members of a consumer group: `test_consumer_group_migration.py`."""
     h = ConsumerHarness(t=1)
     h.join(G, "a", instance_id="i1")
     for member, instance, error in (

@@ -90,3 +90,34 @@ def test_an_empty_consumer_group_turned_classic_keeps_no_consumer_rows() -> None
     loaded = reload(h).group(G)
     assert loaded is not None and loaded.group_type == "classic"
     assert loaded.offsets[("t", 0)].offset == 9
+
+
+def test_an_online_upgrade_and_downgrade_load_from_compacted_rows() -> None:
+    """Upgrade (classic members become classic-protocol members of a consumer group, their
+    JoinGroup protocols kept), a classic member rejoining with a new subscription (its
+    subscription row is then written after its current-assignment row), and the downgrade:
+    each loads from the compacted rows to the group the live records built."""
+    from test_consumer_group_migration import Classic, classic_group
+
+    h = ConsumerHarness(t=4, u=2)
+    a, b = classic_group(h, (0, 1), (2, 3))
+    c = Client(h, G, "c")
+    c.heartbeat()
+    a.rebalance()
+    b.rebalance()
+    a.topics = ("t", "u")
+    a.rebalance()
+    c.heartbeat()
+    a.session_timeout_ms = 12_000  # its subscription row only: now after its current one
+    a.rebalance()
+    loaded = reload(h).group(G)
+    assert isinstance(loaded, ConsumerGroup)
+    assert view(loaded) == view(h.group(G))
+    assert loaded.members[a.member_id].classic == h.group(G).members[a.member_id].classic
+    assert isinstance(a, Classic)
+    c.leave()
+    rows = compacted(h.records)
+    assert not [r for r in rows if isinstance(r, ConsumerGroupRecord)]
+    classic = reload(h).group(G)
+    assert classic is not None and classic.group_type == "classic"
+    assert set(classic.members) == {a.member_id, b.member_id}

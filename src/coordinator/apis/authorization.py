@@ -119,7 +119,27 @@ def _guarded(spec: ApiSpec, rule: Rule, access: AccessControl) -> ApiSpec:
             value = immediate(asked, version, ctx)
             return None if value is None else finish(request, version, ctx, value, verdict)
 
-    return dataclasses.replace(spec, handle=handle, answer_now=answer_now)
+    answer_parked = None
+    if spec.answer_parked is not None:
+        park = spec.answer_parked
+
+        def answer_parked(
+            request: Any, version: int, ctx: RequestContext, answer: Callable[[ResponseValue], None]
+        ) -> None:
+            verdict = check(request, version, ctx)
+            if verdict is not None and not isinstance(verdict, Narrowed):
+                answer(verdict)
+                return
+            asked = verdict.request if isinstance(verdict, Narrowed) else request
+
+            def answered(value: ResponseValue) -> None:
+                answer(finish(request, version, ctx, value, verdict))
+
+            park(asked, version, ctx, answered)
+
+    return dataclasses.replace(
+        spec, handle=handle, answer_now=answer_now, answer_parked=answer_parked
+    )
 
 
 def _may(

@@ -6,7 +6,8 @@ Each API lives in its own module in `coordinator.apis` and declares::
     VERSIONS: range                   # advertised versions, inside kio's supported range
     async def handle(request, api_version, ctx) -> ResponseValue
 
-and optionally `answer_now(request, api_version, ctx)` (see `ApiSpec`), `SCHEMAS` (an API of
+and optionally `answer_now(request, api_version, ctx)` and `answer_parked(request, api_version,
+ctx, answer)` (see `ApiSpec`), `SCHEMAS` (an API of
 this project's own, outside Kafka's key range: {version: (request class, response class)}, kio-
 style dataclasses that the codec then reads and writes with kio's serializer) and
 `answer_unsupported_version(registry)` (the answer to a version outside `VERSIONS`, where Kafka
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 ResponseValue = Mapping[str, Any] | ResponsePayload | EncodedBody | None
 Handler = Callable[[Any, int, "RequestContext"], Awaitable[ResponseValue]]
 ImmediateHandler = Callable[[Any, int, "RequestContext"], ResponseValue]
+ParkingHandler = Callable[[Any, int, "RequestContext", Callable[[ResponseValue], None]], None]
 UnsupportedVersionAnswer = Callable[["ApiRegistry"], ResponsePayload]
 
 T = TypeVar("T")
@@ -69,6 +71,12 @@ class ApiSpec:
     `answer_now`, when a module defines it, is tried first, synchronously: it returns the
     response when it can give it at once (a heartbeat with nothing to wait for) and `None`
     otherwise, so the common case skips creating a task for the request.
+
+    `answer_parked`, when a module defines it, replaces `handle` on the wire: it starts the
+    request and calls `answer` exactly once with the response, before returning or later from
+    the event loop (a JoinGroup parked until its round completes). The server keeps such a
+    request as a pending slot of its connection, with no task and no future; `handle` still
+    serves callers that want a coroutine.
     """
 
     api_key: int
@@ -79,6 +87,7 @@ class ApiSpec:
     answer_unsupported_version: UnsupportedVersionAnswer | None = None
     #: An extension API's own schema classes by version (None: kio's, a Kafka API).
     schemas: Mapping[int, tuple[type[Any], type[Any]]] | None = None
+    answer_parked: ParkingHandler | None = None
 
     @classmethod
     def from_module(cls, module: ModuleType) -> ApiSpec:
@@ -98,6 +107,7 @@ class ApiSpec:
             getattr(module, "answer_now", None),
             getattr(module, "answer_unsupported_version", None),
             getattr(module, "SCHEMAS", None),
+            getattr(module, "answer_parked", None),
         )
 
 

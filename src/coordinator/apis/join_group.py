@@ -9,6 +9,7 @@ librdkafka v5.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.apis.common import millis, name_for_version, runtime
@@ -31,10 +32,16 @@ def to_command(request: Any, api_version: int, ctx: RequestContext) -> JoinGroup
         rebalance_timeout_ms=millis(getattr(request, "rebalance_timeout", session)),
         group_instance_id=getattr(request, "group_instance_id", None),
         client_id=ctx.client_id or "",
-        client_host="/" + ctx.peer.rsplit(":", 1)[0],
+        client_host=_client_host(ctx),
         reason=getattr(request, "reason", None),
         version=api_version,
     )
+
+
+def _client_host(ctx: RequestContext) -> str:
+    """Kafka's "/address" of the client (the session knows the address without the port)."""
+    host = ctx.session.client_host if ctx.session is not None else ctx.peer.rsplit(":", 1)[0]
+    return "/" + host
 
 
 def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
@@ -61,3 +68,14 @@ def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(to_command(request, api_version, ctx))
     return to_response(reply, api_version)
+
+
+def answer_parked(
+    request: Any, api_version: int, ctx: RequestContext, answer: Callable[[ResponseValue], None]
+) -> None:
+    """On the wire: parked as a slot of its connection until the round answers it."""
+
+    def deliver(reply: JoinGroupReply) -> None:
+        answer(to_response(reply, api_version))
+
+    runtime(ctx).submit_then(to_command(request, api_version, ctx), deliver)

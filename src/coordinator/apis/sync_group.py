@@ -6,6 +6,7 @@ request (mandatory) and response (KIP-559). aiokafka and librdkafka use v3, kafk
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.apis.common import runtime
@@ -43,3 +44,14 @@ def to_response(reply: SyncGroupReply) -> dict[str, Any]:
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(to_command(request, api_version))
     return to_response(reply)
+
+
+def answer_parked(
+    request: Any, api_version: int, ctx: RequestContext, answer: Callable[[ResponseValue], None]
+) -> None:
+    """On the wire: parked as a slot of its connection until the round answers it."""
+
+    def deliver(reply: SyncGroupReply) -> None:
+        answer(to_response(reply))
+
+    runtime(ctx).submit_then(to_command(request, api_version), deliver)

@@ -43,9 +43,9 @@ class FrameError(ValueError):
     """The bytes on a connection are not a well-formed request frame."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestPrefix:
-    """The version-independent start of every request: enough to route it and to answer it."""
+class RequestPrefix(typing.NamedTuple):
+    """The version-independent start of every request: enough to route it and to answer it.
+    (A named tuple: made for every request, it costs a third of a frozen dataclass.)"""
 
     api_key: int
     api_version: int
@@ -206,6 +206,32 @@ def body_encoder(cls: type[ResponsePayload]) -> Callable[[Any], bytes]:
             return buffer.getvalue()
 
         return kio_encode
+
+
+def encode_values(
+    api_key: int, api_version: int, values: Mapping[str, Any], correlation_id: int
+) -> bytes:
+    """`encode_response(build_response(api_key, api_version, values), correlation_id)`, the
+    same bytes, written straight from the dict (`fast_encode.values_encoder`)."""
+    cls = response_class(api_key, api_version)
+    body = values_body_encoder(cls)(values)
+    tail = _header_tail(cls)
+    return _FRAME_AND_CORRELATION.pack(4 + len(tail) + len(body), correlation_id) + tail + body
+
+
+@cache
+def values_body_encoder(cls: type[ResponsePayload]) -> Callable[[Mapping[str, Any]], bytes]:
+    """The generated dict encoder of a response class, or `build_entity` and `body_encoder`
+    for a class the generator leaves to them (tagged fields)."""
+    try:
+        return fast_encode.values_encoder(cls)
+    except fast_encode.UnsupportedSchema:
+        encode = body_encoder(cls)
+
+        def build_and_encode(values: Mapping[str, Any]) -> bytes:
+            return encode(build_entity(cls, values))
+
+        return build_and_encode
 
 
 def encode_request(request: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
@@ -369,10 +395,12 @@ __all__ = [
     "encode_body",
     "encode_request",
     "encode_response",
+    "encode_values",
     "kio_versions",
     "read_frame_length",
     "read_prefix",
     "register_schemas",
     "request_class",
     "response_class",
+    "values_body_encoder",
 ]

@@ -13,8 +13,18 @@ nullable structs a -1/1 marker (KIP-893), uuids null as zero, and tagged fields 
 when they differ from their default; a present tagged field is written by kio's own field writer
 (rare: none of our responses sets one on the hot path).
 
+`values_encoder` generates, from the same schema, an encoder that reads the version-agnostic dict
+an API handler returns (`coordinator.wire.codec.build_response`'s input) instead of the kio
+dataclass built from it: the same rules (keys the version lacks ignored, a missing key takes the
+field's default, `None` in a field that is not nullable in this version its zero value, ints for
+error codes and durations), without building an object per response and per nested entity. A
+nested value that is already a kio entity is written by the entity encoder. Classes with tagged
+fields are left to `build_response` and `encoder` (`UnsupportedSchema`).
+
 `tests/coordinator/test_fast_encode.py` checks, for every response version the server
-advertises, that the bytes are identical to kio's and decode with kio to the same response.
+advertises, that the bytes are identical to kio's and decode with kio to the same response, and
+that a dict written by `values_encoder` gives the bytes of the response `build_response` makes
+from it.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import typing
 import uuid
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields, is_dataclass
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -93,6 +104,32 @@ def _build(cls: Any) -> Encoder:
     return encode
 
 
+def values_encoder(cls: type[Any]) -> Encoder:
+    """The generated encoder of a kio entity class from a version-agnostic dict (see the module
+    docstring); raises `UnsupportedSchema` for classes with tagged fields."""
+    built: Encoder = _build_values(typing.cast(Any, cls))
+    return built
+
+
+@cache
+def _build_values(cls: Any) -> Encoder:
+    generator = _ValuesGenerator()
+    entry = generator.entity_function(cls)
+    source = "\n".join(generator.lines)
+    namespace: dict[str, Any] = dict(generator.constants)
+    name = f"<fast_encode values {cls.__module__}.{cls.__qualname__}>"
+    exec(compile(source, name, "exec"), namespace)
+    write = namespace[entry]
+
+    def encode(values: Any) -> bytes:
+        out = bytearray()
+        write(values, out)
+        return bytes(out)
+
+    encode.__qualname__ = f"encode_values_{cls.__qualname__}"
+    return encode
+
+
 def _uvarint(value: int) -> bytes:
     """Kafka's unsigned varint (7 bits a byte, low first), as kio writes it."""
     if value < 0x80:
@@ -110,6 +147,22 @@ _SMALL_VARINTS = [bytes([n]) for n in range(0x80)]
 
 def _uuid_bytes(value: uuid.UUID | None) -> bytes:
     return uuid_zero.bytes if value is None else value.bytes
+
+
+def _uuid_any(value: uuid.UUID | str | None) -> bytes:
+    """A dict's uuid (a `UUID`, its text, or None for the zero uuid) as 16 bytes."""
+    if value is None:
+        return uuid_zero.bytes
+    return (value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))).bytes
+
+
+def _millis(value: Any) -> int:
+    """A dict's duration (int milliseconds or a `timedelta`) in milliseconds."""
+    if value.__class__ is int:
+        return int(value)
+    if isinstance(value, timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
 
 
 def _compact(out: bytearray, value: str | bytes) -> None:
@@ -334,6 +387,170 @@ class _Generator:
         return f"{indent}{helper}(out, {value})"
 
 
+#: kafka_type -> expression of a dict's value `{v}` to pack, for fixed-width fields (the
+#: conversions `codec.build_response` makes: ints for error codes and durations).
+_FIXED_VALUES: dict[str, str] = {
+    "error_code": "{v}",  # an `ErrorCode` is an int
+    "timedelta_i32": "_millis({v})",
+    "timedelta_i64": "_millis({v})",
+    "uuid": "_uuid_any({v})",
+}
+
+
+class _ValuesGenerator(_Generator):
+    """Writes one function per entity class reading a version-agnostic dict; nested values
+    that are kio entities already go to the entity functions of an inner `_Generator`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.constants["_uuid_any"] = _uuid_any
+        self.constants["_millis"] = _millis
+        self._entities = _Generator()
+        self._entities.lines = self.lines
+        self._entities.constants = self.constants
+
+    def entity_function(self, cls: type[Any]) -> str:
+        name = self._names.get(cls)
+        if name is not None:
+            return name
+        name = f"_values_{len(self._names)}_{cls.__name__}"
+        self._names[cls] = name
+        flexible = bool(cls.__flexible__)
+        body: list[str] = []
+        pending: list[tuple[str, str]] = []
+
+        def close_run() -> None:
+            if pending:
+                packer = self._constant("S", struct.Struct(">" + "".join(c for c, _ in pending)))
+                body.append(f"    out += {packer}.pack({', '.join(e for _, e in pending)})")
+                pending.clear()
+
+        for index, field in enumerate(fields(cls)):
+            if get_field_tag(field) is not None:
+                raise UnsupportedSchema(f"{cls.__qualname__}: tagged field {field.name}")
+            local = f"f{index}"
+            body.extend(self._fetch(field, local))
+            fixed = self._fixed_value(field, local)
+            if fixed is not None:
+                pending.append(fixed)
+                continue
+            close_run()
+            body.extend(self._variable_value(field, local, flexible))
+        close_run()
+        if flexible:
+            body.append("    out += b'\\x00'")
+        self.lines.append(f"def {name}(v, out):")
+        self.lines.extend(body or ["    pass"])
+        self.lines.append("")
+        return name
+
+    def _fetch(self, field: Field[Any], local: str) -> list[str]:
+        """Lines setting `local` to the field's value as `build_entity` would fill it."""
+        from coordinator.wire import codec  # (codec imports this module)
+
+        if field.default is not MISSING:
+            missing: Any = field.default
+        elif field.default_factory is not MISSING:
+            missing = field.default_factory()
+        else:
+            missing = None
+        fetched = f"v.get({field.name!r}, {self._literal(missing)})"
+        inner, nullable = codec._split_optional(field.type)
+        if nullable:
+            return [f"    {local} = {fetched}"]
+        if typing.get_origin(inner) is tuple:
+            zero: Any = ()
+        elif is_dataclass(inner):
+            zero = {}
+        else:
+            zero = codec._zero_value(inner)
+            if zero is None:
+                return [f"    {local} = {fetched}"]
+        return [
+            f"    {local} = {fetched}",
+            f"    if {local} is None:",
+            f"        {local} = {self._literal(zero)}",
+        ]
+
+    def _literal(self, value: Any) -> str:
+        if value is None or value.__class__ in (int, bool, str, bytes, float):
+            return repr(value)
+        if value == () and value.__class__ is tuple:
+            return "()"
+        return self._constant("D", value)
+
+    def _fixed_value(self, field: Field[Any], local: str) -> tuple[str, str] | None:
+        if is_dataclass(_inner(field.type)) or typing.get_origin(_inner(field.type)) is tuple:
+            return None
+        kind = get_schema_field_type(field)
+        if kind not in _FIXED or kind == "datetime_i64":
+            return None
+        if is_optional(field) and kind != "uuid":
+            return None
+        code, _expression = _FIXED[kind]
+        return code, _FIXED_VALUES.get(kind, "{v}").format(v=local)
+
+    def _variable_value(self, field: Field[Any], local: str, flexible: bool) -> list[str]:
+        nullable = is_optional(field)
+        shape = classify_field(field)
+        if isinstance(shape, PrimitiveField):
+            return [self._value_line(field, local, flexible, nullable, "    ")]
+        if isinstance(shape, EntityField):
+            if not nullable:  # (None was made the empty entity by `_fetch`)
+                return self._entity_lines(shape.type_, local, "    ")
+            return [
+                f"    if {local} is None:",
+                "        out += b'\\xff'",
+                "    else:",
+                "        out += b'\\x01'",
+                *self._entity_lines(shape.type_, local, "        "),
+            ]
+        lines = [f"    items = {local}"]
+        if flexible:
+            lines += [
+                "    if items is None:",
+                "        out += b'\\x00'",
+                "    else:",
+                "        out += _uvarint(len(items) + 1)",
+            ]
+        else:
+            lines += [
+                "    if items is None:",
+                "        out += b'\\xff\\xff\\xff\\xff'",
+                "    else:",
+                "        out += _I32.pack(len(items))",
+            ]
+        lines.append("        for item in items:")
+        if isinstance(shape, EntityTupleField):
+            lines += self._entity_lines(shape.type_, "item", "            ")
+        else:
+            assert isinstance(shape, PrimitiveTupleField)
+            lines.append(self._value_line(field, "item", flexible, False, "            "))
+        return lines
+
+    def _entity_lines(self, cls: type[Any], value: str, indent: str) -> list[str]:
+        """A nested entity: a dict by this generator's function, a kio entity by kio's."""
+        values_function = self.entity_function(cls)
+        entity_function = self._entities.entity_function(cls)
+        entity_class = self._constant("C", cls)
+        return [
+            f"{indent}if isinstance({value}, {entity_class}):",
+            f"{indent}    {entity_function}({value}, out)",
+            f"{indent}else:",
+            f"{indent}    {values_function}({value}, out)",
+        ]
+
+    def _value_line(
+        self, field: Field[Any], value: str, flexible: bool, nullable: bool, indent: str
+    ) -> str:
+        kind = get_schema_field_type(field)
+        if kind in _FIXED_VALUES and not (nullable and kind != "uuid"):
+            code, _expression = _FIXED[kind]
+            packer = self._constant("S", struct.Struct(">" + code))
+            return f"{indent}out += {packer}.pack({_FIXED_VALUES[kind].format(v=value)})"
+        return self._primitive_line(field, value, flexible, nullable, indent)
+
+
 def _inner(annotation: Any) -> Any:
     """The type inside `X | None`."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -346,4 +563,4 @@ def _inner(annotation: Any) -> Any:
     return annotation
 
 
-__all__ = ["Encoder", "UnsupportedSchema", "encoder"]
+__all__ = ["Encoder", "UnsupportedSchema", "encoder", "values_encoder"]

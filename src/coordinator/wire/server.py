@@ -3,14 +3,17 @@
 Each socket is served by a `_Connection`, an `asyncio.Protocol`: `data_received` splits every
 complete frame out of the bytes at hand and handles them one after another, with no task and no
 `readexactly` per request. A request the API can answer at once (`answer_now`: heartbeats, most
-of what a coordinator is asked) is answered synchronously; only a request that must wait (a
-parked JoinGroup or SyncGroup, a commit waiting for its fsync, a long-polling Fetch) gets a task
-and a pending slot in the connection's in-order queue. Responses are written strictly in request
-order: an answer ready while an earlier request is still pending waits in the queue behind it.
-Kafka clients match responses to requests by order as well as by correlation id, and a parked
-JoinGroup must not be overtaken by a later Heartbeat's response. Every response that became
-ready during one pass over the input (or, for tasks that finish, during one loop iteration) goes
-out with a single `transport.write`.
+of what a coordinator is asked) is answered synchronously. A request that must wait gets a
+pending slot in the connection's in-order queue: a JoinGroup or SyncGroup parked until its round
+completes (`answer_parked`) is that slot and nothing more, the slot being the callback the group
+runtime answers through once the round's records are durable; any other (a commit waiting for
+its fsync, a long-polling Fetch) also gets a task running its handler. Responses are written
+strictly in request order: an answer ready while an earlier request is still pending waits in
+the queue behind it. Kafka clients match responses to requests by order as well as by
+correlation id, and a parked JoinGroup must not be overtaken by a later Heartbeat's response.
+Every response that became ready during one pass over the input (or, for parked requests and
+tasks that finish, during one loop iteration) goes out with a single `transport.write`; the
+connections answered during one loop iteration are written in one pass at its end.
 
 Back-pressure, so that no client can make the server buffer without bound:
 - at most `max_in_flight` requests of a connection may be pending; beyond that the connection
@@ -59,7 +62,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from coordinator.apis.contract import ApiSpec, Broker, RequestContext
+from coordinator.apis.contract import ApiSpec, Broker, RequestContext, ResponseValue
 from coordinator.store.base import StoreError
 from coordinator.wire.acceptor import Acceptor, Ticket
 from coordinator.wire.codec import (
@@ -71,6 +74,7 @@ from coordinator.wire.codec import (
     build_response,
     decode_request,
     encode_response,
+    encode_values,
     read_frame_length,
     response_class,
 )
@@ -116,6 +120,10 @@ class WireServer:
         self.listeners: list[ServedListener] = []
         self._connections: set[_Connection] = set()
         self._next_connection_id = 0
+        #: Connections with answers moved to their output since the last `_flush_answered`:
+        #: written together once per loop iteration (a round's thousand SyncGroup answers, made
+        #: durable by one fsync, go out in one pass).
+        self._answered: list[_Connection] = []
 
     def __repr__(self) -> str:
         state = "listening" if self._acceptors else "stopped"
@@ -176,7 +184,10 @@ class WireServer:
         connections = list(self._connections)
         for conn in connections:
             conn.stop_reading()
-        pending = [task for conn in connections for task in conn.in_flight]
+        pending: list[asyncio.Future[Any]] = [
+            task for conn in connections for task in conn.in_flight
+        ]
+        pending += [conn.parked_done() for conn in connections if conn.parked]
         if pending:
             _done, late = await asyncio.wait(pending, timeout=grace)
             if late:
@@ -201,6 +212,16 @@ class WireServer:
             for acceptor in self._acceptors:
                 acceptor.resume()
 
+    def _schedule_flush(self, conn: _Connection) -> None:
+        if not self._answered:
+            asyncio.get_running_loop().call_soon(self._flush_answered)
+        self._answered.append(conn)
+
+    def _flush_answered(self) -> None:
+        answered, self._answered = self._answered, []
+        for conn in answered:
+            conn._flush_and_resume()
+
     def _opened(self, conn: _Connection) -> None:
         self._connections.add(conn)
 
@@ -217,6 +238,50 @@ class _Slot:
     def __init__(self, data: bytes | None = None, done: bool = False) -> None:
         self.data = data
         self.done = done
+
+
+class _ParkedSlot(_Slot):
+    """A parked request (`ApiSpec.answer_parked`): the slot is itself the callback its API
+    answers through, so waiting costs this object and nothing else (no task, no future)."""
+
+    __slots__ = ("connection", "prefix")
+
+    def __init__(self, connection: _Connection, prefix: RequestPrefix) -> None:
+        self.data = None
+        self.done = False
+        self.connection = connection
+        self.prefix = prefix
+
+    def __call__(self, value: ResponseValue) -> None:
+        if self.done:
+            return
+        connection = self.connection
+        if connection._closing:  # nobody to write to
+            self._settle(None)
+            return
+        try:
+            data = None if value is None else _encode(value, self.prefix)
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self._settle(data)
+
+    def fail(self, exc: Exception) -> None:
+        """Starting or answering the request raised: answered as `_Connection._failed` says."""
+        if self.done:
+            return
+        connection = self.connection
+        data = connection._failed(self.prefix, exc)
+        if data is None:
+            connection.close()
+        self._settle(data)
+
+    def _settle(self, data: bytes | None) -> None:
+        connection = self.connection
+        connection.parked -= 1
+        connection._complete(self, data)
+        if not connection.parked:
+            connection._parked_settled()
 
 
 class _Connection(asyncio.Protocol):
@@ -237,14 +302,15 @@ class _Connection(asyncio.Protocol):
         "_need",
         "_out",
         "_out_bytes",
+        "_parked_done",
         "_queue",
         "_reading_paused",
         "_stopped",
+        "_tasks",
         "_writing_paused",
-        "in_flight",
         "listener",
-        "name",
         "number",
+        "parked",
         "peer",
         "server",
         "session",
@@ -260,12 +326,11 @@ class _Connection(asyncio.Protocol):
         self.listener = listener
         self.session: Session | None = None
         self.number = number
-        self.name = f"conn#{number}"
         self.peer = ""
         self.transport: asyncio.Transport | None = None
-        #: Tasks answering this connection's pending requests (a dict: 64 bytes when empty,
-        #: a set 216; an idle connection should cost little).
-        self.in_flight: dict[asyncio.Task[None], None] = {}
+        #: Tasks answering this connection's pending requests (None until there is one: an
+        #: idle connection should cost little).
+        self._tasks: dict[asyncio.Task[None], None] | None = None
         self._closed: asyncio.Future[None] | None = None
         self._lost = False
         #: Received bytes not yet handled, starting at a frame boundary...
@@ -273,12 +338,16 @@ class _Connection(asyncio.Protocol):
         #: ...and the chunks received after them, joined only once the next frame is complete
         #: (`_need` bytes in all), so that a large request arriving in many reads is copied
         #: once, not once per read.
-        self._more: list[bytes] = []
+        self._more: list[bytes] | None = None
         self._more_size = 0
         self._need = 0
         #: Pending and answered-but-blocked requests, oldest first (a list: 56 bytes when
         #: empty, a deque 624; it rarely holds more than a few).
         self._queue: list[_Slot] = []
+        #: How many of them are parked slots (`_ParkedSlot`), and what shutdown waits on
+        #: until none is.
+        self.parked = 0
+        self._parked_done: asyncio.Future[None] | None = None
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._flush_scheduled = False
@@ -292,6 +361,16 @@ class _Connection(asyncio.Protocol):
             f"<_Connection {self.name} pending={len(self._queue)} in_flight={len(self.in_flight)}>"
         )
 
+    @property
+    def name(self) -> str:
+        """How the logs name this connection (made when logged, not kept)."""
+        return f"conn#{self.number} {self.peer}" if self.peer else f"conn#{self.number}"
+
+    @property
+    def in_flight(self) -> list[asyncio.Task[None]]:
+        """The tasks answering this connection's pending requests."""
+        return [] if self._tasks is None else list(self._tasks)
+
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (asyncio's own, or an alternative loop's that does not subclass
@@ -299,7 +378,6 @@ class _Connection(asyncio.Protocol):
         self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.name = f"conn#{self.number} {self.peer}"
         self.session = self._new_session(transport, peer)
         self.server._opened(self)
 
@@ -317,7 +395,10 @@ class _Connection(asyncio.Protocol):
         if not self._buffer:
             self._buffer = data
         else:
-            self._more.append(data)
+            if self._more is None:
+                self._more = [data]
+            else:
+                self._more.append(data)
             self._more_size += len(data)
             if len(self._buffer) + self._more_size < self._need:
                 return  # the next frame is still incomplete
@@ -327,7 +408,7 @@ class _Connection(asyncio.Protocol):
     def _join_input(self) -> None:
         if self._more:
             self._buffer = b"".join([self._buffer, *self._more])
-            self._more.clear()
+            self._more = None
             self._more_size = 0
 
     def eof_received(self) -> bool:
@@ -352,8 +433,9 @@ class _Connection(asyncio.Protocol):
         self._queue.clear()
         self._out.clear()
         self._buffer = b""
-        self._more.clear()
+        self._more = None
         self._lost = True
+        self._parked_settled()  # parked answers that come now are dropped
         self.server._gone(self)
         self.ticket.release()
         if self._closed is not None and not self._closed.done():
@@ -396,13 +478,25 @@ class _Connection(asyncio.Protocol):
                 self._closed.set_result(None)
         return self._closed
 
+    def parked_done(self) -> asyncio.Future[None]:
+        """Resolved once no parked request of this connection waits (or it is closed)."""
+        if self._parked_done is None:
+            self._parked_done = asyncio.get_running_loop().create_future()
+            if not self.parked or self._lost:
+                self._parked_done.set_result(None)
+        return self._parked_done
+
+    def _parked_settled(self) -> None:
+        if self._parked_done is not None and not self._parked_done.done():
+            self._parked_done.set_result(None)
+
     def _fail(self, reason: str) -> None:
         logger.warning("%s: closing connection: %s", self.name, reason)
         self.close()
 
     def _cancel_in_flight(self) -> None:
         current = asyncio.current_task()
-        for task in list(self.in_flight):
+        for task in self.in_flight:
             if task is not current:
                 task.cancel()
 
@@ -510,15 +604,30 @@ class _Connection(asyncio.Protocol):
                     loop = asyncio.get_running_loop()
                     loop.call_later(session.close_after_answer, self.close)
                 return
+        if spec.answer_parked is not None:
+            parked = _ParkedSlot(self, prefix)
+            self._queue.append(parked)
+            self.parked += 1
+            try:
+                spec.answer_parked(decoded.body, api_version, context, parked)
+            except Exception as exc:
+                parked.fail(exc)
+            return
         slot = _Slot()
         self._queue.append(slot)
         task = asyncio.create_task(self._answer(slot, spec, prefix, decoded.body, context))
-        self.in_flight[task] = None
+        if self._tasks is None:
+            self._tasks = {}
+        self._tasks[task] = None
         task.add_done_callback(self._task_done)
 
     # -- output -----------------------------------------------------------------------------
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        self.in_flight.pop(task, None)
+        tasks = self._tasks
+        if tasks is not None:
+            tasks.pop(task, None)
+            if not tasks:
+                self._tasks = None
 
     def _answered(self, data: bytes) -> None:
         """A response ready now: out at once, unless an earlier request is still pending."""
@@ -541,9 +650,20 @@ class _Connection(asyncio.Protocol):
             data = None if value is None else _encode(value, prefix)
         except asyncio.CancelledError:
             raise
-        except (OSError, StoreError) as exc:
-            # A storage failure (disk full, I/O error) the handler did not answer itself: one
-            # line, no traceback (a full disk fails every write), and Kafka's code for it.
+        except Exception as exc:
+            data = self._failed(prefix, exc)
+            if data is None:
+                self.close()
+                return
+        self._complete(slot, data)
+
+    def _failed(self, prefix: RequestPrefix, exc: Exception) -> bytes | None:
+        """Log a request's failure; the error answer to send, or None: close the connection.
+
+        A storage failure (disk full, I/O error) the handler did not answer itself is one line,
+        no traceback (a full disk fails every write), and Kafka's code for it; any other
+        failure is logged with its traceback and answered UNKNOWN_SERVER_ERROR."""
+        if isinstance(exc, OSError | StoreError):
             data = _storage_error(prefix)
             logger.warning(
                 "%s: api_key %d v%d failed to store (correlation id %d): %s; %s",
@@ -554,23 +674,18 @@ class _Connection(asyncio.Protocol):
                 exc,
                 "answering KAFKA_STORAGE_ERROR" if data else "closing connection",
             )
-            if data is None:
-                self.close()
-                return
-        except Exception:
-            data = _unknown_server_error(prefix)
-            logger.exception(
-                "%s: handler for api_key %d v%d failed (correlation id %d); %s",
-                self.name,
-                prefix.api_key,
-                prefix.api_version,
-                prefix.correlation_id,
-                "answering UNKNOWN_SERVER_ERROR" if data else "closing connection",
-            )
-            if data is None:
-                self.close()
-                return
-        self._complete(slot, data)
+            return data
+        data = _unknown_server_error(prefix)
+        logger.error(
+            "%s: handler for api_key %d v%d failed (correlation id %d); %s",
+            self.name,
+            prefix.api_key,
+            prefix.api_version,
+            prefix.correlation_id,
+            "answering UNKNOWN_SERVER_ERROR" if data else "closing connection",
+            exc_info=exc,
+        )
+        return data
 
     def _complete(self, slot: _Slot, data: bytes | None) -> None:
         """A pending request is answered: every answer now next in order moves to the output,
@@ -588,7 +703,7 @@ class _Connection(asyncio.Protocol):
                 self._out_bytes += len(ready)
         if moved and not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_and_resume)
+            self.server._schedule_flush(self)
 
     def _flush_and_resume(self) -> None:
         self._flush_scheduled = False
@@ -611,6 +726,8 @@ class _Connection(asyncio.Protocol):
 def _encode(
     value: Mapping[str, Any] | ResponsePayload | EncodedBody, prefix: RequestPrefix
 ) -> bytes:
+    if isinstance(value, dict):  # the usual answer: written straight from the dict
+        return encode_values(prefix.api_key, prefix.api_version, value, prefix.correlation_id)
     response = (
         build_response(prefix.api_key, prefix.api_version, value)
         if isinstance(value, Mapping)

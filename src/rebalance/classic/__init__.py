@@ -101,7 +101,9 @@ class ClassicGroupType:
     @staticmethod
     def replay(group: Group, value: GroupMetadataValue) -> None:
         """Apply a group metadata snapshot (the tombstone is the core's: it drops the group)."""
-        if group.state is GroupState.INITIALIZE:
+        if group.state is GroupState.INITIALIZE or (not group.members and value.members):
+            # (A live group without members gets members from a record only when a consumer
+            # group converts to it online: `rebalance.consumer_group.migration`.)
             # Loading: the newest snapshot replaces whatever an older one said.
             group.members = {}
             group.static_members = {}

@@ -6,39 +6,72 @@ the consumer group (`GroupMetadataManager.classicGroup*ToConsumerGroup`):
 * JoinGroup to an *empty* consumer group turns it into a classic group, whatever
   `group.consumer.migration.policy` says (`maybeDeleteEmptyConsumerGroup`): the consumer
   group's records are deleted, its committed offsets stay with the id (`to_classic`).
-* JoinGroup to a consumer group with members: the checks Kafka makes before admitting a classic
-  member (group full, protocol type "consumer" with at least one protocol, KIP-394's
-  MEMBER_ID_REQUIRED round trip), then the admission itself.
-  DIFFERS: Kafka admits the member as a classic-protocol member of the consumer group (the
-  server assignor assigns it; its JoinGroup/SyncGroup/Heartbeat are translated; when the last
-  KIP-848 member leaves, the group is converted back to classic under the migration policy).
-  That online migration of a group with members is not implemented here: the join is refused
-  with INCONSISTENT_GROUP_PROTOCOL, Kafka's answer when a group cannot take a member's
-  protocols.
-* SyncGroup and Heartbeat: every member of our consumer groups uses the consumer protocol, so
-  Kafka's checks end at "member does not use the classic protocol": UNKNOWN_MEMBER_ID, or
-  FENCED_INSTANCE_ID when the instance id belongs to another member id. These are Kafka's exact
-  answers, since a consumer group here never holds a classic member.
-* LeaveGroup: per member. By instance id alone (the admin client's `removeMembersFromConsumer
-  Group`) a static member is removed, as Kafka removes it; by member id, UNKNOWN_MEMBER_ID
-  (not a classic member).
+* JoinGroup to a consumer group with members admits the client as a *classic-protocol member*
+  of the consumer group (online migration): after Kafka's checks (group full, protocol type
+  "consumer" with a protocol every classic member supports, KIP-394's MEMBER_ID_REQUIRED round
+  trip), its subscription is read from its ConsumerProtocol metadata, the group epoch bumps if
+  it is new or its subscription changed, and it reconciles one step towards its target with the
+  partitions its metadata says it owns. The answer comes at once: generation = its member epoch,
+  no leader (nobody assigns: the server does), so the client follows with SyncGroup.
+* SyncGroup from a classic member returns its current assignment as ConsumerProtocol bytes, or
+  REBALANCE_IN_PROGRESS when the group epoch moved past its epoch (it must rejoin first).
+* Heartbeat from a classic member answers REBALANCE_IN_PROGRESS when it has something to do:
+  the group epoch moved past its epoch, it must revoke partitions, or partitions it waited for
+  were released. Each of those arms a join timeout (its rebalance timeout): a member that does
+  not rejoin is fenced, as one that joined and never syncs is by its sync timeout.
+* Requests from a member that uses the consumer protocol get UNKNOWN_MEMBER_ID (FENCED_INSTANCE_ID
+  for another member's instance id), and a wrong generation ILLEGAL_GENERATION.
+* LeaveGroup: per member. A classic member leaves by member id; by instance id alone (the
+  admin client's `removeMembersFromConsumerGroup`) a static member is removed, as Kafka removes
+  it; then the group epoch bumps once for all of them.
 """
 
 from __future__ import annotations
 
-from rebalance.commands import JoinGroup, LeaveGroup
+from collections.abc import Hashable
+
+from assignors.consumer_protocol import ConsumerProtocolError, Subscription, decode_subscription
+from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.consumer_group.departure import remove
-from rebalance.consumer_group.epochs import maybe_bump
-from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, TopicMetadata
-from rebalance.consumer_group.records import ConsumerGroupRecord, RecordKind, Tombstone
-from rebalance.consumer_group.replay import write
-from rebalance.effects import Result
-from rebalance.errors import ErrorCode
-from rebalance.event_schema import ConsumerTrigger, LeaveReason
+from rebalance.consumer_group.epochs import maybe_bump, reconcile
+from rebalance.consumer_group.group import (
+    GROUP_TYPE,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicMetadata,
+)
+from rebalance.consumer_group.migration import encode_partitions, protocol_version, to_ids
+from rebalance.consumer_group.records import (
+    ClassicMetadata,
+    ConsumerGroupRecord,
+    CurrentAssignmentValue,
+    MemberValue,
+    RecordKind,
+    TargetMemberValue,
+    Tombstone,
+)
+from rebalance.consumer_group.replay import remove_member, write
+from rebalance.effects import Result, single_reply
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason, LeaveReason
 from rebalance.records import GroupMetadataRecord, GroupMetadataValue
-from rebalance.replies import JoinGroupReply, LeaveGroupReply, LeftMember
+from rebalance.replies import (
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    LeftMember,
+    SyncGroupReply,
+)
 from rebalance.state import CoordinatorState
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
+from rebalance.timers import (
+    CONSUMER_CLASSIC_JOIN,
+    CONSUMER_CLASSIC_SYNC,
+    TimerKey,
+    consumer_revocation_key,
+    consumer_session_key,
+)
 
 #: JoinGroup v4+ (KIP-394): a dynamic member first gets an id and must rejoin with it.
 MEMBER_ID_REQUIRED_VERSION = 4
@@ -57,33 +90,330 @@ def to_classic(state: CoordinatorState, result: Result, group: ConsumerGroup, no
     state.apply(result, ConsumerGroupRecord(group_id, None))
 
 
-def refuse_join(state: CoordinatorState, group: ConsumerGroup, cmd: JoinGroup) -> JoinGroupReply:
-    """Kafka's checks of a classic JoinGroup to a consumer group with members, in its order."""
+def _join_key(group_id: str, member_id: str) -> TimerKey:
+    return (CONSUMER_CLASSIC_JOIN, group_id, member_id)
+
+
+def _sync_key(group_id: str, member_id: str) -> TimerKey:
+    return (CONSUMER_CLASSIC_SYNC, group_id, member_id)
+
+
+# -- JoinGroup ------------------------------------------------------------------------------
+def join(
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    group: ConsumerGroup,
+    cmd: JoinGroup,
+    now_ms: int,
+    token: Hashable,
+) -> Result:
+    """A classic JoinGroup to a consumer group with members (Kafka's
+    `classicGroupJoinToConsumerGroup`). Every check runs before the first record."""
     full = len(group.members) >= state.config.group_consumer_max_size
     if full and cmd.member_id not in group.members:
-        return JoinGroupReply(ErrorCode.GROUP_MAX_SIZE_REACHED)
+        return single_reply(token, JoinGroupReply(ErrorCode.GROUP_MAX_SIZE_REACHED))
+    if not _supports(group, cmd):
+        return single_reply(token, JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+    unknown = cmd.member_id == ""
+    if unknown and cmd.group_instance_id is None and cmd.version >= MEMBER_ID_REQUIRED_VERSION:
+        new_id = str(state.rng.uuid4())
+        return single_reply(token, JoinGroupReply(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
+    try:
+        subscription = decode_subscription(cmd.protocols[0][1])
+    except ConsumerProtocolError:
+        # Kafka: "Malformed embedded consumer protocol in subscription deserialization."
+        return single_reply(
+            token, JoinGroupReply(ErrorCode.UNKNOWN_SERVER_ERROR, member_id=cmd.member_id)
+        )
+    instance_id = cmd.group_instance_id
+    holder = group.static_members.get(instance_id) if instance_id is not None else None
+    if instance_id is not None and not unknown:
+        if holder is None:
+            return single_reply(
+                token, JoinGroupReply(ErrorCode.UNKNOWN_MEMBER_ID, member_id=cmd.member_id)
+            )
+        if holder != cmd.member_id:
+            return single_reply(
+                token, JoinGroupReply(ErrorCode.FENCED_INSTANCE_ID, member_id=cmd.member_id)
+            )
+    member_id = cmd.member_id or str(state.rng.uuid4())
+    result = Result()
+    trigger: ConsumerTrigger | None = None
+    if holder is not None and holder != member_id:
+        _replace(state, result, group, group.members[holder], member_id, now_ms)
+    member = group.members.get(member_id) or ConsumerMember(member_id)
+    if member_id not in group.members:
+        trigger = ConsumerTrigger.MEMBER_JOINED
+    value = _classic_subscription(member, cmd, subscription)
+    old = member.subscription_value()
+    if value != old:
+        write(state, result, group.group_id, value)
+        if trigger is None and (
+            value.subscribed_topic_names != old.subscribed_topic_names
+            or value.rack_id != old.rack_id
+        ):
+            trigger = ConsumerTrigger.SUBSCRIPTION_CHANGED
+    member = group.members[member_id]
+    if trigger is ConsumerTrigger.MEMBER_JOINED or holder not in (None, member_id):
+        result.event(
+            EventType.MEMBER_JOINED,
+            now_ms,
+            group.group_id,
+            group.group_epoch,
+            member_id,
+            group_type=GROUP_TYPE,
+            client_id=cmd.client_id,
+            instance_id=instance_id,
+            protocols=[name for name, _ in cmd.protocols],
+        )
+    maybe_bump(state, metadata, result, group, trigger, now_ms, check_metadata=trigger is not None)
+    owned = to_ids(subscription.owned_partitions, metadata)
+    reconcile(state, result, group, member, owned, now_ms)
+    state.cancel(result, _join_key(group.group_id, member_id))
+    state.schedule(
+        result,
+        consumer_session_key(group.group_id, member_id),
+        now_ms + cmd.session_timeout_ms,
+    )
+    state.schedule(
+        result, _sync_key(group.group_id, member_id), now_ms + member.rebalance_timeout_ms
+    )
+    assert member.classic is not None
+    result.reply(
+        token,
+        JoinGroupReply(
+            ErrorCode.NONE,
+            generation_id=member.member_epoch,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocol_name=member.classic.protocols[0][0],
+            leader="",  # nobody assigns: the server does; the member follows with SyncGroup
+            member_id=member_id,
+        ),
+    )
+    return result
+
+
+def _supports(group: ConsumerGroup, cmd: JoinGroup) -> bool:
+    """Kafka's `ConsumerGroup.supportsClassicProtocols`: protocol type "consumer" and one of
+    the member's protocols that every classic member of the group supports."""
     if cmd.protocol_type != CONSUMER_PROTOCOL_TYPE or not cmd.protocols:
-        return JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    if (
-        cmd.member_id == ""
-        and cmd.group_instance_id is None
-        and cmd.version >= MEMBER_ID_REQUIRED_VERSION
+        return False
+    supported = [
+        {name for name, _ in m.classic.protocols}
+        for m in group.members.values()
+        if m.classic is not None
+    ]
+    return any(all(name in names for names in supported) for name, _ in cmd.protocols)
+
+
+def _classic_subscription(
+    member: ConsumerMember, cmd: JoinGroup, subscription: Subscription
+) -> MemberValue:
+    """`member`'s subscription as this JoinGroup sets it (Kafka keeps the regex and the server
+    assignor, which a classic member cannot send)."""
+    return MemberValue(
+        member.member_id,
+        cmd.group_instance_id if cmd.group_instance_id is not None else member.instance_id,
+        subscription.rack if subscription.rack is not None else member.rack_id,
+        cmd.client_id,
+        cmd.client_host,
+        cmd.rebalance_timeout_ms if cmd.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+        tuple(subscription.topics),
+        member.subscribed_topic_regex,
+        member.server_assignor,
+        ClassicMetadata(cmd.session_timeout_ms, tuple(cmd.protocols)),
+    )
+
+
+def _replace(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    previous: ConsumerMember,
+    member_id: str,
+    now_ms: int,
+) -> None:
+    """A static member rejoining under a new member id by JoinGroup takes over its instance's
+    subscription, target and current assignment (at member epoch 0, as Kafka copies it), so its
+    partitions do not move."""
+    target = group.target.frozen.get(previous.member_id, ())
+    subscription = previous.subscription_value()
+    current = previous.current_value()
+    remove_member(state, result, group, previous)
+    for key in (
+        consumer_session_key(group.group_id, previous.member_id),
+        consumer_revocation_key(group.group_id, previous.member_id),
+        _join_key(group.group_id, previous.member_id),
+        _sync_key(group.group_id, previous.member_id),
     ):
-        return JoinGroupReply(ErrorCode.MEMBER_ID_REQUIRED, member_id=str(state.rng.uuid4()))
-    # DIFFERS (module docstring): Kafka would admit a classic member here.
-    return JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=cmd.member_id)
+        state.cancel(result, key)
+    write(
+        state,
+        result,
+        group.group_id,
+        MemberValue(member_id, *(getattr(subscription, f) for f in _SUBSCRIPTION_FIELDS)),
+    )
+    write(state, result, group.group_id, TargetMemberValue(member_id, target))
+    write(
+        state,
+        result,
+        group.group_id,
+        CurrentAssignmentValue(
+            member_id, 0, 0, current.state, current.assigned, current.pending_revocation
+        ),
+    )
+    result.event(
+        EventType.MEMBER_EXPIRED,
+        now_ms,
+        group.group_id,
+        group.group_epoch,
+        previous.member_id,
+        group_type=GROUP_TYPE,
+        reason=ExpiryReason.REPLACED,
+    )
 
 
-def member_error(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ErrorCode:
-    """SyncGroup and Heartbeat from a classic client (Kafka's `validateConsumerGroupMember`
-    then `throwIfMemberDoesNotUseClassicProtocol`)."""
+_SUBSCRIPTION_FIELDS = (
+    "instance_id",
+    "rack_id",
+    "client_id",
+    "client_host",
+    "rebalance_timeout_ms",
+    "subscribed_topic_names",
+    "subscribed_topic_regex",
+    "server_assignor",
+    "classic",
+)
+
+
+# -- SyncGroup, Heartbeat -----------------------------------------------------------------------
+def _classic_member(
+    group: ConsumerGroup, member_id: str, instance_id: str | None
+) -> ConsumerMember:
+    """Kafka's `validateConsumerGroupMember` then `throwIfMemberDoesNotUseClassicProtocol`."""
     if instance_id is not None:
         holder = group.static_members.get(instance_id)
-        if holder is not None and holder != member_id:
-            return ErrorCode.FENCED_INSTANCE_ID
-    return ErrorCode.UNKNOWN_MEMBER_ID
+        if holder is None:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if holder != member_id:
+            raise CoordinatorError(ErrorCode.FENCED_INSTANCE_ID)
+    member = group.members.get(member_id)
+    if member is None or member.classic is None:
+        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+    return member
 
 
+def _check_generation(member: ConsumerMember, generation_id: int) -> None:
+    if generation_id != member.member_epoch:
+        raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
+
+
+def _ask_rejoin(
+    state: CoordinatorState,
+    result: Result,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    now_ms: int,
+) -> None:
+    """REBALANCE_IN_PROGRESS is on its way to `member`: it must rejoin within its rebalance
+    timeout (the first such answer arms the timer; later ones leave it)."""
+    key = _join_key(group.group_id, member.member_id)
+    if key not in state.timers:
+        state.schedule(result, key, now_ms + member.rebalance_timeout_ms)
+
+
+def sync(
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    group: ConsumerGroup,
+    cmd: SyncGroup,
+    now_ms: int,
+    token: Hashable,
+) -> Result:
+    """SyncGroup from a classic member (Kafka's `classicGroupSyncToConsumerGroup`): its
+    current assignment, once it has caught up with the group epoch."""
+    result = Result()
+    try:
+        member = _classic_member(group, cmd.member_id, cmd.group_instance_id)
+        _check_generation(member, cmd.generation_id)
+        assert member.classic is not None
+        protocol = member.classic.protocols[0]
+        if (cmd.protocol_type is not None and cmd.protocol_type != CONSUMER_PROTOCOL_TYPE) or (
+            cmd.protocol_name is not None and cmd.protocol_name != protocol[0]
+        ):
+            raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        # A member revoking has rejoined already: it syncs, revokes, and rejoins by itself.
+        if (
+            group.group_epoch > member.member_epoch
+            and member.state is not MemberState.UNREVOKED_PARTITIONS
+        ):
+            _ask_rejoin(state, result, group, member, now_ms)
+            raise CoordinatorError(ErrorCode.REBALANCE_IN_PROGRESS)
+    except CoordinatorError as exc:
+        result.reply(token, SyncGroupReply(exc.code))
+        return result
+    state.cancel(result, _sync_key(group.group_id, member.member_id))
+    state.schedule(
+        result,
+        consumer_session_key(group.group_id, member.member_id),
+        now_ms + member.classic.session_timeout_ms,
+    )
+    assignment = encode_partitions(member.assigned, metadata, protocol_version(protocol[1]))
+    result.reply(
+        token,
+        SyncGroupReply(
+            ErrorCode.NONE,
+            assignment,
+            protocol_type=cmd.protocol_type,
+            protocol_name=cmd.protocol_name,
+        ),
+    )
+    return result
+
+
+def heartbeat(
+    state: CoordinatorState, group: ConsumerGroup, cmd: Heartbeat, now_ms: int, token: Hashable
+) -> Result:
+    """Heartbeat from a classic member (Kafka's `classicGroupHeartbeatToConsumerGroup`)."""
+    result = Result()
+    try:
+        member = _classic_member(group, cmd.member_id, cmd.group_instance_id)
+        _check_generation(member, cmd.generation_id)
+    except CoordinatorError as exc:
+        return single_reply(token, HeartbeatReply(exc.code))
+    assert member.classic is not None
+    state.schedule(
+        result,
+        consumer_session_key(group.group_id, member.member_id),
+        now_ms + member.classic.session_timeout_ms,
+    )
+    error = ErrorCode.NONE
+    if (
+        member.member_epoch < group.group_epoch
+        or member.state is MemberState.UNREVOKED_PARTITIONS
+        or (
+            member.state is MemberState.UNRELEASED_PARTITIONS
+            and not _waits_on_unreleased(group, member)
+        )
+    ):
+        error = ErrorCode.REBALANCE_IN_PROGRESS
+        _ask_rejoin(state, result, group, member, now_ms)
+    result.reply(token, HeartbeatReply(error))
+    return result
+
+
+def _waits_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
+    """Kafka's `waitingOnUnreleasedPartition`: a target partition of `member` it does not
+    have yet is still held by another member."""
+    for topic_id, partitions in group.target.get(member.member_id, {}).items():
+        assigned = member.assigned.get(topic_id, set())
+        for p in partitions - assigned:
+            if group.owner_of(topic_id, p) not in (None, member.member_id):
+                return True
+    return False
+
+
+# -- LeaveGroup -----------------------------------------------------------------------------
 def leave(
     state: CoordinatorState,
     metadata: TopicMetadata,
@@ -91,27 +421,34 @@ def leave(
     cmd: LeaveGroup,
     now_ms: int,
 ) -> tuple[Result, LeaveGroupReply]:
-    """LeaveGroup to a consumer group (Kafka's `classicGroupLeaveToConsumerGroup`): static
-    members named by instance id are removed (fenced only if a different member id is given),
-    then the group epoch bumps once for all of them."""
+    """LeaveGroup to a consumer group (Kafka's `classicGroupLeaveToConsumerGroup`): classic
+    members by member id; static members named by instance id (fenced only if a different
+    member id is given); then the group epoch bumps once for all of them."""
     result = Result()
     answers: list[LeftMember] = []
-    leaving: list[ConsumerMember] = []
+    leaving: list[tuple[ConsumerMember, LeaveReason]] = []
     for asked in cmd.members:
         error = ErrorCode.UNKNOWN_MEMBER_ID
+        member: ConsumerMember | None = None
         if asked.group_instance_id is not None:
             holder = group.static_members.get(asked.group_instance_id)
             if holder is not None:
                 if asked.member_id not in ("", holder):
                     error = ErrorCode.FENCED_INSTANCE_ID
                 else:
-                    error = ErrorCode.NONE
                     member = group.members[holder]
-                    if member not in leaving:
-                        leaving.append(member)
+        else:
+            found = group.members.get(asked.member_id)
+            if found is not None and found.classic is not None:
+                member = found
+        if member is not None:
+            error = ErrorCode.NONE
+            reason = LeaveReason.LEAVE if asked.member_id else LeaveReason.ADMIN_REMOVAL
+            if all(member is not m for m, _ in leaving):
+                leaving.append((member, reason))
         answers.append(LeftMember(asked.member_id, asked.group_instance_id, error))
-    for member in leaving:
-        remove(state, result, group, member, now_ms, None, LeaveReason.ADMIN_REMOVAL)
+    for member, reason in leaving:
+        remove(state, result, group, member, now_ms, None, reason)
     if leaving:
         maybe_bump(state, metadata, result, group, ConsumerTrigger.MEMBER_LEFT, now_ms)
     return result, LeaveGroupReply(ErrorCode.NONE, tuple(answers))

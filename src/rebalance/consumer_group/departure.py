@@ -7,6 +7,7 @@ bumps so the rest are re-targeted.
 
 from __future__ import annotations
 
+from rebalance.consumer_group import migration
 from rebalance.consumer_group.commands import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -28,6 +29,8 @@ from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason, Lea
 from rebalance.replies import ConsumerGroupHeartbeatReply
 from rebalance.state import CoordinatorState
 from rebalance.timers import (
+    CONSUMER_CLASSIC_JOIN,
+    CONSUMER_CLASSIC_SYNC,
     CONSUMER_SESSION,
     TimerKey,
     consumer_revocation_key,
@@ -119,8 +122,14 @@ def fence(
     now_ms: int,
     expiry: ExpiryReason | None,
 ) -> None:
-    """Remove `member` (leave, session or revocation timeout) and re-target the rest."""
+    """Remove `member` (leave, session or revocation timeout) and re-target the rest; or, if
+    it was the last KIP-848 member among classic ones, convert the group back to a classic
+    group (`migration`, Kafka's online downgrade)."""
+    downgrade = migration.downgrade_allowed(state, group, member.member_id)
     remove(state, result, group, member, now_ms, expiry)
+    if downgrade:
+        migration.to_classic(state, metadata, result, group, now_ms)
+        return
     trigger = ConsumerTrigger.MEMBER_LEFT if expiry is None else ConsumerTrigger.MEMBER_EXPIRED
     maybe_bump(state, metadata, result, group, trigger, now_ms)
 
@@ -138,6 +147,8 @@ def remove(
     remove_member(state, result, group, member)
     state.cancel(result, consumer_session_key(group.group_id, member.member_id))
     state.cancel(result, consumer_revocation_key(group.group_id, member.member_id))
+    state.cancel(result, (CONSUMER_CLASSIC_JOIN, group.group_id, member.member_id))
+    state.cancel(result, (CONSUMER_CLASSIC_SYNC, group.group_id, member.member_id))
     if expiry is None:
         result.event(
             EventType.MEMBER_LEFT,
@@ -167,7 +178,8 @@ def expire(
     group: ConsumerGroup,
     now_ms: int,
 ) -> Result:
-    """A member's session timer fired, or its rebalance timeout while it still revokes."""
+    """A member's session timer fired, its rebalance timeout while it still revokes, or a
+    classic member's join or sync timeout."""
     kind, _, member_id = key
     result = Result()
     member = group.members.get(member_id)
@@ -175,6 +187,11 @@ def expire(
         return result
     if kind == CONSUMER_SESSION:
         fence(state, metadata, result, group, member, now_ms, ExpiryReason.SESSION_TIMEOUT)
+    elif kind == CONSUMER_CLASSIC_JOIN:
+        # A classic member told to rejoin (REBALANCE_IN_PROGRESS) that did not.
+        fence(state, metadata, result, group, member, now_ms, ExpiryReason.REBALANCE_TIMEOUT)
+    elif kind == CONSUMER_CLASSIC_SYNC:
+        fence(state, metadata, result, group, member, now_ms, ExpiryReason.SYNC_TIMEOUT)
     elif member.state is MemberState.UNREVOKED_PARTITIONS:
         fence(state, metadata, result, group, member, now_ms, ExpiryReason.REVOCATION_TIMEOUT)
     return result

@@ -103,15 +103,18 @@ def assign(
     # A group's first target is computed here, whatever its size: until a target exists its
     # members are at epoch 0, which a client can only send back as a new join.
     offload = state.config.group_consumer_assignor_offload_enable and group.target_epoch > 0
-    if offload and inputs.size >= OFFLOAD_FROM:
+    # What the assignors' work grows with: members plus the partitions they subscribe to.
+    size = len(inputs.members) + sum(t[2] for t in subscribed_metadata(group, metadata))
+    if offload and size >= OFFLOAD_FROM:
         group.computing = inputs
         result.offload(inputs)
         return
     apply_target(state, result, group, inputs, compute_target(inputs), now_ms)
 
 
-#: The smallest `TargetInputs.size` computed off the loop: below it (a few tens of thousands
-#: of partitions) the assignors take a few milliseconds, less than the hand-off costs.
+#: The smallest size (members plus subscribed partitions) computed off the loop: below it (a
+#: few tens of thousands of partitions) the assignors take a few milliseconds, less than the
+#: hand-off costs.
 OFFLOAD_FROM = 50_000
 
 
@@ -150,9 +153,11 @@ def apply_target(
     """Record the target of `inputs.group_epoch`: each changed member's, then the epoch. A
     static member replaced meanwhile (which keeps the epoch) gets its instance's target under
     its new member id, as if the replacement came after the computation."""
-    instance_of = {m.member_id: m.instance_id for m in inputs.members}
+    instance_of: dict[str, str | None] | None = None  # made only if needed: 10,000 members
     for member_id, partitions in computed.changed.items():
         if member_id not in group.members:
+            if instance_of is None:
+                instance_of = {m.member_id: m.instance_id for m in inputs.members}
             member_id = group.static_members.get(instance_of.get(member_id) or "", "")
             if member_id not in group.members:
                 continue
@@ -190,7 +195,9 @@ def reconcile(
         return
     write(state, result, group.group_id, value)
     key = consumer_revocation_key(group.group_id, member.member_id)
-    if member.state is MemberState.UNREVOKED_PARTITIONS:
+    if member.classic is not None:
+        pass  # a classic member's only timers are its join and sync timeouts (Kafka's)
+    elif member.state is MemberState.UNREVOKED_PARTITIONS:
         state.schedule(result, key, now_ms + member.rebalance_timeout_ms)
     else:
         state.cancel(result, key)

@@ -20,14 +20,19 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from rebalance.consumer_group.records import (
     Assignment,
+    ClassicMetadata,
     CurrentAssignmentValue,
     MemberValue,
 )
 from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from rebalance.consumer_group.target import MemberInputs
 
 #: The group type's name, in events and ListGroups.
 GROUP_TYPE = "consumer"
@@ -126,6 +131,9 @@ class ConsumerMember:
     subscribed_topic_names: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
+    #: Set for a member using the classic protocol (it joined by JoinGroup, or was a member of
+    #: a classic group upgraded online); None for a KIP-848 member.
+    classic: ClassicMetadata | None = None
     # -- reconciliation -----------------------------------------------------------------
     member_epoch: int = 0
     previous_member_epoch: int = -1
@@ -134,6 +142,9 @@ class ConsumerMember:
     pending_revocation: Partitions = field(default_factory=dict)
     #: The assignment last sent to the client: the next reply carries it only if it changed.
     sent: Assignment | None = None
+    #: This member's part of a target computation's inputs, kept until its subscription
+    #: changes: a big group hands 10,000 of them over at every epoch (`target.target_inputs`).
+    target_inputs: MemberInputs | None = field(default=None, repr=False)
 
     def subscription_value(self) -> MemberValue:
         return MemberValue(
@@ -146,9 +157,11 @@ class ConsumerMember:
             self.subscribed_topic_names,
             self.subscribed_topic_regex,
             self.server_assignor,
+            self.classic,
         )
 
     def apply_subscription(self, value: MemberValue) -> None:
+        self.target_inputs = None
         self.instance_id = value.instance_id
         self.rack_id = value.rack_id
         self.client_id = value.client_id
@@ -157,6 +170,7 @@ class ConsumerMember:
         self.subscribed_topic_names = value.subscribed_topic_names
         self.subscribed_topic_regex = value.subscribed_topic_regex
         self.server_assignor = value.server_assignor
+        self.classic = value.classic
 
     def current_value(self) -> CurrentAssignmentValue:
         return CurrentAssignmentValue(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, ClassVar
 
-from rebalance.commands import JoinGroup, LeaveGroup
+from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.consumer_group import classic_requests, departure, epochs, heartbeat, replay
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.epochs import maybe_bump
@@ -40,12 +40,13 @@ from rebalance.replies import (
     DescribedConsumerGroup,
     DescribedConsumerMember,
     DescribedGroup,
-    JoinGroupReply,
     ListedGroup,
     NamedAssignment,
 )
 from rebalance.state import CoordinatorState
 from rebalance.timers import (
+    CONSUMER_CLASSIC_JOIN,
+    CONSUMER_CLASSIC_SYNC,
     CONSUMER_REVOCATION,
     CONSUMER_SESSION,
     TimerKey,
@@ -60,7 +61,9 @@ class ConsumerGroupType:
     name: ClassVar[str] = GROUP_TYPE
     group_class: ClassVar[type[Any]] = ConsumerGroup
     record_class: ClassVar[type[Any]] = ConsumerGroupRecord
-    timer_kinds: ClassVar[frozenset[str]] = frozenset({CONSUMER_SESSION, CONSUMER_REVOCATION})
+    timer_kinds: ClassVar[frozenset[str]] = frozenset(
+        {CONSUMER_SESSION, CONSUMER_REVOCATION, CONSUMER_CLASSIC_JOIN, CONSUMER_CLASSIC_SYNC}
+    )
 
     __slots__ = ("metadata", "state")
 
@@ -78,8 +81,20 @@ class ConsumerGroupType:
     def to_classic(self, result: Result, group: ConsumerGroup, now_ms: int) -> None:
         classic_requests.to_classic(self.state, result, group, now_ms)
 
-    def classic_join(self, group: ConsumerGroup, cmd: JoinGroup) -> JoinGroupReply:
-        return classic_requests.refuse_join(self.state, group, cmd)
+    def classic_join(
+        self, group: ConsumerGroup, cmd: JoinGroup, now_ms: int, token: Hashable
+    ) -> Result:
+        return classic_requests.join(self.state, self.metadata, group, cmd, now_ms, token)
+
+    def classic_sync(
+        self, group: ConsumerGroup, cmd: SyncGroup, now_ms: int, token: Hashable
+    ) -> Result:
+        return classic_requests.sync(self.state, self.metadata, group, cmd, now_ms, token)
+
+    def classic_heartbeat(
+        self, group: ConsumerGroup, cmd: Heartbeat, now_ms: int, token: Hashable
+    ) -> Result:
+        return classic_requests.heartbeat(self.state, group, cmd, now_ms, token)
 
     def classic_leave(
         self, group: ConsumerGroup, cmd: LeaveGroup, now_ms: int, token: Hashable

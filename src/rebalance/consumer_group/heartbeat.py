@@ -60,7 +60,7 @@ def _heartbeat(
     cmd: ConsumerGroupHeartbeat,
     now_ms: int,
 ) -> ConsumerGroupHeartbeatReply:
-    group = find_group(state, result, cmd)
+    group = find_group(state, metadata, result, cmd, now_ms)
     if cmd.member_epoch == LEAVE_EPOCH or cmd.member_epoch == STATIC_LEAVE_EPOCH:
         return leave(state, metadata, result, group, cmd, now_ms)
     member, trigger = find_member(state, result, group, cmd, now_ms)

@@ -11,6 +11,7 @@ replaced (Kafka's `GroupMetadataManager.consumerGroupHeartbeat`, steps before th
 
 from __future__ import annotations
 
+from rebalance.consumer_group import migration
 from rebalance.consumer_group.commands import (
     JOIN_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -20,6 +21,7 @@ from rebalance.consumer_group.group import (
     GROUP_TYPE,
     ConsumerGroup,
     ConsumerMember,
+    TopicMetadata,
     thaw,
 )
 from rebalance.consumer_group.records import (
@@ -38,9 +40,14 @@ from rebalance.timers import consumer_revocation_key, consumer_session_key
 
 
 def find_group(
-    state: CoordinatorState, result: Result, cmd: ConsumerGroupHeartbeat
+    state: CoordinatorState,
+    metadata: TopicMetadata,
+    result: Result,
+    cmd: ConsumerGroupHeartbeat,
+    now_ms: int,
 ) -> ConsumerGroup:
-    """The group `cmd` names; a join creates it (or converts an empty classic group)."""
+    """The group `cmd` names; a join creates it, converts an empty classic group, or converts
+    a classic group with members online when the migration policy allows (`migration`)."""
     group = state.groups.get(cmd.group_id)
     joining = cmd.member_epoch == JOIN_EPOCH
     if group is None:
@@ -50,9 +57,17 @@ def find_group(
             )
     elif not isinstance(group, ConsumerGroup):
         # Kafka converts an empty classic group (`maybeDeleteEmptyClassicGroup`, any policy); a
-        # non-empty one is converted online when `group.consumer.migration.policy` allows an
-        # upgrade (upgrade, bidirectional), else refused with GROUP_ID_NOT_FOUND as here.
-        # DIFFERS: that online upgrade is not implemented; every policy answers as `disabled`.
+        # non-empty one online when `group.consumer.migration.policy` allows an upgrade.
+        if joining and not group.empty and migration.upgrade_allowed(state, group):
+            if len(group.members) >= state.config.group_consumer_max_size:
+                # Kafka converts, then refuses the joining member and drops the conversion
+                # with it: the answer is the full group's, the group stays classic.
+                raise CoordinatorError(
+                    ErrorCode.GROUP_MAX_SIZE_REACHED,
+                    f"The consumer group has reached its maximum capacity of "
+                    f"{state.config.group_consumer_max_size} members.",
+                )
+            return migration.to_consumer(state, metadata, result, group, now_ms)
         if not (joining and group.empty):
             raise CoordinatorError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {cmd.group_id} is not a consumer group."
@@ -94,7 +109,9 @@ def find_member(
         holder = group.static_members.get(cmd.instance_id)
         if holder is not None and holder != cmd.member_id:
             previous = group.members[holder]
-            if previous.member_epoch != STATIC_LEAVE_EPOCH:
+            # A classic-protocol static member is replaced at once (Kafka checks the release
+            # only when both incarnations use the consumer protocol).
+            if previous.member_epoch != STATIC_LEAVE_EPOCH and previous.classic is None:
                 raise CoordinatorError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {cmd.member_id or '(new)'} with instance id "

@@ -45,8 +45,20 @@ class GroupEpochValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a
+    consumer group adds to its subscription (Kafka's `ClassicMemberMetadata`): its session
+    timeout and its JoinGroup protocols (name, ConsumerProtocol subscription bytes), in its
+    order of preference. Kept so the group can be converted back to a classic group."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MemberValue:
-    """A member's subscription and identity (Kafka `ConsumerGroupMemberMetadataValue`)."""
+    """A member's subscription and identity (Kafka `ConsumerGroupMemberMetadataValue`);
+    `classic` is set for a member using the classic protocol (online migration)."""
 
     member_id: str
     instance_id: str | None
@@ -57,6 +69,7 @@ class MemberValue:
     subscribed_topic_names: tuple[str, ...]
     subscribed_topic_regex: str | None
     server_assignor: str | None
+    classic: ClassicMetadata | None = None
 
     def key(self) -> Key:
         return (RecordKind.MEMBER, self.member_id)

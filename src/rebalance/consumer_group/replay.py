@@ -61,8 +61,11 @@ def replay(group: ConsumerGroup, value: ConsumerValue) -> None:
         group.target_epoch = value.epoch
     elif isinstance(value, CurrentAssignmentValue):
         member = group.members.get(value.member_id)
-        if member is None:  # written before its subscription: a malformed log
-            raise ValueError(f"current assignment of unknown member {value.member_id!r}")
+        if member is None:
+            # The store keeps the last value per key in last-write order: a subscription
+            # rewritten after the member's current assignment (a classic member rejoining
+            # with new topics) is loaded after it. Its subscription record follows.
+            member = group.members[value.member_id] = ConsumerMember(value.member_id)
         group.set_current(member, value)
     else:
         _replay_tombstone(group, value)

@@ -15,10 +15,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 import assignors
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import ConsumerGroup, TopicMetadata, subscribed_topics
+from rebalance.consumer_group.group import (
+    ConsumerGroup,
+    ConsumerMember,
+    TopicMetadata,
+    subscribed_topics,
+)
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
 
@@ -34,8 +40,11 @@ def chosen_assignor(group: ConsumerGroup, config: CoordinatorConfig) -> str:
     return next(name for name in configured if votes.get(name) == best)
 
 
-@dataclass(frozen=True, slots=True)
-class MemberInputs:
+class MemberInputs(NamedTuple):
+    """A member's part of the inputs. A named tuple, kept by the member until its subscription
+    changes: the worker process's deltas compare 10,000 of them in one C-level pass (~1 ms;
+    a dataclass's Python-level `__eq__` took ~15 ms)."""
+
     member_id: str
     topic_names: tuple[str, ...]
     topic_regex: str | None
@@ -57,16 +66,6 @@ class TargetInputs:
     #: Each member's current target, as its record holds it (sorted tuples, never edited).
     targets: Mapping[str, Assignment]
 
-    @property
-    def size(self) -> int:
-        """Members plus the partitions of the topics they subscribe to: what the assignors'
-        work grows with."""
-        topics = self.metadata.topics
-        subscribed: set[str] = set()
-        for m in self.members:
-            subscribed |= subscribed_topics(m.topic_names, m.topic_regex, self.metadata)
-        return len(self.members) + sum(topics[t].partitions for t in subscribed)
-
 
 @dataclass(frozen=True, slots=True)
 class ComputedTarget:
@@ -87,22 +86,48 @@ def target_inputs(
         group.group_epoch,
         chosen_assignor(group, config),
         metadata,
-        tuple(
-            MemberInputs(
-                m.member_id,
-                m.subscribed_topic_names,
-                m.subscribed_topic_regex,
-                m.rack_id,
-                m.instance_id,
-            )
-            for m in group.members.values()
-        ),
+        tuple(map(_member_inputs, group.members.values())),
         dict(group.target.frozen),
     )
 
 
-def compute_target(inputs: TargetInputs) -> ComputedTarget:
-    """Run the assignor over `inputs`. Pure: safe to call from a worker thread.
+def _member_inputs(member: ConsumerMember) -> MemberInputs:
+    """The member's inputs, made once per subscription (`ConsumerMember.target_inputs`)."""
+    inputs = member.target_inputs
+    if inputs is None:
+        inputs = member.target_inputs = MemberInputs(
+            member.member_id,
+            member.subscribed_topic_names,
+            member.subscribed_topic_regex,
+            member.rack_id,
+            member.instance_id,
+        )
+    return inputs
+
+
+class Assign(Protocol):
+    """How `compute_target` runs the assignor: `assignors.assign`, or a caller's function giving
+    the same result (the shell's worker process keeps the previous epoch's outcome and runs
+    `UniformAssignor.assign_incremental`)."""
+
+    def __call__(
+        self,
+        name: str,
+        subscriptions: Mapping[str, list[str]],
+        partitions: Mapping[str, int],
+        *,
+        owned: Mapping[str, list[assignors.TopicPartition]],
+        member_racks: Mapping[str, str | None],
+        instance_ids: Mapping[str, str],
+    ) -> assignors.GroupAssignment: ...
+
+
+def compute_target(
+    inputs: TargetInputs, run: Assign = assignors.assign, *, named: bool = True
+) -> ComputedTarget:
+    """Run the assignor over `inputs`. Pure: safe to call from a worker thread or process.
+    ``named=False`` leaves `ComputedTarget.by_name` empty (a worker process whose caller builds
+    it from the targets it already holds).
 
     Written for 10,000 members over a million partitions, where per-partition Python work is
     what costs (the assignor itself takes a fraction; `pair_forms` does the conversions in
@@ -125,7 +150,7 @@ def compute_target(inputs: TargetInputs) -> ComputedTarget:
         owned[m.member_id], complete = forms.owned(inputs.targets.get(m.member_id, ()))
         if complete:
             intact.add(m.member_id)
-    result = assignors.assign(
+    result = run(
         inputs.assignor,
         subscriptions,
         {t.name: t.partitions for t in metadata.topics.values()},
@@ -141,7 +166,8 @@ def compute_target(inputs: TargetInputs) -> ComputedTarget:
             assignment = forms.assignment(pairs)
             if assignment != inputs.targets.get(member_id, ()):
                 changed[member_id] = assignment
-            by_name[member_id] = forms.named(assignment)
-        else:
+            if named:
+                by_name[member_id] = forms.named(assignment)
+        elif named:
             by_name[member_id] = forms.named(inputs.targets.get(member_id, ()))
     return ComputedTarget(changed, by_name)

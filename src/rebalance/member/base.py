@@ -9,11 +9,13 @@ its lease runs out (`_check_lease`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Generic, TypeVar
 
 from assignors.spec import TopicPartition
+from rebalance.commands import LATEST_COMMIT_VERSION, CommitPartition, CommitTopic, OffsetCommit
 from rebalance.member.lifecycle import MemberState
-from rebalance.member.messages import Change, MemberFailed
+from rebalance.member.messages import Change, CommitRefused, MemberFailed
 
 RequestT = TypeVar("RequestT")
 
@@ -93,6 +95,36 @@ class MemberBase(Generic[RequestT]):
 
     def _sending(self, request: RequestT) -> None:
         """`request` leaves now (`_sent_ms` is set): note what it must prove when answered."""
+
+    def _offset_commit(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        metadata: str,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None = None,
+        version: int = LATEST_COMMIT_VERSION,
+    ) -> OffsetCommit:
+        """The OffsetCommit for `offsets`, refused for a partition this member neither owns nor
+        is still revoking (what it gave back is committable until its callbacks returned)."""
+        foreign = set(offsets) - self.owned - self.revoking
+        if foreign:
+            raise CommitRefused(f"not owned by this member: {sorted(foreign)}")
+        by_topic: dict[str, list[CommitPartition]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append(
+                CommitPartition(partition, offset, metadata=metadata)
+            )
+        return OffsetCommit(
+            group_id=group_id,
+            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in by_topic.items()),
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            version=version,
+        )
 
     def _announce(self, change: Change, *, revoking: bool = False) -> None:
         self._changes.append(change)

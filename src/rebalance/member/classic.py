@@ -39,8 +39,6 @@ from dataclasses import dataclass
 
 from assignors.spec import TopicPartition
 from rebalance.commands import (
-    CommitPartition,
-    CommitTopic,
     Heartbeat,
     JoinGroup,
     LeaveGroup,
@@ -223,17 +221,10 @@ class ClassicMember(MemberBase[Request]):
                 f"not in a synced generation (generation {self.generation}, "
                 f"assignment of {self.owned_generation})"
             )
-        foreign = set(offsets) - self.owned - self.revoking
-        if foreign:
-            raise CommitRefused(f"not owned by this member: {sorted(foreign)}")
-        by_topic: dict[str, list[CommitPartition]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(
-                CommitPartition(partition, offset, metadata=metadata)
-            )
-        return OffsetCommit(
+        return self._offset_commit(
+            offsets,
+            metadata,
             group_id=self.config.group_id,
-            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in by_topic.items()),
             generation_id=self.generation,
             member_id=self.member_id,
             group_instance_id=self.config.group_instance_id,

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from assignors.spec import TopicPartition
-from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
+from rebalance.commands import OffsetCommit
 from rebalance.consumer_group.commands import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -187,17 +187,10 @@ class ConsumerMember(MemberBase[ConsumerRequest]):
             raise self.failure
         if self.epoch <= 0 or self.state is not MemberState.STABLE:
             raise CommitRefused(f"not a member with an epoch (epoch {self.epoch})")
-        foreign = set(offsets) - self.owned - self.revoking
-        if foreign:
-            raise CommitRefused(f"not owned by this member: {sorted(foreign)}")
-        by_topic: dict[str, list[CommitPartition]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(
-                CommitPartition(partition, offset, metadata=metadata)
-            )
-        return OffsetCommit(
+        return self._offset_commit(
+            offsets,
+            metadata,
             group_id=self.config.group_id,
-            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in by_topic.items()),
             generation_id=self.epoch,
             member_id=self.member_id,
             version=9,

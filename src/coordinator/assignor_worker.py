@@ -1,0 +1,567 @@
+"""The assignor worker: a child process that computes large consumer groups' target assignments.
+
+A thread does not take a 1M-partition assignment off the loop: it shares the interpreter lock,
+and one C-level step of the assignor (a sort, a big container build) holds it throughout, so
+heartbeats of every other group waited up to 0.6 s (`benchmarks/bench_consumer_group_stall.py`,
+RESULTS.md). A process shares nothing, but whatever it is sent is pickled on the loop; sending
+a group's million partitions at every epoch would stall the loop by itself. So the worker keeps
+a copy of each big group's inputs, and every computation sends only what changed since the last
+one:
+
+* the shell keeps a mirror of what the worker holds per group (its members' `MemberInputs` in
+  order, each member's target `Assignment` object, the topic metadata object);
+* a new `TargetInputs` is compared with the mirror: members by equality, targets by identity
+  (records never edit an assignment tuple, they replace it, so an identical object is an
+  unchanged target; a false difference only costs a resend), the metadata by identity;
+* the differences go in messages of at most `CHUNK_ENTRIES` (member, topic) entries, one
+  pickled per loop iteration, so even the first computation of a group loaded at start-up (its
+  whole state) never holds the loop more than a few milliseconds at a time; a sender thread
+  writes them to the pipe (a full pipe blocks that thread, not the loop);
+* the worker runs the same `compute_target` as the inline path on a `TargetInputs` rebuilt from
+  its copy, keeping the `uniform` assignor's previous outcome so that an epoch changing one
+  member decodes only that member (`UniformAssignor.assign_incremental`, same result as
+  `assign`); it sends back only the changed members' targets, in chunks that the loop unpickles
+  one per iteration, and updates its copy with them (so does the shell's mirror);
+* the shell rebuilds the event's whole target by name from the targets it holds, caching each
+  member's named form by the identity of its assignment, so only changed members cost anything.
+
+The result is then handed to the core (`GroupCoordinatorCore.target_computed`) exactly as a
+thread's would be: recorded in the group's order, applied only if its group epoch is still the
+group's (a newer epoch supersedes it, and the core starts the next computation). If the worker
+dies, its computations in flight are reported failed (the core computes again, from the current
+group) and the next one starts a new worker, which is sent every group whole again.
+
+Protocol (both ways: frames of a 4-byte big-endian length and a pickle):
+
+* in: ``("delta", group, metadata | None, removed, upserts, targets)`` (member ids removed,
+  `MemberInputs` to replace in place or append, member id -> target or None to drop it),
+  ``("compute", group, job, group_epoch, assignor, order | None)`` (the members' order when it
+  is not what the deltas gave), ``("forget", group)``, ``("stats", job)``;
+* out: ``("result", job, chunk, last)`` (member id -> changed target), ``("failed", job,
+  message)``, ``("stats", job, peak_rss_bytes)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import pickle
+import queue
+import resource
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not, itemgetter, ne
+from typing import IO, Any
+
+import assignors
+from assignors.balance import BalanceOutcome
+from assignors.spec import StaticTopics
+from assignors.uniform import UniformAssignor
+from rebalance.consumer_group.group import TopicMetadata
+from rebalance.consumer_group.pair_forms import PairForms
+from rebalance.consumer_group.records import Assignment
+from rebalance.consumer_group.target import (
+    ComputedTarget,
+    MemberInputs,
+    TargetInputs,
+    compute_target,
+)
+
+log = logging.getLogger("coordinator.assignor_worker")
+
+FRAME_HEADER = struct.Struct(">I")
+
+CHUNK_ENTRIES = 20_000
+"""Most (member, topic) entries per message: pickling or unpickling one takes ~3-5 ms."""
+
+Named = list[tuple[str, tuple[int, ...]]]
+
+_first = itemgetter(0)
+
+
+def _weight_of_target(assignment: Assignment | None) -> int:
+    return 1 + (len(assignment) if assignment else 0)
+
+
+def _weight_of_member(member: MemberInputs) -> int:
+    return 1 + len(member.topic_names)
+
+
+# ============================================================================ the child process
+class _Incremental:
+    """`assignors.assign` for one group, keeping `uniform`'s outcome from epoch to epoch."""
+
+    def __init__(self) -> None:
+        self.previous: BalanceOutcome | None = None
+
+    def __call__(
+        self,
+        name: str,
+        subscriptions: Mapping[str, list[str]],
+        partitions: Mapping[str, int],
+        *,
+        owned: Mapping[str, list[assignors.TopicPartition]],
+        member_racks: Mapping[str, str | None],
+        instance_ids: Mapping[str, str],
+    ) -> assignors.GroupAssignment:
+        assignor = assignors.get(name)
+        if not isinstance(assignor, UniformAssignor):
+            self.previous = None
+            return assignors.assign(
+                name,
+                subscriptions,
+                partitions,
+                owned=owned,
+                member_racks=member_racks,
+                instance_ids=instance_ids,
+            )
+        spec = assignors.group_spec(
+            subscriptions, owned=owned, member_racks=member_racks, instance_ids=instance_ids
+        )
+        outcome = assignor.assign_incremental(spec, StaticTopics(dict(partitions)), self.previous)
+        self.previous = outcome
+        # what `assignors.assign` returns for an assignor with sorted output
+        return {member: outcome.assignment.get(member) or [] for member in spec.members}
+
+
+@dataclass
+class _GroupCopy:
+    """The worker's copy of one group's inputs."""
+
+    metadata: TopicMetadata = field(default_factory=TopicMetadata)
+    members: dict[str, MemberInputs] = field(default_factory=dict)
+    targets: dict[str, Assignment] = field(default_factory=dict)
+    run: _Incremental = field(default_factory=_Incremental)
+
+    def delta(
+        self,
+        metadata: TopicMetadata | None,
+        removed: list[str],
+        upserts: list[MemberInputs],
+        targets: dict[str, Assignment | None],
+    ) -> None:
+        if metadata is not None:
+            self.metadata = metadata
+        for member_id in removed:
+            self.members.pop(member_id, None)
+        for member in upserts:
+            self.members[member.member_id] = member
+        for member_id, assignment in targets.items():
+            if assignment is None:
+                self.targets.pop(member_id, None)
+            else:
+                self.targets[member_id] = assignment
+
+    def compute(
+        self, group_id: str, epoch: int, assignor: str, order: list[str] | None
+    ) -> dict[str, Assignment]:
+        if order is not None:
+            self.members = {member_id: self.members[member_id] for member_id in order}
+        inputs = TargetInputs(
+            group_id,
+            epoch,
+            assignor,
+            self.metadata,
+            tuple(self.members.values()),
+            self.targets,
+        )
+        changed = compute_target(inputs, self.run, named=False).changed
+        self.targets.update(changed)
+        return changed
+
+
+def _chunks(changed: dict[str, Assignment]) -> Iterator[dict[str, Assignment]]:
+    chunk: dict[str, Assignment] = {}
+    weight = 0
+    for member_id, assignment in changed.items():
+        chunk[member_id] = assignment
+        weight += _weight_of_target(assignment)
+        if weight >= CHUNK_ENTRIES:
+            yield chunk
+            chunk, weight = {}, 0
+    yield chunk
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    header = stream.read(FRAME_HEADER.size)
+    if len(header) < FRAME_HEADER.size:
+        return None
+    (length,) = FRAME_HEADER.unpack(header)
+    data = stream.read(length)
+    if len(data) < length:
+        return None
+    return data
+
+
+def _write_frame(stream: IO[bytes], message: tuple[Any, ...]) -> None:
+    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    stream.write(FRAME_HEADER.pack(len(data)) + data)
+
+
+def _peak_rss() -> int:
+    """This process's peak resident set in bytes: the kernel's VmHWM, which starts afresh at
+    exec (`ru_maxrss` does not: it would report the server's size at the fork)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
+    """The worker's loop: messages in until the input ends."""
+    groups: dict[str, _GroupCopy] = {}
+    while (frame := _read_frame(inbound)) is not None:
+        message = pickle.loads(frame)
+        kind = message[0]
+        if kind == "delta":
+            _, group_id, metadata, removed, upserts, targets = message
+            groups.setdefault(group_id, _GroupCopy()).delta(metadata, removed, upserts, targets)
+        elif kind == "compute":
+            _, group_id, job, epoch, assignor, order = message
+            try:
+                changed = groups.setdefault(group_id, _GroupCopy()).compute(
+                    group_id, epoch, assignor, order
+                )
+            except Exception as exc:  # the assignor's failure is the core's to handle
+                groups.pop(group_id, None)  # the shell forgets its mirror too
+                _write_frame(outbound, ("failed", job, repr(exc)))
+            else:
+                *rest, last = list(_chunks(changed))
+                for chunk in rest:
+                    _write_frame(outbound, ("result", job, chunk, False))
+                _write_frame(outbound, ("result", job, last, True))
+        elif kind == "forget":
+            groups.pop(message[1], None)
+        elif kind == "stats":
+            peak = _peak_rss()
+            _write_frame(outbound, ("stats", message[1], peak))
+        outbound.flush()
+
+
+# ================================================================================= the shell
+@dataclass
+class _Mirror:
+    """What the worker holds of one group, as the shell last sent it."""
+
+    metadata: TopicMetadata | None = None
+    members: dict[str, MemberInputs] = field(default_factory=dict)
+    targets: dict[str, Assignment] = field(default_factory=dict)
+
+
+@dataclass
+class _Job:
+    inputs: TargetInputs
+    done: Callable[[TargetInputs, ComputedTarget | None], None]
+    #: filled by the receiving thread
+    changed: dict[str, Assignment] = field(default_factory=dict)
+
+
+Work = Callable[[], Iterator[bytes]]
+"""What the sending thread is handed: it runs it and writes the frames it yields, each pickled
+only then, off the loop (a chunk's pickling holds the interpreter lock a few ms at most, and
+the loop takes it back in between)."""
+
+
+def _encode(message: tuple[Any, ...]) -> bytes:
+    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    return FRAME_HEADER.pack(len(data)) + data
+
+
+def _frame(message: tuple[Any, ...]) -> Work:
+    return lambda: iter((_encode(message),))
+
+
+def _deltas(
+    group_id: str,
+    metadata: TopicMetadata | None,
+    removed: list[str],
+    upserts: list[MemberInputs],
+    targets: dict[str, Assignment | None],
+) -> Iterator[tuple[Any, ...]]:
+    """The "delta" messages, each of at most about `CHUNK_ENTRIES` entries (the first carries
+    the metadata and the removals); at least one."""
+    members: list[MemberInputs] = []
+    chunk: dict[str, Assignment | None] = {}
+    weight = 0
+    first = True
+
+    def flush() -> tuple[Any, ...]:
+        nonlocal members, chunk, weight, first
+        message = (
+            "delta",
+            group_id,
+            metadata if first else None,
+            removed if first else [],
+            members,
+            chunk,
+        )
+        members, chunk, weight, first = [], {}, 0, False
+        return message
+
+    for member in upserts:
+        members.append(member)
+        weight += _weight_of_member(member)
+        if weight >= CHUNK_ENTRIES:
+            yield flush()
+    for member_id, assignment in targets.items():
+        chunk[member_id] = assignment
+        weight += _weight_of_target(assignment)
+        if weight >= CHUNK_ENTRIES:
+            yield flush()
+    if first or members or chunk:
+        yield flush()
+
+
+class AssignorWorker:
+    """The shell's side of the worker process. `compute`, `forget`, `peak_rss` and `close` run
+    on the loop; a sending thread pickles and writes the frames, a receiving thread reads and
+    unpickles the answers and assembles each result (both in steps of a few ms, so the loop
+    never waits on the interpreter lock longer than that)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._process: subprocess.Popen[bytes] | None = None
+        self._frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
+        self._mirrors: dict[str, _Mirror] = {}
+        self._jobs: dict[int, _Job] = {}
+        self._stats: dict[int, asyncio.Future[int]] = {}
+        #: group -> member id -> (assignment, its named form): the receiving thread's cache of
+        #: the target event's pieces, valid for the very assignment object it was made from.
+        self._named: dict[str, dict[str, tuple[Assignment, Named]]] = {}
+        self._threads: list[threading.Thread] = []
+        self._next_job = 0
+        self._closed = False
+
+    # -- process --------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._process = process = subprocess.Popen(
+            [sys.executable, "-m", "coordinator.assignor_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,  # signals for the server's process group stay there
+        )
+        self._mirrors.clear()  # a new worker holds nothing
+        frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
+        self._frames = frames
+        self._threads = [
+            threading.Thread(
+                target=_send, args=(process, frames), name="assignor-send", daemon=True
+            ),
+            threading.Thread(
+                target=self._receive, args=(process,), name="assignor-receive", daemon=True
+            ),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _receive(self, process: subprocess.Popen[bytes]) -> None:
+        pipe = process.stdout
+        assert pipe is not None
+        call = self._loop.call_soon_threadsafe
+        try:
+            while (frame := _read_frame(pipe)) is not None:
+                message = pickle.loads(frame)
+                kind = message[0]
+                if kind == "stats":
+                    call(self._stats_received, message[1], message[2])
+                    continue
+                job = self._jobs.get(message[1])
+                if job is None:
+                    continue
+                if kind == "failed":
+                    call(self._failed, message[1], message[2])
+                    continue
+                _, job_id, chunk, last = message
+                job.changed.update(chunk)
+                if last:
+                    computed = ComputedTarget(job.changed, self._by_name(job))
+                    call(self._computed, job_id, computed)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+            pass
+        with contextlib.suppress(OSError):
+            pipe.close()
+        if not self._closed:
+            with contextlib.suppress(RuntimeError):  # the loop is closed
+                call(self._died, process)
+
+    def _by_name(self, job: _Job) -> dict[str, Named]:
+        """The whole target by topic name (the event's), as `compute_target` gives it: every
+        member in id order; a member's named form is made again only if its assignment
+        changed (by identity)."""
+        inputs, changed = job.inputs, job.changed
+        forms = PairForms(inputs.metadata)
+        cache = self._named.setdefault(inputs.group_id, {})
+        by_name: dict[str, Named] = {}
+        targets = inputs.targets
+        for member_id in sorted(m.member_id for m in inputs.members):
+            assignment = changed.get(member_id)
+            if assignment is None:
+                assignment = targets.get(member_id, ())
+            cached = cache.get(member_id)
+            if cached is not None and cached[0] is assignment:
+                by_name[member_id] = cached[1]
+                continue
+            named = by_name[member_id] = forms.named(assignment)
+            cache[member_id] = (assignment, named)
+        return by_name
+
+    def _computed(self, job_id: int, computed: ComputedTarget) -> None:
+        job = self._jobs.pop(job_id, None)
+        if job is None:
+            return
+        mirror = self._mirrors.get(job.inputs.group_id)
+        if mirror is not None:  # the worker keeps the targets it computed
+            mirror.targets.update(computed.changed)
+        job.done(job.inputs, computed)
+
+    def _failed(self, job_id: int, error: str) -> None:
+        job = self._jobs.pop(job_id, None)
+        if job is None:
+            return
+        inputs = job.inputs
+        log.error("assignor failed: %s %d: %s", inputs.group_id, inputs.group_epoch, error)
+        self._mirrors.pop(inputs.group_id, None)  # the worker dropped its copy
+        job.done(inputs, None)
+
+    def _stats_received(self, key: int, peak: int) -> None:
+        future = self._stats.pop(key, None)
+        if future is not None and not future.done():
+            future.set_result(peak)
+
+    def _died(self, process: subprocess.Popen[bytes]) -> None:
+        if process is not self._process or self._closed:
+            return
+        log.error(
+            "assignor worker exited with status %s; its computations in flight failed",
+            process.wait(),
+        )
+        self._process = None
+        self._mirrors.clear()
+        jobs, self._jobs = self._jobs, {}
+        for job in jobs.values():
+            job.done(job.inputs, None)
+        stats, self._stats = self._stats, {}
+        for future in stats.values():
+            if not future.done():
+                future.set_exception(RuntimeError("the assignor worker exited"))
+
+    async def close(self) -> None:
+        self._closed = True
+        process, self._process = self._process, None
+        if process is None:
+            return
+        self._frames.put(None)  # the worker stops at the end of its input
+        try:
+            await asyncio.to_thread(process.wait, 10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            await asyncio.to_thread(process.wait)
+        for thread in self._threads:  # both end with the worker's pipes
+            await asyncio.to_thread(thread.join)
+
+    # -- computations ---------------------------------------------------------------------
+    def compute(
+        self, inputs: TargetInputs, done: Callable[[TargetInputs, ComputedTarget | None], None]
+    ) -> None:
+        """Start computing `inputs`; `done(inputs, result)` follows on the loop (result None:
+        the assignor or the worker failed). The loop only queues the work."""
+        if self._process is None:
+            self._start()
+        self._next_job += 1
+        job = self._next_job
+        self._jobs[job] = _Job(inputs, done)
+        self._frames.put(functools.partial(self._job_frames, job, inputs))
+
+    def _job_frames(self, job: int, inputs: TargetInputs) -> Iterator[bytes]:
+        """The sending thread's part of a computation: what changed since the worker's copy
+        (and the mirror brought up to date), then "compute". Off the loop: a walk over the
+        members and their targets in C-level passes of ~1 ms each."""
+        group_id = inputs.group_id
+        mirror = self._mirrors.setdefault(group_id, _Mirror())
+        metadata = None if inputs.metadata is mirror.metadata else inputs.metadata
+        mirror.metadata = inputs.metadata
+        # members: removed, then replaced in place or appended (as the worker applies them)
+        known = mirror.members
+        members = inputs.members
+        ids = list(map(_first, members))
+        present = dict(zip(ids, members, strict=True))
+        removed = [member_id for member_id in known if member_id not in present]
+        for member_id in removed:
+            del known[member_id]
+        upserts = list(compress(members, map(ne, map(known.get, ids), members)))
+        for member in upserts:
+            known[member.member_id] = member
+        order: list[str] | None = None
+        if list(known) != ids:
+            order = ids  # a member left and came back: its place moved
+            mirror.members = present
+        # targets: by identity
+        held = mirror.targets
+        new_targets = inputs.targets
+        targets: dict[str, Assignment | None] = {
+            member_id: None for member_id in held if member_id not in new_targets
+        }
+        for member_id in targets:
+            del held[member_id]
+        keys = list(new_targets)
+        values = list(new_targets.values())
+        for member_id in compress(keys, map(is_not, map(held.get, keys), values)):
+            targets[member_id] = held[member_id] = new_targets[member_id]
+        for message in _deltas(group_id, metadata, removed, upserts, targets):
+            yield _encode(message)
+        yield _encode(("compute", group_id, job, inputs.group_epoch, inputs.assignor, order))
+
+    def forget(self, group_id: str) -> None:
+        """Drop a group the worker holds (deleted, unloaded)."""
+        self._named.pop(group_id, None)
+        if self._mirrors.pop(group_id, None) is not None and self._process is not None:
+            self._frames.put(_frame(("forget", group_id)))
+
+    async def peak_rss(self) -> int:
+        """The worker's peak resident set so far, in bytes (0: no worker running)."""
+        if self._process is None:
+            return 0
+        self._next_job += 1
+        future: asyncio.Future[int] = self._loop.create_future()
+        self._stats[self._next_job] = future
+        self._frames.put(_frame(("stats", self._next_job)))
+        return await future
+
+
+def _send(process: subprocess.Popen[bytes], frames: queue.SimpleQueue[Work | None]) -> None:
+    """The sending thread: frames to the worker in order (a full pipe blocks here, not the
+    loop), until None."""
+    pipe = process.stdin
+    assert pipe is not None
+    try:
+        while (work := frames.get()) is not None:
+            for frame in work():
+                pipe.write(frame)
+            pipe.flush()
+    except (OSError, ValueError):
+        pass  # the worker is gone: the receiving thread reports it
+    except Exception:  # a bug here: stop the worker, so its computations are reported failed
+        log.exception("assignor worker: sending failed")
+        process.kill()
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def main() -> None:
+    serve(sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""The assignor worker process (`coordinator.assignor_worker`): fed only what changed since its
+last computation, it gives exactly the target `compute_target` gives inline, epoch after epoch
+(members joining, leaving, leaving and coming back, changing subscription; topics created and
+grown; a result not applied, as when a newer epoch supersedes it), for `uniform` (its incremental
+path) and `range`; a failure or the worker's death is reported as a failed computation, after
+which the next one is right again."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+
+import pytest
+
+from coordinator import assignor_worker
+from coordinator.assignor_worker import AssignorWorker
+from coordinator.runtime import GroupRuntime
+from coordinator.store.memory import MemoryStore
+from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
+from rebalance.consumer_group import epochs
+from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.records import Assignment
+from rebalance.consumer_group.target import (
+    ComputedTarget,
+    MemberInputs,
+    TargetInputs,
+    compute_target,
+)
+
+
+class Group:
+    """A group as the core would hand it over: members in order, targets replaced (never
+    edited) by each result."""
+
+    def __init__(self, rng: random.Random, assignor: str, same: bool = False) -> None:
+        self.rng = rng
+        self.same = same  # every member subscribes to every topic: uniform's incremental path
+        self.assignor = assignor
+        self.epoch = 0
+        self.topics = {
+            f"t{n}": TopicInfo(f"t{n}", f"id-t{n}", rng.randint(1, 12)) for n in range(4)
+        }
+        self.metadata = TopicMetadata(dict(self.topics))
+        self.members: dict[str, MemberInputs] = {}
+        self.targets: dict[str, Assignment] = {}
+        self.next_member = 0
+        for _ in range(8):
+            self.join()
+
+    def subscription(self) -> tuple[str, ...]:
+        if self.same:
+            return tuple(sorted(self.topics))
+        names = [*sorted(self.topics), "missing"]
+        return tuple(sorted(self.rng.sample(names, self.rng.randint(1, len(names)))))
+
+    def join(self, member_id: str | None = None) -> None:
+        if member_id is None:
+            self.next_member += 1
+            member_id = f"m{self.next_member:03d}"
+        regex = "t[01]" if self.rng.random() < 0.2 and not self.same else None
+        rack = None if self.same else self.rng.choice([None, "a"])
+        self.members[member_id] = MemberInputs(member_id, self.subscription(), regex, rack, None)
+
+    def change(self) -> None:
+        """One random change, as between two group epochs."""
+        what = self.rng.choice(["join", "leave", "rejoin", "subscribe", "topic", "grow", "none"])
+        ids = list(self.members)
+        if what == "join" or (what in ("leave", "rejoin") and len(ids) < 3):
+            self.join()
+        elif what == "leave":
+            gone = self.rng.choice(ids)
+            del self.members[gone]
+            self.targets.pop(gone, None)
+        elif what == "rejoin":  # leaves and comes back at the end of the member order
+            back = self.rng.choice(ids)
+            del self.members[back]
+            self.targets.pop(back, None)
+            self.join(back)
+        elif what == "subscribe" and not self.same:
+            m = self.rng.choice(ids)
+            self.members[m] = self.members[m]._replace(topic_names=self.subscription())
+        elif what == "topic":
+            n = len(self.topics)
+            self.topics[f"t{n}"] = TopicInfo(f"t{n}", f"id-t{n}", self.rng.randint(1, 12))
+            self.metadata = TopicMetadata(dict(self.topics))
+            if self.same:
+                for m, member in self.members.items():
+                    self.members[m] = member._replace(topic_names=self.subscription())
+        elif what == "grow":
+            name = self.rng.choice(sorted(self.topics))
+            self.topics[name] = replace(
+                self.topics[name], partitions=self.topics[name].partitions + 3
+            )
+            self.metadata = TopicMetadata(dict(self.topics))
+
+    def inputs(self) -> TargetInputs:
+        self.epoch += 1
+        return TargetInputs(
+            "g",
+            self.epoch,
+            self.assignor,
+            self.metadata,
+            tuple(self.members.values()),
+            dict(self.targets),
+        )
+
+    def apply(self, computed: ComputedTarget) -> None:
+        for member_id, assignment in computed.changed.items():
+            if member_id in self.members:
+                self.targets[member_id] = assignment
+
+
+def join(member: str) -> ConsumerGroupHeartbeat:
+    return ConsumerGroupHeartbeat(
+        "g", member, 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",),
+        topic_partitions=(),
+    )  # fmt: skip
+
+
+async def computed_by(worker: AssignorWorker, inputs: TargetInputs) -> ComputedTarget | None:
+    done: asyncio.Future[ComputedTarget | None] = asyncio.get_running_loop().create_future()
+    worker.compute(inputs, lambda _, computed: done.set_result(computed))
+    return await asyncio.wait_for(done, 30)
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["equal", "mixed"])
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
+    assignor: str, same: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(assignor_worker, "CHUNK_ENTRIES", 7)  # deltas in many messages
+    worker = AssignorWorker(asyncio.get_running_loop())
+    try:
+        for seed in range(4):
+            rng = random.Random(seed)
+            group = Group(rng, assignor, same)
+            for _ in range(12):
+                inputs = group.inputs()
+                computed = await computed_by(worker, inputs)
+                assert computed == compute_target(inputs), (seed, inputs.group_epoch)
+                # what the worker holds, members in the group's order (a member that left and
+                # came back is last)
+                assert list(worker._mirrors["g"].members) == list(group.members)
+                assert computed is not None
+                if rng.random() < 0.7:  # else superseded: the group keeps its targets
+                    group.apply(computed)
+                group.change()
+            worker.forget("g")
+    finally:
+        await worker.close()
+
+
+async def test_a_failed_computation_and_a_dead_worker_are_reported_and_recovered_from() -> None:
+    worker = AssignorWorker(asyncio.get_running_loop())
+    try:
+        group = Group(random.Random(7), "uniform")
+        inputs = group.inputs()
+        assert await computed_by(worker, replace(inputs, assignor="no-such-assignor")) is None
+        assert await computed_by(worker, inputs) == compute_target(inputs)
+        process = worker._process
+        assert process is not None
+        process.kill()
+        for _ in range(500):
+            if worker._process is None:
+                break
+            await asyncio.sleep(0.01)
+        assert worker._process is None  # its death was noticed
+        group.change()
+        again = group.inputs()  # a new worker, sent the whole group
+        assert await computed_by(worker, again) == compute_target(again)
+    finally:
+        await worker.close()
+
+
+async def test_the_runtime_applies_the_worker_processs_target(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
+    config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
+    await runtime.start()
+    try:
+        runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
+        for member in ("m1", "m2"):
+            await runtime.submit(join(member))
+        group = runtime.core.group("g")
+        assert isinstance(group, ConsumerGroup)
+        for _ in range(500):
+            if group.target_epoch == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert group.target_epoch == 2 and runtime.assignor_worker is not None
+        assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
+    finally:
+        await runtime.close()
