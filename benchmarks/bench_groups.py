@@ -10,7 +10,8 @@ Besides requests/s, the CPU time of each server process per request is read from
 shared machine it is far steadier than wall-clock rates.
 
 Run: .venv/bin/python benchmarks/bench_groups.py [--runs 5] [--seconds 3] [--members 200]
-(BENCH_PROFILE=FILE: the server process runs under cProfile and dumps its stats there.)
+(BENCH_PROFILE=FILE: the server process runs under cProfile and dumps its stats there;
+BENCH_TRACEMALLOC=FILE: what it allocated while the first group formed, by traceback.)
 Numbers are medians over runs; they go to benchmarks/RESULTS.md under "## Server".
 """
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import cProfile
+import gc
 import multiprocessing
 import os
 import statistics
@@ -26,6 +29,9 @@ import struct
 import sys
 import tempfile
 import time
+import tracemalloc
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -44,6 +50,7 @@ from coordinator.wire.codec import (
 from rebalance.config import CoordinatorConfig
 
 LENGTH = struct.Struct(">i")
+NO_ERROR = b"\x00\x00"
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
 GROUP_CONFIG = CoordinatorConfig.from_properties(
     {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "1000"}
@@ -68,10 +75,24 @@ async def _serve(kind: str, ready: Connection) -> None:
             # measured), its stats written to FILE at every later reading.
             profile_to = os.environ.get("BENCH_PROFILE")
             profiler = cProfile.Profile() if profile_to else None
+            # BENCH_TRACEMALLOC=FILE: what the server allocated between two memory readings
+            # (around forming a group), largest first by line, written to FILE.
+            trace_to = os.environ.get("BENCH_TRACEMALLOC")
+            snapshots: list[tracemalloc.Snapshot] = []
+            if trace_to:
+                tracemalloc.start(4)
             ready.send(node.port)
             while True:
                 command = await asyncio.to_thread(ready.recv)
-                if command == "rss":
+                if command == "rss_only":  # (no tracemalloc snapshot)
+                    ready.send(_rss_bytes())
+                elif command == "rss":
+                    if trace_to:
+                        if os.environ.get("BENCH_GC_FIRST"):
+                            gc.collect()
+                        snapshots.append(tracemalloc.take_snapshot())
+                        if len(snapshots) == 2:
+                            _write_allocations(snapshots, trace_to)
                     ready.send(_rss_bytes())
                 elif command == "all_rss":  # this process and its event log writer
                     events = groups.runtime.events if groups.runtime else None
@@ -87,6 +108,17 @@ async def _serve(kind: str, ready: Connection) -> None:
                         profiler.enable()
                     times = os.times()
                     ready.send(times.user + times.system)
+
+
+def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None:
+    grown = snapshots[1].compare_to(snapshots[0], "traceback")
+    with open(path, "w") as out:
+        total = sum(stat.size_diff for stat in grown)
+        out.write(f"{total} bytes in all\n")
+        for stat in grown[:40]:
+            out.write(f"{stat.size_diff:>10} bytes {stat.count_diff:>7} blocks\n")
+            for line in stat.traceback.format():
+                out.write(f"    {line}\n")
 
 
 def _process_cpu(pid: int) -> float:
@@ -119,8 +151,10 @@ class Server:
         self.process.start()
         self.port: int = self.pipe.recv()
 
-    def rss(self) -> int:
-        self.pipe.send("rss")
+    def rss(self, snapshot: bool = True) -> int:
+        """Resident memory of the server process (`snapshot`: a tracemalloc snapshot too,
+        under BENCH_TRACEMALLOC)."""
+        self.pipe.send("rss" if snapshot else "rss_only")
         value: int = self.pipe.recv()
         return value
 
@@ -151,36 +185,80 @@ class Server:
 
 
 # ------------------------------------------------------------------------------ client
-class Conn:
-    """One member's connection: request/response, one at a time."""
+class Conn(asyncio.Protocol):
+    """One member's connection, kept cheap for the load generator (one Python process serves
+    every member, so its cost per response caps what the benchmark can see): a protocol that
+    splits response frames itself, handing each to `on_frame` when set (callback chains, no
+    task switch per response) or else to whoever awaits `next_frame`."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
         self.correlation = 0
+        self._buffer = bytearray()
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[bytes]] = collections.deque()
+        self.on_frame: Callable[[bytes], None] | None = None
 
     @classmethod
     async def open(cls, port: int) -> Conn:
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
+        _transport, conn = await asyncio.get_running_loop().create_connection(
+            cls, "127.0.0.1", port
+        )
+        return conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = typing.cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        position, size = 0, len(buffer)
+        while size - position >= 4:
+            (length,) = LENGTH.unpack_from(buffer, position)
+            end = position + 4 + length
+            if end > size:
+                break
+            frame = bytes(buffer[position + 4 : end])
+            position = end
+            if self.on_frame is not None:
+                self.on_frame(frame)
+            elif self._waiters:
+                self._waiters.popleft().set_result(frame)
+            else:
+                self._frames.append(frame)
+        if position:
+            del buffer[:position]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        while self._waiters:
+            self._waiters.popleft().set_exception(ConnectionError("connection closed"))
+
+    async def next_frame(self) -> bytes:
+        if self._frames:
+            return self._frames.popleft()
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        return await waiter
+
+    def write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
 
     async def call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
         self.correlation += 1
-        self.writer.write(
-            encode_request(build_request(api_key, version, values), self.correlation, "b")
-        )
+        self.write(encode_request(build_request(api_key, version, values), self.correlation, "b"))
         return await self.read(api_key, version)
 
     async def read(self, api_key: int, version: int) -> Any:
-        head = await self.reader.readexactly(4)
-        frame = await self.reader.readexactly(LENGTH.unpack(head)[0])
-        return decode_response(frame, api_key, version)[1]
+        return decode_response(await self.next_frame(), api_key, version)[1]
 
     async def raw(self, frame: bytes) -> None:
-        self.writer.write(frame)
-        head = await self.reader.readexactly(4)
-        await self.reader.readexactly(LENGTH.unpack(head)[0])
+        self.write(frame)
+        await self.next_frame()
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 def join_values(group: str, member_id: str) -> dict[str, Any]:
@@ -259,19 +337,44 @@ async def rebalance_round(
         for m in ids
     ]
 
-    async def member(conn: Conn, join: bytes, sync: bytes) -> None:
-        await conn.raw(join)
-        await conn.raw(sync)
+    # Each member sends its SyncGroup from the callback that receives its JoinGroup answer,
+    # and the clock stops in the callback that receives the last SyncGroup answer.
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[float] = loop.create_future()
+    waiting = [len(conns)]
 
+    failed: list[bytes] = []
+
+    def chain(conn: Conn, sync: bytes) -> Callable[[bytes], None]:
+        # JoinGroup v3 and SyncGroup v3 answers: correlation id, throttle time, error code.
+        def joined(frame: bytes) -> None:
+            if frame[8:10] != NO_ERROR:
+                failed.append(frame)
+            conn.on_frame = synced
+            conn.write(sync)
+
+        def synced(frame: bytes) -> None:
+            if frame[8:10] != NO_ERROR:
+                failed.append(frame)
+            conn.on_frame = None
+            waiting[0] -= 1
+            if not waiting[0]:
+                finished.set_result(time.perf_counter())
+
+        return joined
+
+    for conn, sync in zip(conns, syncs, strict=True):
+        conn.on_frame = chain(conn, sync)
     # All but one rejoin first; their joins park until the last one arrives.
-    pending = [
-        asyncio.ensure_future(member(c, j, s))
-        for c, j, s in zip(conns[:-1], joins[:-1], syncs[:-1], strict=True)
-    ]
+    for conn, join in zip(conns[:-1], joins[:-1], strict=True):
+        conn.write(join)
     await asyncio.sleep(0.3 + len(conns) / 2000)  # let every parked join reach the server
     started = time.perf_counter()
-    await asyncio.gather(member(conns[-1], joins[-1], syncs[-1]), *pending)
-    return (time.perf_counter() - started) * 1000
+    conns[-1].write(joins[-1])
+    ended = await finished
+    if failed:
+        raise RuntimeError(f"{len(failed)} answers of the round carried an error")
+    return (ended - started) * 1000
 
 
 @dataclass
@@ -321,13 +424,12 @@ async def _hammer(
     async def loop(conn: Conn, frame: bytes) -> None:
         done = 0
         if depth > 1:
-            conn.writer.write(frame * (depth - 1))
+            conn.write(frame * (depth - 1))
         while time.perf_counter() < stop_at:
             await conn.raw(frame)
             done += 1
         for _ in range(depth - 1):  # drain the ones still in flight
-            head = await conn.reader.readexactly(4)
-            await conn.reader.readexactly(LENGTH.unpack(head)[0])
+            await conn.next_frame()
             done += 1
         counts.append(done)
 
@@ -388,10 +490,12 @@ async def commit_load(port: int, writers: int, seconds: float, partitions: int =
 
 async def latency_and_memory(
     server: Server, members: int, rounds: int
-) -> tuple[float, float, float]:
-    """(ms wall, ms of server CPU per round, bytes of server memory per member)."""
+) -> tuple[float, float, float, float]:
+    """(ms wall, ms of server CPU per round, bytes of server memory per member, of which
+    bytes per connection before the group formed)."""
     before = server.rss()
     conns = [await Conn.open(server.port) for _ in range(members)]
+    connected = server.rss(snapshot=False)
     ids, generation, leader = await form_group(conns, f"round-{members}")
     after = server.rss()
     samples, cpu = [], []
@@ -402,7 +506,8 @@ async def latency_and_memory(
         generation += 1
     for c in conns:
         c.close()
-    return statistics.median(samples), statistics.median(cpu), (after - before) / members
+    per_member, per_connection = (after - before) / members, (connected - before) / members
+    return statistics.median(samples), statistics.median(cpu), per_member, per_connection
 
 
 def heartbeat_rows(label: str, ours: Server, echo: Server, args: argparse.Namespace) -> None:
@@ -489,13 +594,16 @@ def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
 def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
     figures: dict[int, float] = {}
     for members in args.sizes:
-        ms, cpu_ms, per_member = asyncio.run(latency_and_memory(ours, members, args.runs))
+        ms, cpu_ms, per_member, per_connection = asyncio.run(
+            latency_and_memory(ours, members, args.runs)
+        )
         figures[members] = ms
         print(
             f"[{label}] rebalance of {members} members, last JoinGroup -> last "
             f"SyncGroup reply: {ms:.1f} ms wall, {cpu_ms:.1f} ms server CPU "
             f"[goal at 1000: <= 100 ms, CPU <= 60 ms]; server memory per member: "
-            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB]"
+            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB] (connected, before joining: "
+            f"{per_connection / 1024:.1f} KiB)"
         )
     if 1000 in figures and 5000 in figures:
         print(

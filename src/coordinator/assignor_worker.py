@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import pickle
 import queue
@@ -204,6 +205,19 @@ def _write_frame(stream: IO[bytes], message: tuple[Any, ...]) -> None:
     stream.write(FRAME_HEADER.pack(len(data)) + data)
 
 
+def _peak_rss() -> int:
+    """This process's peak resident set in bytes: the kernel's VmHWM, which starts afresh at
+    exec (`ru_maxrss` does not: it would report the server's size at the fork)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
     """The worker's loop: messages in until the input ends."""
     groups: dict[str, _GroupCopy] = {}
@@ -230,7 +244,7 @@ def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
         elif kind == "forget":
             groups.pop(message[1], None)
         elif kind == "stats":
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            peak = _peak_rss()
             _write_frame(outbound, ("stats", message[1], peak))
         outbound.flush()
 
@@ -253,18 +267,19 @@ class _Job:
     changed: dict[str, Assignment] = field(default_factory=dict)
 
 
-Frame = Callable[[], bytes]
+Work = Callable[[], Iterator[bytes]]
+"""What the sending thread is handed: it runs it and writes the frames it yields, each pickled
+only then, off the loop (a chunk's pickling holds the interpreter lock a few ms at most, and
+the loop takes it back in between)."""
 
 
-def _frame(message: tuple[Any, ...]) -> Frame:
-    """A frame pickled when the sending thread takes it, off the loop: a chunk's pickling holds
-    the interpreter lock a few ms at most, and the loop takes it back in between."""
+def _encode(message: tuple[Any, ...]) -> bytes:
+    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    return FRAME_HEADER.pack(len(data)) + data
 
-    def encode() -> bytes:
-        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-        return FRAME_HEADER.pack(len(data)) + data
 
-    return encode
+def _frame(message: tuple[Any, ...]) -> Work:
+    return lambda: iter((_encode(message),))
 
 
 def _deltas(
@@ -273,7 +288,7 @@ def _deltas(
     removed: list[str],
     upserts: list[MemberInputs],
     targets: dict[str, Assignment | None],
-) -> Iterator[Frame]:
+) -> Iterator[tuple[Any, ...]]:
     """The "delta" messages, each of at most about `CHUNK_ENTRIES` entries (the first carries
     the metadata and the removals); at least one."""
     members: list[MemberInputs] = []
@@ -281,20 +296,18 @@ def _deltas(
     weight = 0
     first = True
 
-    def flush() -> Frame:
+    def flush() -> tuple[Any, ...]:
         nonlocal members, chunk, weight, first
-        frame = _frame(
-            (
-                "delta",
-                group_id,
-                metadata if first else None,
-                removed if first else [],
-                members,
-                chunk,
-            )
+        message = (
+            "delta",
+            group_id,
+            metadata if first else None,
+            removed if first else [],
+            members,
+            chunk,
         )
         members, chunk, weight, first = [], {}, 0, False
-        return frame
+        return message
 
     for member in upserts:
         members.append(member)
@@ -319,7 +332,7 @@ class AssignorWorker:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._process: subprocess.Popen[bytes] | None = None
-        self._frames: queue.SimpleQueue[Frame | None] = queue.SimpleQueue()
+        self._frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
         self._mirrors: dict[str, _Mirror] = {}
         self._jobs: dict[int, _Job] = {}
         self._stats: dict[int, asyncio.Future[int]] = {}
@@ -340,7 +353,7 @@ class AssignorWorker:
             start_new_session=True,  # signals for the server's process group stay there
         )
         self._mirrors.clear()  # a new worker holds nothing
-        frames: queue.SimpleQueue[Frame | None] = queue.SimpleQueue()
+        frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
         self._frames = frames
         self._threads = [
             threading.Thread(
@@ -463,19 +476,23 @@ class AssignorWorker:
         self, inputs: TargetInputs, done: Callable[[TargetInputs, ComputedTarget | None], None]
     ) -> None:
         """Start computing `inputs`; `done(inputs, result)` follows on the loop (result None:
-        the assignor or the worker failed). Costs the loop a walk over the members and their
-        targets (identity and equality checks); pickling is the sending thread's."""
+        the assignor or the worker failed). The loop only queues the work."""
         if self._process is None:
             self._start()
         self._next_job += 1
         job = self._next_job
         self._jobs[job] = _Job(inputs, done)
+        self._frames.put(functools.partial(self._job_frames, job, inputs))
+
+    def _job_frames(self, job: int, inputs: TargetInputs) -> Iterator[bytes]:
+        """The sending thread's part of a computation: what changed since the worker's copy
+        (and the mirror brought up to date), then "compute". Off the loop: a walk over the
+        members and their targets in C-level passes of ~1 ms each."""
         group_id = inputs.group_id
         mirror = self._mirrors.setdefault(group_id, _Mirror())
         metadata = None if inputs.metadata is mirror.metadata else inputs.metadata
         mirror.metadata = inputs.metadata
-        # members: removed, then replaced in place or appended (as the worker applies them);
-        # every pass over the 10,000 members is a C-level one (a few ms in all)
+        # members: removed, then replaced in place or appended (as the worker applies them)
         known = mirror.members
         members = inputs.members
         ids = list(map(_first, members))
@@ -502,10 +519,9 @@ class AssignorWorker:
         values = list(new_targets.values())
         for member_id in compress(keys, map(is_not, map(held.get, keys), values)):
             targets[member_id] = held[member_id] = new_targets[member_id]
-        put = self._frames.put
-        for frame in _deltas(group_id, metadata, removed, upserts, targets):
-            put(frame)
-        put(_frame(("compute", group_id, job, inputs.group_epoch, inputs.assignor, order)))
+        for message in _deltas(group_id, metadata, removed, upserts, targets):
+            yield _encode(message)
+        yield _encode(("compute", group_id, job, inputs.group_epoch, inputs.assignor, order))
 
     def forget(self, group_id: str) -> None:
         """Drop a group the worker holds (deleted, unloaded)."""
@@ -524,17 +540,21 @@ class AssignorWorker:
         return await future
 
 
-def _send(process: subprocess.Popen[bytes], frames: queue.SimpleQueue[Frame | None]) -> None:
+def _send(process: subprocess.Popen[bytes], frames: queue.SimpleQueue[Work | None]) -> None:
     """The sending thread: frames to the worker in order (a full pipe blocks here, not the
     loop), until None."""
     pipe = process.stdin
     assert pipe is not None
     try:
-        while (frame := frames.get()) is not None:
-            pipe.write(frame())
+        while (work := frames.get()) is not None:
+            for frame in work():
+                pipe.write(frame)
             pipe.flush()
     except (OSError, ValueError):
         pass  # the worker is gone: the receiving thread reports it
+    except Exception:  # a bug here: stop the worker, so its computations are reported failed
+        log.exception("assignor worker: sending failed")
+        process.kill()
     with contextlib.suppress(OSError):
         pipe.close()
 

@@ -4,8 +4,8 @@
 event loop thread, so every group is processed by one serial lane (the loop itself) and the
 core never needs a lock. For each handler result it:
 
-1. arms and cancels timers with `loop.call_at` (a firing timer re-enters the core through
-   `on_timer`, on the same loop, exactly like a request);
+1. arms and cancels timers (`coordinator.timer_wheel`: one loop timer for all of them; a firing
+   timer re-enters the core through `on_timer`, on the same loop, exactly like a request);
 2. appends the result's records to the store (the store batches concurrent appends into one
    transaction and fsync: group commit);
 3. answers the result's replies only once those records are durable, and never before the
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from coordinator import record_codec
 from coordinator.assignor_worker import AssignorWorker
 from coordinator.event_log import EventLog, epoch_offset_ms
+from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
 from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.target import ComputedTarget, TargetInputs, compute_target
@@ -77,10 +78,9 @@ class GroupRuntime:
         self.events = events
         self._clock = MonotonicClock()
         self._epoch_offset = epoch_offset_ms(self._clock.now_ms())
-        #: Loop timers by key, and the deadline each key must fire at (core clock, ms).
-        self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
-        self._deadlines: dict[TimerKey, int] = {}
         self._offset_ms = 0.0
+        #: The core's timers, on one loop timer.
+        self._timers = TimerWheel(self._clock.now_ms, self._loop_time, self._on_timer)
         #: Parked requests by token: whom to hand the reply to, and the command (for its
         #: error reply if the store fails).
         self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[AnyReply]]] = {}
@@ -141,10 +141,7 @@ class GroupRuntime:
             self._assignor.shutdown(wait=False, cancel_futures=True)
         if self._worker is not None:
             await self._worker.close()
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        self._deadlines.clear()
+        self._timers.close()
         if self._batch_future is not None:
             self._flush()
         if self._last_write is not None:
@@ -278,38 +275,20 @@ class GroupRuntime:
             self.events.emit(result.events, self._epoch_offset)
 
     def _carry_out_timers(self, result: Result) -> None:
-        """Apply timer effects lazily: a later deadline for an armed key only updates the
-        deadline (heartbeats push session timers forward thousands of times a second), and the
-        loop timer, when it fires early, re-arms itself for what is left."""
+        """Apply timer effects (lazily: a later deadline for an armed key only updates the
+        deadline; heartbeats push session timers forward thousands of times a second)."""
+        timers = self._timers
         for effect in result.timers:
             if isinstance(effect, Cancel):
-                self._deadlines.pop(effect.key, None)
-                handle = self._timers.pop(effect.key, None)
-                if handle is not None:
-                    handle.cancel()
-                continue
-            self._deadlines[effect.key] = effect.deadline_ms
-            handle = self._timers.get(effect.key)
-            if handle is not None:
-                if handle.when() * 1000 <= effect.deadline_ms + self._offset_ms:
-                    continue  # fires no later than needed; `_on_loop_timer` re-arms
-                handle.cancel()
-            self._arm(effect.key, effect.deadline_ms)
+                timers.cancel(effect.key)
+            else:
+                timers.schedule(effect.key, effect.deadline_ms)
 
-    def _arm(self, key: TimerKey, deadline_ms: int) -> None:
-        when = (deadline_ms + self._offset_ms) / 1000
-        self._timers[key] = self._running_loop().call_at(when, self._on_loop_timer, key)
+    def _loop_time(self, deadline_ms: int) -> float:
+        return (deadline_ms + self._offset_ms) / 1000
 
-    def _on_loop_timer(self, key: TimerKey) -> None:
-        self._timers.pop(key, None)
-        deadline = self._deadlines.get(key)
-        if deadline is None:
-            return
-        if deadline > self._clock.now_ms():
-            self._arm(key, deadline)
-            return
-        del self._deadlines[key]
-        self._carry_out(self.core.on_timer(key, self._clock.now_ms()))
+    def _on_timer(self, key: Hashable, now_ms: int) -> None:
+        self._carry_out(self.core.on_timer(cast(TimerKey, key), now_ms))
 
     def _pending_write(self) -> asyncio.Future[None] | None:
         """The newest write not yet durable: replies must not overtake it."""

@@ -178,6 +178,10 @@ class SqliteStore:
             self._commit([p for p in batch if isinstance(p, _Pending)])
             if stop_after:
                 return
+            # Not kept while waiting for the next write (a large group's record is ~0.3 KB a
+            # member).
+            item = more = None
+            batch.clear()
 
     def _commit(self, batch: list[_Pending]) -> None:
         error: BaseException | None = None

@@ -247,7 +247,8 @@ class _ParkedSlot(_Slot):
     __slots__ = ("connection", "prefix")
 
     def __init__(self, connection: _Connection, prefix: RequestPrefix) -> None:
-        super().__init__()
+        self.data = None
+        self.done = False
         self.connection = connection
         self.prefix = prefix
 
@@ -305,10 +306,9 @@ class _Connection(asyncio.Protocol):
         "_queue",
         "_reading_paused",
         "_stopped",
+        "_tasks",
         "_writing_paused",
-        "in_flight",
         "listener",
-        "name",
         "number",
         "parked",
         "peer",
@@ -326,12 +326,11 @@ class _Connection(asyncio.Protocol):
         self.listener = listener
         self.session: Session | None = None
         self.number = number
-        self.name = f"conn#{number}"
         self.peer = ""
         self.transport: asyncio.Transport | None = None
-        #: Tasks answering this connection's pending requests (a dict: 64 bytes when empty,
-        #: a set 216; an idle connection should cost little).
-        self.in_flight: dict[asyncio.Task[None], None] = {}
+        #: Tasks answering this connection's pending requests (None until there is one: an
+        #: idle connection should cost little).
+        self._tasks: dict[asyncio.Task[None], None] | None = None
         self._closed: asyncio.Future[None] | None = None
         self._lost = False
         #: Received bytes not yet handled, starting at a frame boundary...
@@ -339,7 +338,7 @@ class _Connection(asyncio.Protocol):
         #: ...and the chunks received after them, joined only once the next frame is complete
         #: (`_need` bytes in all), so that a large request arriving in many reads is copied
         #: once, not once per read.
-        self._more: list[bytes] = []
+        self._more: list[bytes] | None = None
         self._more_size = 0
         self._need = 0
         #: Pending and answered-but-blocked requests, oldest first (a list: 56 bytes when
@@ -362,6 +361,16 @@ class _Connection(asyncio.Protocol):
             f"<_Connection {self.name} pending={len(self._queue)} in_flight={len(self.in_flight)}>"
         )
 
+    @property
+    def name(self) -> str:
+        """How the logs name this connection (made when logged, not kept)."""
+        return f"conn#{self.number} {self.peer}" if self.peer else f"conn#{self.number}"
+
+    @property
+    def in_flight(self) -> list[asyncio.Task[None]]:
+        """The tasks answering this connection's pending requests."""
+        return [] if self._tasks is None else list(self._tasks)
+
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (asyncio's own, or an alternative loop's that does not subclass
@@ -369,7 +378,6 @@ class _Connection(asyncio.Protocol):
         self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.name = f"conn#{self.number} {self.peer}"
         self.session = self._new_session(transport, peer)
         self.server._opened(self)
 
@@ -387,7 +395,10 @@ class _Connection(asyncio.Protocol):
         if not self._buffer:
             self._buffer = data
         else:
-            self._more.append(data)
+            if self._more is None:
+                self._more = [data]
+            else:
+                self._more.append(data)
             self._more_size += len(data)
             if len(self._buffer) + self._more_size < self._need:
                 return  # the next frame is still incomplete
@@ -397,7 +408,7 @@ class _Connection(asyncio.Protocol):
     def _join_input(self) -> None:
         if self._more:
             self._buffer = b"".join([self._buffer, *self._more])
-            self._more.clear()
+            self._more = None
             self._more_size = 0
 
     def eof_received(self) -> bool:
@@ -422,7 +433,7 @@ class _Connection(asyncio.Protocol):
         self._queue.clear()
         self._out.clear()
         self._buffer = b""
-        self._more.clear()
+        self._more = None
         self._lost = True
         self._parked_settled()  # parked answers that come now are dropped
         self.server._gone(self)
@@ -485,7 +496,7 @@ class _Connection(asyncio.Protocol):
 
     def _cancel_in_flight(self) -> None:
         current = asyncio.current_task()
-        for task in list(self.in_flight):
+        for task in self.in_flight:
             if task is not current:
                 task.cancel()
 
@@ -605,12 +616,18 @@ class _Connection(asyncio.Protocol):
         slot = _Slot()
         self._queue.append(slot)
         task = asyncio.create_task(self._answer(slot, spec, prefix, decoded.body, context))
-        self.in_flight[task] = None
+        if self._tasks is None:
+            self._tasks = {}
+        self._tasks[task] = None
         task.add_done_callback(self._task_done)
 
     # -- output -----------------------------------------------------------------------------
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        self.in_flight.pop(task, None)
+        tasks = self._tasks
+        if tasks is not None:
+            tasks.pop(task, None)
+            if not tasks:
+                self._tasks = None
 
     def _answered(self, data: bytes) -> None:
         """A response ready now: out at once, unless an earlier request is still pending."""

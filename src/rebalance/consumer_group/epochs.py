@@ -153,9 +153,11 @@ def apply_target(
     """Record the target of `inputs.group_epoch`: each changed member's, then the epoch. A
     static member replaced meanwhile (which keeps the epoch) gets its instance's target under
     its new member id, as if the replacement came after the computation."""
-    instance_of = {m.member_id: m.instance_id for m in inputs.members}
+    instance_of: dict[str, str | None] | None = None  # made only if needed: 10,000 members
     for member_id, partitions in computed.changed.items():
         if member_id not in group.members:
+            if instance_of is None:
+                instance_of = {m.member_id: m.instance_id for m in inputs.members}
             member_id = group.static_members.get(instance_of.get(member_id) or "", "")
             if member_id not in group.members:
                 continue

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from rebalance.consumer_group.records import (
     Assignment,
@@ -29,6 +30,9 @@ from rebalance.consumer_group.records import (
 )
 from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from rebalance.consumer_group.target import MemberInputs
 
 #: The group type's name, in events and ListGroups.
 GROUP_TYPE = "consumer"
@@ -138,6 +142,9 @@ class ConsumerMember:
     pending_revocation: Partitions = field(default_factory=dict)
     #: The assignment last sent to the client: the next reply carries it only if it changed.
     sent: Assignment | None = None
+    #: This member's part of a target computation's inputs, kept until its subscription
+    #: changes: a big group hands 10,000 of them over at every epoch (`target.target_inputs`).
+    target_inputs: MemberInputs | None = field(default=None, repr=False)
 
     def subscription_value(self) -> MemberValue:
         return MemberValue(
@@ -154,6 +161,7 @@ class ConsumerMember:
         )
 
     def apply_subscription(self, value: MemberValue) -> None:
+        self.target_inputs = None
         self.instance_id = value.instance_id
         self.rack_id = value.rack_id
         self.client_id = value.client_id
