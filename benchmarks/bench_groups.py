@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import cProfile
 import gc
 import multiprocessing
@@ -29,6 +30,8 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -47,6 +50,7 @@ from coordinator.wire.codec import (
 from rebalance.config import CoordinatorConfig
 
 LENGTH = struct.Struct(">i")
+NO_ERROR = b"\x00\x00"
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
 GROUP_CONFIG = CoordinatorConfig.from_properties(
     {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "1000"}
@@ -181,36 +185,80 @@ class Server:
 
 
 # ------------------------------------------------------------------------------ client
-class Conn:
-    """One member's connection: request/response, one at a time."""
+class Conn(asyncio.Protocol):
+    """One member's connection, kept cheap for the load generator (one Python process serves
+    every member, so its cost per response caps what the benchmark can see): a protocol that
+    splits response frames itself, handing each to `on_frame` when set (callback chains, no
+    task switch per response) or else to whoever awaits `next_frame`."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
         self.correlation = 0
+        self._buffer = bytearray()
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[bytes]] = collections.deque()
+        self.on_frame: Callable[[bytes], None] | None = None
 
     @classmethod
     async def open(cls, port: int) -> Conn:
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
+        _transport, conn = await asyncio.get_running_loop().create_connection(
+            cls, "127.0.0.1", port
+        )
+        return conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = typing.cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        position, size = 0, len(buffer)
+        while size - position >= 4:
+            (length,) = LENGTH.unpack_from(buffer, position)
+            end = position + 4 + length
+            if end > size:
+                break
+            frame = bytes(buffer[position + 4 : end])
+            position = end
+            if self.on_frame is not None:
+                self.on_frame(frame)
+            elif self._waiters:
+                self._waiters.popleft().set_result(frame)
+            else:
+                self._frames.append(frame)
+        if position:
+            del buffer[:position]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        while self._waiters:
+            self._waiters.popleft().set_exception(ConnectionError("connection closed"))
+
+    async def next_frame(self) -> bytes:
+        if self._frames:
+            return self._frames.popleft()
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        return await waiter
+
+    def write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
 
     async def call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
         self.correlation += 1
-        self.writer.write(
-            encode_request(build_request(api_key, version, values), self.correlation, "b")
-        )
+        self.write(encode_request(build_request(api_key, version, values), self.correlation, "b"))
         return await self.read(api_key, version)
 
     async def read(self, api_key: int, version: int) -> Any:
-        head = await self.reader.readexactly(4)
-        frame = await self.reader.readexactly(LENGTH.unpack(head)[0])
-        return decode_response(frame, api_key, version)[1]
+        return decode_response(await self.next_frame(), api_key, version)[1]
 
     async def raw(self, frame: bytes) -> None:
-        self.writer.write(frame)
-        head = await self.reader.readexactly(4)
-        await self.reader.readexactly(LENGTH.unpack(head)[0])
+        self.write(frame)
+        await self.next_frame()
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 def join_values(group: str, member_id: str) -> dict[str, Any]:
@@ -289,19 +337,44 @@ async def rebalance_round(
         for m in ids
     ]
 
-    async def member(conn: Conn, join: bytes, sync: bytes) -> None:
-        await conn.raw(join)
-        await conn.raw(sync)
+    # Each member sends its SyncGroup from the callback that receives its JoinGroup answer,
+    # and the clock stops in the callback that receives the last SyncGroup answer.
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[float] = loop.create_future()
+    waiting = [len(conns)]
 
+    failed: list[bytes] = []
+
+    def chain(conn: Conn, sync: bytes) -> Callable[[bytes], None]:
+        # JoinGroup v3 and SyncGroup v3 answers: correlation id, throttle time, error code.
+        def joined(frame: bytes) -> None:
+            if frame[8:10] != NO_ERROR:
+                failed.append(frame)
+            conn.on_frame = synced
+            conn.write(sync)
+
+        def synced(frame: bytes) -> None:
+            if frame[8:10] != NO_ERROR:
+                failed.append(frame)
+            conn.on_frame = None
+            waiting[0] -= 1
+            if not waiting[0]:
+                finished.set_result(time.perf_counter())
+
+        return joined
+
+    for conn, sync in zip(conns, syncs, strict=True):
+        conn.on_frame = chain(conn, sync)
     # All but one rejoin first; their joins park until the last one arrives.
-    pending = [
-        asyncio.ensure_future(member(c, j, s))
-        for c, j, s in zip(conns[:-1], joins[:-1], syncs[:-1], strict=True)
-    ]
+    for conn, join in zip(conns[:-1], joins[:-1], strict=True):
+        conn.write(join)
     await asyncio.sleep(0.3 + len(conns) / 2000)  # let every parked join reach the server
     started = time.perf_counter()
-    await asyncio.gather(member(conns[-1], joins[-1], syncs[-1]), *pending)
-    return (time.perf_counter() - started) * 1000
+    conns[-1].write(joins[-1])
+    ended = await finished
+    if failed:
+        raise RuntimeError(f"{len(failed)} answers of the round carried an error")
+    return (ended - started) * 1000
 
 
 @dataclass
@@ -351,13 +424,12 @@ async def _hammer(
     async def loop(conn: Conn, frame: bytes) -> None:
         done = 0
         if depth > 1:
-            conn.writer.write(frame * (depth - 1))
+            conn.write(frame * (depth - 1))
         while time.perf_counter() < stop_at:
             await conn.raw(frame)
             done += 1
         for _ in range(depth - 1):  # drain the ones still in flight
-            head = await conn.reader.readexactly(4)
-            await conn.reader.readexactly(LENGTH.unpack(head)[0])
+            await conn.next_frame()
             done += 1
         counts.append(done)
 

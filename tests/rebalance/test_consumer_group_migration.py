@@ -69,16 +69,19 @@ class Classic:
         owned = tuple(("t", p) for p in sorted(self.owned))
         return encode_subscription(Subscription(self.topics, owned_partitions=owned), 1)
 
+    def protocols(self) -> tuple[tuple[str, bytes], ...]:
+        protocol = "cooperative-sticky" if self.cooperative else "range"
+        return ((protocol, self.metadata()),)
+
     def send_join(self) -> int:
         if not self.cooperative:
             self.owned = set()  # eager: revoke everything, then rejoin
-        protocol = "cooperative-sticky" if self.cooperative else "range"
         return self.h.send(
             JoinGroup(
                 G,
                 self.member_id,
                 "consumer",
-                ((protocol, self.metadata()),),
+                self.protocols(),
                 self.session_timeout_ms,
                 self.rebalance_timeout_ms,
                 version=9,

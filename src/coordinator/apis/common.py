@@ -15,10 +15,13 @@ def runtime(ctx: RequestContext) -> GroupRuntime:
     return ctx.broker.group_runtime()
 
 
+_MILLISECOND = timedelta(milliseconds=1)
+
+
 def millis(value: timedelta | int) -> int:
     """kio gives timeouts as `timedelta`; the core works in integer milliseconds."""
     if isinstance(value, timedelta):
-        return value // timedelta(milliseconds=1)
+        return value // _MILLISECOND
     return int(value)
 
 

@@ -32,10 +32,16 @@ def to_command(request: Any, api_version: int, ctx: RequestContext) -> JoinGroup
         rebalance_timeout_ms=millis(getattr(request, "rebalance_timeout", session)),
         group_instance_id=getattr(request, "group_instance_id", None),
         client_id=ctx.client_id or "",
-        client_host="/" + ctx.peer.rsplit(":", 1)[0],
+        client_host=_client_host(ctx),
         reason=getattr(request, "reason", None),
         version=api_version,
     )
+
+
+def _client_host(ctx: RequestContext) -> str:
+    """Kafka's "/address" of the client (the session knows the address without the port)."""
+    host = ctx.session.client_host if ctx.session is not None else ctx.peer.rsplit(":", 1)[0]
+    return "/" + host
 
 
 def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:

@@ -43,9 +43,9 @@ class FrameError(ValueError):
     """The bytes on a connection are not a well-formed request frame."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestPrefix:
-    """The version-independent start of every request: enough to route it and to answer it."""
+class RequestPrefix(typing.NamedTuple):
+    """The version-independent start of every request: enough to route it and to answer it.
+    (A named tuple: made for every request, it costs a third of a frozen dataclass.)"""
 
     api_key: int
     api_version: int

@@ -247,7 +247,8 @@ class _ParkedSlot(_Slot):
     __slots__ = ("connection", "prefix")
 
     def __init__(self, connection: _Connection, prefix: RequestPrefix) -> None:
-        super().__init__()
+        self.data = None
+        self.done = False
         self.connection = connection
         self.prefix = prefix
 
