@@ -69,16 +69,19 @@ class Classic:
         owned = tuple(("t", p) for p in sorted(self.owned))
         return encode_subscription(Subscription(self.topics, owned_partitions=owned), 1)
 
+    def protocols(self) -> tuple[tuple[str, bytes], ...]:
+        protocol = "cooperative-sticky" if self.cooperative else "range"
+        return ((protocol, self.metadata()),)
+
     def send_join(self) -> int:
         if not self.cooperative:
             self.owned = set()  # eager: revoke everything, then rejoin
-        protocol = "cooperative-sticky" if self.cooperative else "range"
         return self.h.send(
             JoinGroup(
                 G,
                 self.member_id,
                 "consumer",
-                ((protocol, self.metadata()),),
+                self.protocols(),
                 self.session_timeout_ms,
                 self.rebalance_timeout_ms,
                 version=9,
@@ -424,3 +427,38 @@ def test_without_downgrade_in_the_policy_the_group_stays_a_consumer_group(name: 
     assert b.heartbeat() is ErrorCode.REBALANCE_IN_PROGRESS
     b.rebalance()
     assert b.owned == {0, 1, 2, 3}
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_at_once() -> None:
+    """Kafka's `validateOnlineDowngradeWithReplacedMemberId`: the last KIP-848 member is a
+    static member, and its instance id rejoins by classic JoinGroup (a consumer rolled back to
+    the classic protocol): the group is classic again, the new member in the old one's place
+    with its partitions, and no rebalance starts."""
+    h = ConsumerHarness(t=4)
+    first = h.join(G, "a", instance_id="i1")
+    a = Client(h, G, "a", epoch=first.member_epoch, owned={T: {0, 1, 2, 3}})
+    b = Classic(h)
+    b.join()  # the target moves two of a's partitions to b
+    a.heartbeat()  # a revokes them
+    a.heartbeat()
+    b.rebalance()
+    kept = a.owned[T]
+    epoch = h.group(G).group_epoch
+    assert h.group(G).kafka_state == "Stable" and len(kept) == 2
+    meta = encode_subscription(Subscription(("t",)), 0)
+    protocols = (("cooperative-sticky", meta),)
+    token = h.send(JoinGroup(G, "", "consumer", protocols, 10_000, 30_000, "i1"))
+    joined = h.reply(token)
+    assert isinstance(joined, JoinGroupReply) and joined.error is ErrorCode.NONE
+    group = h.core.group(G)
+    assert isinstance(group, Group) and group.state is GroupState.STABLE
+    assert group.generation == epoch == joined.generation_id
+    assert set(group.members) == {b.member_id, joined.member_id}
+    assert group.static_members == {"i1": joined.member_id}
+    sync = SyncGroup(G, epoch, joined.member_id, (), "i1", "consumer", "cooperative-sticky")
+    synced = h.reply(h.send(sync))
+    assert isinstance(synced, SyncGroupReply) and synced.error is ErrorCode.NONE
+    assert {p for _, p in decode_assignment(synced.assignment).partitions} == kept
+    assert b.heartbeat() is ErrorCode.NONE  # nobody rebalances
+    h.failover()
+    assert set(h.core.group(G).members) == {b.member_id, joined.member_id}

@@ -19,7 +19,8 @@ time, and back:
   classic group, if the policy allows a downgrade (`downgrade`, `bidirectional`) and the
   remaining members are no more than `group.max.size`: each keeps its target assignment, the
   generation is the group epoch, and a rebalance starts at once (the members learn it from
-  their next heartbeat, REBALANCE_IN_PROGRESS).
+  their next heartbeat, REBALANCE_IN_PROGRESS). Likewise, without a rebalance, when a classic
+  JoinGroup replaces the group's last KIP-848 member, a static one, by its instance id.
 
 Both conversions are records, written in an order replay turns into the same group: the new
 type's records come first for an upgrade (the first converts the classic group in place, its
@@ -254,16 +255,33 @@ def downgrade_allowed(state: CoordinatorState, group: ConsumerGroup, leaving: st
     )
 
 
+def downgrade_allowed_replacing(
+    state: CoordinatorState, group: ConsumerGroup, replaced: str
+) -> bool:
+    """Kafka's `validateOnlineDowngradeWithReplacedMemberId`: a classic JoinGroup replaces the
+    static member `replaced`, the group's last KIP-848 member; the policy allows a downgrade
+    and the members fit a classic group."""
+    return (
+        group.members[replaced].classic is None
+        and all(m.classic is not None for m_id, m in group.members.items() if m_id != replaced)
+        and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
+        and len(group.members) <= state.config.group_max_size
+    )
+
+
 def to_classic(
     state: CoordinatorState,
     metadata: TopicMetadata,
     result: Result,
     group: ConsumerGroup,
     now_ms: int,
+    *,
+    rebalance: bool = True,
 ) -> Group:
     """Convert `group`, whose members all use the classic protocol now that its last KIP-848
-    member was removed, into a classic group (Kafka's `convertToClassicGroup` and
-    `ClassicGroup.fromConsumerGroup`), then start a rebalance in it."""
+    member was removed (or replaced by a classic static member), into a classic group (Kafka's
+    `convertToClassicGroup` and `ClassicGroup.fromConsumerGroup`); then, unless the last
+    KIP-848 member was replaced rather than removed, start a rebalance in it."""
     group_id = group.group_id
     staying = list(group.members.values())
     protocol = _select_protocol(staying)
@@ -308,7 +326,10 @@ def to_classic(
         )
     classic.generation_members = len(classic.members)
     assert classic.state is GroupState.STABLE
-    prepare_rebalance(state, result, classic, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT)
+    if rebalance:
+        prepare_rebalance(
+            state, result, classic, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT
+        )
     return classic
 
 
