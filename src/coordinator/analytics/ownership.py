@@ -43,7 +43,9 @@ def partitions_of(entries: Column) -> Column:
             ),
         )
     )
-    return F.array_sort(F.array_distinct(flat)).cast(f"array<{PARTITION}>")
+    # `sort_array`, not `array_sort`: the same order for these non-null structs, compared in
+    # generated code instead of through an interpreted comparator lambda.
+    return F.sort_array(F.array_distinct(flat)).cast(f"array<{PARTITION}>")
 
 
 NOTE_TYPES = ("member_joined", "member_left", "member_expired")
