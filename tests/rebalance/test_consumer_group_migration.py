@@ -27,10 +27,13 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.commands import ConsumerGroupDescribe
 from rebalance.consumer_group.group import ConsumerGroup, MemberState
 from rebalance.errors import ErrorCode
+from rebalance.event_schema import check_event
 from rebalance.lifecycle import GroupState
 from rebalance.replies import (
+    ConsumerGroupDescribeReply,
     HeartbeatReply,
     JoinGroupReply,
     LeaveGroupReply,
@@ -203,6 +206,10 @@ def test_a_consumer_heartbeat_upgrades_a_classic_group_keeping_every_members_par
     assert sorted(p for ps in held for p in ps) == [0, 1, 2, 3]  # each partition, once
     assert all(len(ps) >= 1 for ps in held)
     assert h.group(G).kafka_state == "Stable"
+    described = h.reply(h.send(ConsumerGroupDescribe((G,))))
+    assert isinstance(described, ConsumerGroupDescribeReply)
+    kinds = {m.member_id: m.classic for m in described.groups[0].members}
+    assert kinds == {a.member_id: True, b.member_id: True, "c": False}
     before = snapshot(h.group(G))
     h.failover()
     assert snapshot(h.group(G)) == before
@@ -412,6 +419,11 @@ def test_the_last_consumer_member_leaving_downgrades_the_group_to_classic() -> N
     h.failover()
     assert isinstance(h.core.group(G), Group)
     assert set(h.core.group(G).members) == {a.member_id, b.member_id}
+    # Every event of the upgrade, the classic members' life in the consumer group and the
+    # downgrade follows the event log's schema.
+    for event in h.events:
+        line = event.to_json_dict(1)
+        assert check_event(line) is None, line
 
 
 @pytest.mark.parametrize("name", ["disabled", "upgrade"])

@@ -193,6 +193,7 @@ class ConsumerGroupType:
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=named(m.assigned),
                     target_assignment=named(group.target.get(m.member_id, {})),
+                    classic=m.classic is not None,
                 )
                 for m in group.members.values()
             ),
