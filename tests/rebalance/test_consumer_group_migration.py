@@ -371,6 +371,14 @@ def test_a_classic_members_session_is_its_own_session_timeout() -> None:
     assert b.member_id in h.group(G).members
     h.advance(1)
     assert b.member_id not in h.group(G).members
+    # After a coordinator move too: sessions run from the load, each classic member's its own.
+    c = Classic(h, session_timeout_ms=6_000)
+    c.rebalance()
+    h.failover()
+    h.advance(5_999)
+    assert c.member_id in h.group(G).members
+    h.advance(1)
+    assert c.member_id not in h.group(G).members
 
 
 def test_leave_group_removes_a_classic_member_by_member_id() -> None:

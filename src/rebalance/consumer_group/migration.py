@@ -252,6 +252,7 @@ def downgrade_allowed(state: CoordinatorState, group: ConsumerGroup, leaving: st
         and all(m.classic is not None for m in others)
         and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
         and len(others) <= state.config.group_max_size
+        and _common_protocols(others)
     )
 
 
@@ -261,9 +262,10 @@ def downgrade_allowed_replacing(
     """Kafka's `validateOnlineDowngradeWithReplacedMemberId`: a classic JoinGroup replaces the
     static member `replaced`, the group's last KIP-848 member; the policy allows a downgrade
     and the members fit a classic group."""
+    others = [m for m_id, m in group.members.items() if m_id != replaced]
     return (
         group.members[replaced].classic is None
-        and all(m.classic is not None for m_id, m in group.members.items() if m_id != replaced)
+        and all(m.classic is not None for m in others)
         and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
         and len(group.members) <= state.config.group_max_size
     )
@@ -331,6 +333,14 @@ def to_classic(
             state, result, classic, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT
         )
     return classic
+
+
+def _common_protocols(members: list[ConsumerMember]) -> bool:
+    """Whether the classic members share a protocol, as a classic group's members must. They
+    always do (a classic member is admitted only with a protocol every classic member has);
+    checked so that a conversion never starts that could not finish."""
+    names = [{name for name, _ in m.classic.protocols} for m in members if m.classic]
+    return len(names) == len(members) and bool(set.intersection(*names))
 
 
 def _select_protocol(members: list[ConsumerMember]) -> str:
