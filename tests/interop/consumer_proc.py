@@ -4,7 +4,7 @@ Runs one unmodified client library (aiokafka, kafka-python or confluent-kafka) a
 consumer group and reports what happens as JSON lines on stdout:
 
     {"event": "assigned", "partitions": [[topic, partition], ...]}   after every rebalance
-    {"event": "revoked", "partitions": [[topic, partition], ...]}    kafka-python, before it rejoins
+    {"event": "revoked", "partitions": [[topic, partition], ...]}    before a rejoin (Python libs)
     {"event": "record", "topic": t, "partition": p, "offset": o, "value": v}
     {"event": "committed", "offsets": [[topic, partition, next offset], ...]}
     {"event": "closed"}
@@ -118,7 +118,7 @@ async def run_aiokafka(args: argparse.Namespace) -> None:
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         async def on_partitions_revoked(self, revoked: Any) -> None:
-            pass
+            say(event="revoked", partitions=sorted([tp.topic, tp.partition] for tp in revoked))
 
         async def on_partitions_assigned(self, assigned: Any) -> None:
             say(event="assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))

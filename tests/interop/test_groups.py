@@ -518,9 +518,10 @@ def owned_twice(members: list[Member]) -> list[str]:
     return overlaps
 
 
-async def test_kip848_online_migration_of_a_running_classic_group() -> None:
+@pytest.mark.parametrize("lib", ["kafka-python", "aiokafka"])
+async def test_kip848_online_migration_of_a_running_classic_group(lib: str) -> None:
     """Kafka 4.0's online migration (`group.consumer.migration.policy=bidirectional`): two
-    kafka-python consumers (classic protocol, range) consume a topic; a librdkafka consumer
+    classic consumers (kafka-python or aiokafka, range) consume a topic; a librdkafka consumer
     with `group.protocol=consumer` joins the same group id, which becomes a consumer group at
     once (upgrade); the classic members stay in it, keep what they owned but the one partition
     that moves to the new member, and nobody holds a partition another member holds. Then the
@@ -530,9 +531,7 @@ async def test_kip848_online_migration_of_a_running_classic_group() -> None:
     async with running_server(topics=[(TOPIC, PARTITIONS)], groups=groups) as server:
         await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
         classic = [
-            await start_member(
-                server, "kafka-python", "migrating", name=f"kp{i}", strategies=("range",)
-            )
+            await start_member(server, lib, "migrating", name=f"{lib}{i}", strategies=("range",))
             for i in range(2)
         ]
         async with members_of(*classic):
