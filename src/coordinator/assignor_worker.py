@@ -3,27 +3,28 @@
 A thread does not take a 1M-partition assignment off the loop: it shares the interpreter lock,
 and one C-level step of the assignor (a sort, a big container build) holds it throughout, so
 heartbeats of every other group waited up to 0.6 s (`benchmarks/bench_consumer_group_stall.py`,
-RESULTS.md). A process shares nothing, but whatever it is sent is pickled on the loop; sending
-a group's million partitions at every epoch would stall the loop by itself. So the worker keeps
+RESULTS.md). A process shares nothing, but whatever it is sent must be pickled; sending a
+group's million partitions at every epoch would cost as much as computing. So the worker keeps
 a copy of each big group's inputs, and every computation sends only what changed since the last
-one:
+one. The loop only queues a computation and applies its result; the rest is two threads' work,
+each in steps of a few milliseconds (the loop waits for the interpreter lock at most that long):
 
 * the shell keeps a mirror of what the worker holds per group (its members' `MemberInputs` in
   order, each member's target `Assignment` object, the topic metadata object);
-* a new `TargetInputs` is compared with the mirror: members by equality, targets by identity
-  (records never edit an assignment tuple, they replace it, so an identical object is an
-  unchanged target; a false difference only costs a resend), the metadata by identity;
-* the differences go in messages of at most `CHUNK_ENTRIES` (member, topic) entries, one
-  pickled per loop iteration, so even the first computation of a group loaded at start-up (its
-  whole state) never holds the loop more than a few milliseconds at a time; a sender thread
-  writes them to the pipe (a full pipe blocks that thread, not the loop);
+* the sending thread compares a new `TargetInputs` with the mirror, in C-level passes: members
+  by equality, targets by identity (records never edit an assignment tuple, they replace it, so
+  an identical object is an unchanged target; a false difference only costs a resend), the
+  metadata by identity; it pickles the differences in messages of at most `CHUNK_ENTRIES`
+  (member, topic) entries and writes them to the pipe (a full pipe blocks it, not the loop), so
+  even the first computation after a load, which sends the whole group, is cut small;
 * the worker runs the same `compute_target` as the inline path on a `TargetInputs` rebuilt from
   its copy, keeping the `uniform` assignor's previous outcome so that an epoch changing one
   member decodes only that member (`UniformAssignor.assign_incremental`, same result as
-  `assign`); it sends back only the changed members' targets, in chunks that the loop unpickles
-  one per iteration, and updates its copy with them (so does the shell's mirror);
-* the shell rebuilds the event's whole target by name from the targets it holds, caching each
-  member's named form by the identity of its assignment, so only changed members cost anything.
+  `assign`); it sends back only the changed members' targets, in chunks, and updates its copy
+  with them (so does the shell's mirror); it runs at a lower CPU priority than the server;
+* the receiving thread unpickles the chunks and rebuilds the event's whole target by name from
+  the targets the inputs hold, caching each member's named form by the identity of its
+  assignment, so only changed members cost Python work.
 
 The result is then handed to the core (`GroupCoordinatorCore.target_computed`) exactly as a
 thread's would be: recorded in the group's order, applied only if its group epoch is still the
