@@ -482,3 +482,33 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_a
     assert b.heartbeat() is ErrorCode.NONE  # nobody rebalances
     h.failover()
     assert set(h.core.group(G).members) == {b.member_id, joined.member_id}
+
+
+def test_an_upgrade_that_cannot_read_the_members_protocol_changes_nothing() -> None:
+    """Kafka's answers when the classic members' ConsumerProtocol bytes cannot be converted:
+    unreadable metadata is GROUP_ID_NOT_FOUND, an assignment carrying a custom assignor's user
+    data (which the consumer group would lose) UNSUPPORTED_VERSION; the group stays classic."""
+    h = ConsumerHarness(t=4)
+    token = h.send(JoinGroup(G, "", "consumer", (("range", b"not a subscription"),), 10_000,
+                             30_000, version=3))  # fmt: skip
+    h.advance(h.config.group_initial_rebalance_delay_ms)
+    joined = h.reply(token)
+    assert isinstance(joined, JoinGroupReply) and joined.error is ErrorCode.NONE
+    assert h.join(G, "c").error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert isinstance(h.core.group(G), Group)
+    other = ConsumerHarness(t=4)
+    member = Classic(other)
+    first = other.reply(member.send_join())
+    assert isinstance(first, JoinGroupReply)
+    member.member_id = first.member_id
+    token = member.send_join()
+    other.advance(other.config.group_initial_rebalance_delay_ms)
+    joined = other.reply(token)
+    assert isinstance(joined, JoinGroupReply) and joined.error is ErrorCode.NONE
+    with_user_data = encode_assignment(Assignment((("t", 0),), user_data=b"custom"))
+    plan = ((member.member_id, with_user_data),)
+    protocol = ("consumer", "cooperative-sticky")
+    sync = SyncGroup(G, joined.generation_id, member.member_id, plan, None, *protocol)
+    assert isinstance(other.reply(other.send(sync)), SyncGroupReply)
+    assert other.join(G, "c").error is ErrorCode.UNSUPPORTED_VERSION
+    assert isinstance(other.core.group(G), Group)
