@@ -96,10 +96,6 @@ def _weight_of_target(assignment: Assignment | None) -> int:
     return 1 + (len(assignment) if assignment else 0)
 
 
-def _weight_of_member(member: MemberInputs) -> int:
-    return 1 + len(member.topic_names)
-
-
 # ============================================================================ the child process
 class _Incremental:
     """`assignors.assign` for one group, keeping `uniform`'s outcome from epoch to epoch."""
@@ -272,6 +268,8 @@ class _Mirror:
     metadata: TopicMetadata | None = None
     members: dict[str, MemberInputs] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
+    #: one tuple per distinct subscription sent
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -310,6 +308,7 @@ def _deltas(
     chunk: dict[str, Assignment | None] = {}
     weight = 0
     first = True
+    pickled: set[int] = set()  # subscriptions in this message: the pickle holds each once
 
     def flush() -> tuple[Any, ...]:
         nonlocal members, chunk, weight, first
@@ -322,11 +321,15 @@ def _deltas(
             chunk,
         )
         members, chunk, weight, first = [], {}, 0, False
+        pickled.clear()
         return message
 
     for member in upserts:
         members.append(member)
-        weight += _weight_of_member(member)
+        weight += 1
+        if id(member.topic_names) not in pickled:
+            pickled.add(id(member.topic_names))
+            weight += len(member.topic_names)
         if weight >= CHUNK_ENTRIES:
             yield flush()
     for member_id, assignment in targets.items():
@@ -520,6 +523,15 @@ class AssignorWorker:
         upserts = list(compress(members, map(ne, map(known.get, ids), members)))
         for member in upserts:
             known[member.member_id] = member
+        if upserts:
+            # Equal subscriptions sent as one tuple: members usually share one, but each holds
+            # its own copy (decoded from its own request), and a group's first delta would
+            # otherwise carry 10,000 x 100 topic names.
+            shared = mirror.subscriptions
+            upserts = [
+                m._replace(topic_names=shared.setdefault(m.topic_names, m.topic_names))
+                for m in upserts
+            ]
         order: list[str] | None = None
         if list(known) != ids:
             order = ids  # a member left and came back: its place moved
@@ -545,6 +557,12 @@ class AssignorWorker:
         self._named.pop(group_id, None)
         if self._mirrors.pop(group_id, None) is not None and self._process is not None:
             self._frames.put(_frame(("forget", group_id)))
+
+    def keep_only(self, alive: Callable[[str], bool]) -> None:
+        """Forget every group held for which `alive` is false (the runtime calls it before each
+        computation: a deleted or unloaded group's copy goes at the next one)."""
+        for group_id in [g for g in self._mirrors if not alive(g)]:
+            self.forget(group_id)
 
     async def peak_rss(self) -> int:
         """The worker's peak resident set so far, in bytes (0: no worker running)."""

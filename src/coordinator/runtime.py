@@ -250,6 +250,7 @@ class GroupRuntime:
             if self._assignor_in == "process":
                 if self._worker is None:
                     self._worker = AssignorWorker(self._running_loop())
+                self._worker.keep_only(lambda group_id: self.core.group(group_id) is not None)
                 self._worker.compute(inputs, self._worker_done)
                 continue
             if self._assignor is None:

@@ -158,7 +158,8 @@ async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
                 if rng.random() < 0.7:  # else superseded: the group keeps its targets
                     group.apply(computed)
                 group.change()
-            worker.forget("g")
+            worker.keep_only(lambda group_id: group_id != "g")  # the group was deleted
+            assert worker._mirrors == {}
     finally:
         await worker.close()
 
