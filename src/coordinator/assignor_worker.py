@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_not, itemgetter, ne
+from pathlib import Path
 from typing import IO, Any
 
 import assignors
@@ -83,6 +84,14 @@ FRAME_HEADER = struct.Struct(">I")
 CHUNK_ENTRIES = 5_000
 """Most (member, topic) entries per message: pickling or unpickling one (a single C call that
 holds the interpreter lock) takes ~1-2 ms."""
+
+COMMAND = [sys.executable, "-m", "coordinator.assignor_worker"]
+"""How the worker process is started."""
+
+GIVE_UP_AFTER = 3
+"""Workers dying in a row, none having computed anything, after which the runtime computes in
+its assignor thread instead (a worker that cannot start would otherwise be started again at
+every computation)."""
 
 NICENESS = 5
 """How much lower the worker's CPU priority is than the server's (`os.nice`)."""
@@ -359,17 +368,24 @@ class AssignorWorker:
         #: each was made from (members gone stay until the group is forgotten).
         self._named: dict[str, tuple[dict[str, Assignment], dict[str, Named]]] = {}
         self._threads: list[threading.Thread] = []
+        #: workers that died in a row, none having computed anything
+        self._deaths = 0
         self._next_job = 0
         self._closed = False
 
     # -- process --------------------------------------------------------------------------
     def _start(self) -> None:
+        # the worker imports the very code this process runs, wherever that is
+        source = str(Path(__file__).resolve().parents[1])
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
         self._process = process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.assignor_worker"],
+            COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,  # signals for the server's process group stay there
+            env=env,
         )
         self._mirrors.clear()  # a new worker holds nothing
         frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
@@ -441,6 +457,7 @@ class AssignorWorker:
         job = self._jobs.pop(job_id, None)
         if job is None:
             return
+        self._deaths = 0
         mirror = self._mirrors.get(job.inputs.group_id)
         if mirror is not None:  # the worker keeps the targets it computed
             mirror.targets.update(computed.changed)
@@ -468,6 +485,7 @@ class AssignorWorker:
             process.wait(),
         )
         self._process = None
+        self._deaths += 1
         self._mirrors.clear()
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
@@ -490,6 +508,12 @@ class AssignorWorker:
             await asyncio.to_thread(process.wait)
         for thread in self._threads:  # both end with the worker's pipes
             await asyncio.to_thread(thread.join)
+
+    @property
+    def broken(self) -> bool:
+        """True once `GIVE_UP_AFTER` workers in a row died without computing anything (one
+        that cannot start, or crashes on every group): the runtime stops using it."""
+        return self._deaths >= GIVE_UP_AFTER
 
     # -- computations ---------------------------------------------------------------------
     def compute(
