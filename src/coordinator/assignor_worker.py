@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_not, itemgetter, ne
+from pathlib import Path
 from typing import IO, Any
 
 import assignors
@@ -84,6 +85,14 @@ CHUNK_ENTRIES = 5_000
 """Most (member, topic) entries per message: pickling or unpickling one (a single C call that
 holds the interpreter lock) takes ~1-2 ms."""
 
+COMMAND = [sys.executable, "-m", "coordinator.assignor_worker"]
+"""How the worker process is started."""
+
+GIVE_UP_AFTER = 3
+"""Workers dying in a row, none having computed anything, after which the runtime computes in
+its assignor thread instead (a worker that cannot start would otherwise be started again at
+every computation)."""
+
 NICENESS = 5
 """How much lower the worker's CPU priority is than the server's (`os.nice`)."""
 
@@ -94,10 +103,6 @@ _first = itemgetter(0)
 
 def _weight_of_target(assignment: Assignment | None) -> int:
     return 1 + (len(assignment) if assignment else 0)
-
-
-def _weight_of_member(member: MemberInputs) -> int:
-    return 1 + len(member.topic_names)
 
 
 # ============================================================================ the child process
@@ -272,6 +277,8 @@ class _Mirror:
     metadata: TopicMetadata | None = None
     members: dict[str, MemberInputs] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
+    #: one tuple per distinct subscription sent
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -310,6 +317,7 @@ def _deltas(
     chunk: dict[str, Assignment | None] = {}
     weight = 0
     first = True
+    pickled: set[int] = set()  # subscriptions in this message: the pickle holds each once
 
     def flush() -> tuple[Any, ...]:
         nonlocal members, chunk, weight, first
@@ -322,11 +330,15 @@ def _deltas(
             chunk,
         )
         members, chunk, weight, first = [], {}, 0, False
+        pickled.clear()
         return message
 
     for member in upserts:
         members.append(member)
-        weight += _weight_of_member(member)
+        weight += 1
+        if id(member.topic_names) not in pickled:
+            pickled.add(id(member.topic_names))
+            weight += len(member.topic_names)
         if weight >= CHUNK_ENTRIES:
             yield flush()
     for member_id, assignment in targets.items():
@@ -356,17 +368,24 @@ class AssignorWorker:
         #: each was made from (members gone stay until the group is forgotten).
         self._named: dict[str, tuple[dict[str, Assignment], dict[str, Named]]] = {}
         self._threads: list[threading.Thread] = []
+        #: workers that died in a row, none having computed anything
+        self._deaths = 0
         self._next_job = 0
         self._closed = False
 
     # -- process --------------------------------------------------------------------------
     def _start(self) -> None:
+        # the worker imports the very code this process runs, wherever that is
+        source = str(Path(__file__).resolve().parents[1])
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
         self._process = process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.assignor_worker"],
+            COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,  # signals for the server's process group stay there
+            env=env,
         )
         self._mirrors.clear()  # a new worker holds nothing
         frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
@@ -438,6 +457,7 @@ class AssignorWorker:
         job = self._jobs.pop(job_id, None)
         if job is None:
             return
+        self._deaths = 0
         mirror = self._mirrors.get(job.inputs.group_id)
         if mirror is not None:  # the worker keeps the targets it computed
             mirror.targets.update(computed.changed)
@@ -465,6 +485,7 @@ class AssignorWorker:
             process.wait(),
         )
         self._process = None
+        self._deaths += 1
         self._mirrors.clear()
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
@@ -487,6 +508,12 @@ class AssignorWorker:
             await asyncio.to_thread(process.wait)
         for thread in self._threads:  # both end with the worker's pipes
             await asyncio.to_thread(thread.join)
+
+    @property
+    def broken(self) -> bool:
+        """True once `GIVE_UP_AFTER` workers in a row died without computing anything (one
+        that cannot start, or crashes on every group): the runtime stops using it."""
+        return self._deaths >= GIVE_UP_AFTER
 
     # -- computations ---------------------------------------------------------------------
     def compute(
@@ -520,6 +547,15 @@ class AssignorWorker:
         upserts = list(compress(members, map(ne, map(known.get, ids), members)))
         for member in upserts:
             known[member.member_id] = member
+        if upserts:
+            # Equal subscriptions sent as one tuple: members usually share one, but each holds
+            # its own copy (decoded from its own request), and a group's first delta would
+            # otherwise carry 10,000 x 100 topic names.
+            shared = mirror.subscriptions
+            upserts = [
+                m._replace(topic_names=shared.setdefault(m.topic_names, m.topic_names))
+                for m in upserts
+            ]
         order: list[str] | None = None
         if list(known) != ids:
             order = ids  # a member left and came back: its place moved
@@ -545,6 +581,12 @@ class AssignorWorker:
         self._named.pop(group_id, None)
         if self._mirrors.pop(group_id, None) is not None and self._process is not None:
             self._frames.put(_frame(("forget", group_id)))
+
+    def keep_only(self, alive: Callable[[str], bool]) -> None:
+        """Forget every group held for which `alive` is false (the runtime calls it before each
+        computation: a deleted or unloaded group's copy goes at the next one)."""
+        for group_id in [g for g in self._mirrors if not alive(g)]:
+            self.forget(group_id)
 
     async def peak_rss(self) -> int:
         """The worker's peak resident set so far, in bytes (0: no worker running)."""

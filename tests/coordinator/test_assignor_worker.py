@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from dataclasses import replace
 
 import pytest
@@ -158,7 +159,8 @@ async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
                 if rng.random() < 0.7:  # else superseded: the group keeps its targets
                     group.apply(computed)
                 group.change()
-            worker.forget("g")
+            worker.keep_only(lambda group_id: group_id != "g")  # the group was deleted
+            assert worker._mirrors == {}
     finally:
         await worker.close()
 
@@ -203,6 +205,31 @@ async def test_the_runtime_applies_the_worker_processs_target(
                 break
             await asyncio.sleep(0.01)
         assert group.target_epoch == 2 and runtime.assignor_worker is not None
+        assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
+    finally:
+        await runtime.close()
+
+
+async def test_a_worker_that_cannot_run_is_given_up_for_the_assignor_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
+    monkeypatch.setattr(assignor_worker, "COMMAND", [sys.executable, "-c", "raise SystemExit(3)"])
+    config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
+    await runtime.start()
+    try:
+        runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
+        for member in ("m1", "m2"):
+            await runtime.submit(join(member))
+        group = runtime.core.group("g")
+        assert isinstance(group, ConsumerGroup)
+        for _ in range(1000):
+            if group.target_epoch == 2:
+                break
+            await asyncio.sleep(0.01)
+        # three workers died at once; the target was computed in the thread instead
+        assert runtime.assignor_worker is not None and runtime.assignor_worker.broken
         assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
     finally:
         await runtime.close()
