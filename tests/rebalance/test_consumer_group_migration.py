@@ -434,6 +434,21 @@ def test_the_last_consumer_member_leaving_downgrades_the_group_to_classic() -> N
         assert check_event(line) is None, line
 
 
+def test_the_last_consumer_members_session_expiring_downgrades_the_group_too() -> None:
+    h = ConsumerHarness(t=4)
+    Client(h, G, "c").heartbeat()
+    b = Classic(h, session_timeout_ms=60_000)
+    b.rebalance()
+    h.advance(h.config.group_consumer_session_timeout_ms - 1)
+    assert b.heartbeat() is ErrorCode.NONE
+    assert isinstance(h.core.group(G), ConsumerGroup)
+    h.advance(1)  # c's session expires
+    group = h.core.group(G)
+    assert isinstance(group, Group) and group.state is GroupState.JOINING
+    assert set(group.members) == {b.member_id}
+    assert b.heartbeat() is ErrorCode.REBALANCE_IN_PROGRESS
+
+
 @pytest.mark.parametrize("name", ["disabled", "upgrade"])
 def test_without_downgrade_in_the_policy_the_group_stays_a_consumer_group(name: str) -> None:
     h = ConsumerHarness(policy(name), t=4)
