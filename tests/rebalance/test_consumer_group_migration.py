@@ -223,7 +223,7 @@ def test_the_upgrade_answers_the_classic_groups_parked_requests_with_rebalance_i
     parked = a.send_join()  # a rejoins: the classic group rebalances, a's join waits for b
     assert h.reply(parked) is None
     Client(h, G, "c").heartbeat()
-    assert h.reply(parked) == JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
+    assert h.reply(parked) == JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS, member_id=a.member_id)
     assert isinstance(h.core.group(G), ConsumerGroup)
     assert not [k for k in h.core.armed_timers() if k[0] in ("join", "sync", "session")]
 

@@ -88,7 +88,6 @@ from rebalance.timers import (
 #: The ConsumerProtocol versions an assignment can be written in.
 _HIGHEST_ASSIGNMENT_VERSION = 3
 
-_REBALANCING_JOIN = JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 _REBALANCING_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 
 
@@ -151,7 +150,10 @@ def to_consumer(
     # Answer what the classic group holds parked: those members rejoin the consumer group.
     for member in classic.members.values():
         if member.join_token is not None:
-            result.reply(member.join_token, _REBALANCING_JOIN)
+            rebalancing = JoinGroupReply(
+                ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id
+            )
+            result.reply(member.join_token, rebalancing)
             member.join_token = None
         if member.sync_token is not None:
             result.reply(member.sync_token, _REBALANCING_SYNC)
