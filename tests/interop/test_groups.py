@@ -566,6 +566,12 @@ async def test_kip848_online_migration_of_a_running_classic_group(lib: str, stra
                     ),
                     "every record is consumed",
                 )
+                # and committed: by the classic members as in a classic group (their
+                # generation is their member epoch), by the KIP-848 one with its member epoch
+                await eventually(
+                    lambda: sum(committed(members).values()) == 2 * RECORDS,
+                    "every record is committed",
+                )
                 if strategy == "cooperative-sticky":
                     # They never stopped consuming what they kept: only the moved one was revoked.
                     for member in classic:
