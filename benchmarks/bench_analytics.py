@@ -113,6 +113,53 @@ def run_child(master: str, source: Path, out: Path, runs: int) -> list[float]:
     return times
 
 
+def _jvm_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process `pid` has used so far, from `/proc/PID/stat`."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_stages(master: str, source: Path, out: Path, runs: int) -> list[dict[str, float]]:
+    """Child process: the pipeline `runs` times in one JVM; per run, the JVM CPU seconds of each
+    table written (keyed by its directory name: the job that computes it), of the work between
+    the writes (`other`: the activity scan and its totals) and in all (`total`).
+
+    CPU seconds, not wall time: on a machine shared with other work they hold still where
+    elapsed time swings twofold. Works for any tree whose pipeline writes its tables with
+    `DataFrameWriter.parquet` (put its `src` first on PYTHONPATH to measure another commit).
+    """
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    from coordinator.analytics.pipeline import run_pipeline
+    from coordinator.analytics.session import build_session
+
+    spark = build_session(master, app_name="bench-pipeline", shuffle_partitions=8)
+    spark.range(1).count()
+    jvm = spark._jvm
+    assert jvm is not None
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    stages: dict[str, float] = {}
+    write = DataFrameWriter.parquet
+
+    def timed_write(self: DataFrameWriter, path: str, *args: object, **kwargs: object) -> None:
+        before = _jvm_cpu_s(pid)
+        write(self, path, *args, **kwargs)  # type: ignore[arg-type]
+        name = Path(path).name
+        stages[name] = stages.get(name, 0.0) + _jvm_cpu_s(pid) - before
+
+    DataFrameWriter.parquet = timed_write  # type: ignore[assignment,method-assign]
+    results = []
+    for _ in range(runs):
+        shutil.rmtree(out, ignore_errors=True)
+        stages.clear()
+        started = _jvm_cpu_s(pid)
+        run_pipeline(spark, str(source), str(out), None, show_progress=False)
+        total = _jvm_cpu_s(pid) - started
+        results.append({**stages, "other": total - sum(stages.values()), "total": total})
+    spark.stop()
+    return results
+
+
 def in_child(master: str, source: Path, out: Path, runs: int) -> list[float]:
     child = [sys.executable, __file__, "--child", master, str(source), str(out), str(runs)]
     result = subprocess.run(child, capture_output=True, text=True, check=True)
@@ -129,7 +176,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=Path("data/bench_analytics"))
     parser.add_argument("--child", nargs=4, metavar=("MASTER", "SOURCE", "OUT", "RUNS"))
+    parser.add_argument(
+        "--stages",
+        nargs=4,
+        metavar=("MASTER", "SOURCE", "OUT", "RUNS"),
+        help="JVM CPU seconds of each stage of RUNS runs in one JVM, one JSON object a run",
+    )
     args = parser.parse_args()
+    if args.stages:
+        master, source, out, runs = args.stages
+        for stages in run_stages(master, Path(source), Path(out), int(runs)):
+            print(json.dumps({k: round(v, 2) for k, v in stages.items()}))
+        return
     if args.child:
         master, source, out, runs = args.child
         print(",".join(str(t) for t in run_child(master, Path(source), Path(out), int(runs))))

@@ -197,7 +197,7 @@ async def one_run(
             for k, m in enumerate(members)
         ]
         await asyncio.sleep(loop_start + 2.5 - time.monotonic())  # past the interval again
-        spans = [(loop_start + 0.5, time.monotonic() - 0.2)]  # nothing rebalances
+        spans = [(loop_start + 0.5, time.monotonic() - 0.4)]  # nothing rebalances
         for n in range(len(LEAVES) - 1):
             left = time.monotonic()
             leaving = f"b{args.members - 1 - n:05d}"

@@ -3,27 +3,28 @@
 A thread does not take a 1M-partition assignment off the loop: it shares the interpreter lock,
 and one C-level step of the assignor (a sort, a big container build) holds it throughout, so
 heartbeats of every other group waited up to 0.6 s (`benchmarks/bench_consumer_group_stall.py`,
-RESULTS.md). A process shares nothing, but whatever it is sent is pickled on the loop; sending
-a group's million partitions at every epoch would stall the loop by itself. So the worker keeps
+RESULTS.md). A process shares nothing, but whatever it is sent must be pickled; sending a
+group's million partitions at every epoch would cost as much as computing. So the worker keeps
 a copy of each big group's inputs, and every computation sends only what changed since the last
-one:
+one. The loop only queues a computation and applies its result; the rest is two threads' work,
+each in steps of a few milliseconds (the loop waits for the interpreter lock at most that long):
 
 * the shell keeps a mirror of what the worker holds per group (its members' `MemberInputs` in
   order, each member's target `Assignment` object, the topic metadata object);
-* a new `TargetInputs` is compared with the mirror: members by equality, targets by identity
-  (records never edit an assignment tuple, they replace it, so an identical object is an
-  unchanged target; a false difference only costs a resend), the metadata by identity;
-* the differences go in messages of at most `CHUNK_ENTRIES` (member, topic) entries, one
-  pickled per loop iteration, so even the first computation of a group loaded at start-up (its
-  whole state) never holds the loop more than a few milliseconds at a time; a sender thread
-  writes them to the pipe (a full pipe blocks that thread, not the loop);
+* the sending thread compares a new `TargetInputs` with the mirror, in C-level passes: members
+  by equality, targets by identity (records never edit an assignment tuple, they replace it, so
+  an identical object is an unchanged target; a false difference only costs a resend), the
+  metadata by identity; it pickles the differences in messages of at most `CHUNK_ENTRIES`
+  (member, topic) entries and writes them to the pipe (a full pipe blocks it, not the loop), so
+  even the first computation after a load, which sends the whole group, is cut small;
 * the worker runs the same `compute_target` as the inline path on a `TargetInputs` rebuilt from
   its copy, keeping the `uniform` assignor's previous outcome so that an epoch changing one
   member decodes only that member (`UniformAssignor.assign_incremental`, same result as
-  `assign`); it sends back only the changed members' targets, in chunks that the loop unpickles
-  one per iteration, and updates its copy with them (so does the shell's mirror);
-* the shell rebuilds the event's whole target by name from the targets it holds, caching each
-  member's named form by the identity of its assignment, so only changed members cost anything.
+  `assign`); it sends back only the changed members' targets, in chunks, and updates its copy
+  with them (so does the shell's mirror); it runs at a lower CPU priority than the server;
+* the receiving thread unpickles the chunks and rebuilds the event's whole target by name from
+  the targets the inputs hold, caching each member's named form by the identity of its
+  assignment, so only changed members cost Python work.
 
 The result is then handed to the core (`GroupCoordinatorCore.target_computed`) exactly as a
 thread's would be: recorded in the group's order, applied only if its group epoch is still the
@@ -47,6 +48,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import pickle
 import queue
 import resource
@@ -54,10 +56,11 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from operator import is_not, itemgetter, ne
+from pathlib import Path
 from typing import IO, Any
 
 import assignors
@@ -78,20 +81,28 @@ log = logging.getLogger("coordinator.assignor_worker")
 
 FRAME_HEADER = struct.Struct(">I")
 
-CHUNK_ENTRIES = 20_000
-"""Most (member, topic) entries per message: pickling or unpickling one takes ~3-5 ms."""
+CHUNK_ENTRIES = 5_000
+"""Most (member, topic) entries per message: pickling or unpickling one (a single C call that
+holds the interpreter lock) takes ~1-2 ms."""
 
-Named = list[tuple[str, tuple[int, ...]]]
+COMMAND = [sys.executable, "-m", "coordinator.assignor_worker"]
+"""How the worker process is started."""
+
+GIVE_UP_AFTER = 3
+"""Workers dying in a row, none having computed anything, after which the runtime computes in
+its assignor thread instead (a worker that cannot start would otherwise be started again at
+every computation)."""
+
+NICENESS = 5
+"""How much lower the worker's CPU priority is than the server's (`os.nice`)."""
+
+Named = tuple[tuple[str, tuple[int, ...]], ...]
 
 _first = itemgetter(0)
 
 
 def _weight_of_target(assignment: Assignment | None) -> int:
     return 1 + (len(assignment) if assignment else 0)
-
-
-def _weight_of_member(member: MemberInputs) -> int:
-    return 1 + len(member.topic_names)
 
 
 # ============================================================================ the child process
@@ -139,6 +150,7 @@ class _GroupCopy:
     members: dict[str, MemberInputs] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
     run: _Incremental = field(default_factory=_Incremental)
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
     def delta(
         self,
@@ -151,8 +163,12 @@ class _GroupCopy:
             self.metadata = metadata
         for member_id in removed:
             self.members.pop(member_id, None)
+        shared = self.subscriptions
         for member in upserts:
-            self.members[member.member_id] = member
+            # one tuple per distinct subscription, not one per member (their names arrive as
+            # separate strings: ~60 MB at 10,000 members x 100 topics)
+            names = shared.setdefault(member.topic_names, member.topic_names)
+            self.members[member.member_id] = member._replace(topic_names=names)
         for member_id, assignment in targets.items():
             if assignment is None:
                 self.targets.pop(member_id, None)
@@ -220,6 +236,10 @@ def _peak_rss() -> int:
 
 def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
     """The worker's loop: messages in until the input ends."""
+    with contextlib.suppress(OSError):
+        # Below the server's loop for the CPU: on a busy machine the loop answering heartbeats
+        # runs first and a target lands later, rather than the reverse.
+        os.nice(NICENESS)
     groups: dict[str, _GroupCopy] = {}
     while (frame := _read_frame(inbound)) is not None:
         message = pickle.loads(frame)
@@ -257,6 +277,8 @@ class _Mirror:
     metadata: TopicMetadata | None = None
     members: dict[str, MemberInputs] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
+    #: one tuple per distinct subscription sent
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -295,6 +317,7 @@ def _deltas(
     chunk: dict[str, Assignment | None] = {}
     weight = 0
     first = True
+    pickled: set[int] = set()  # subscriptions in this message: the pickle holds each once
 
     def flush() -> tuple[Any, ...]:
         nonlocal members, chunk, weight, first
@@ -307,11 +330,15 @@ def _deltas(
             chunk,
         )
         members, chunk, weight, first = [], {}, 0, False
+        pickled.clear()
         return message
 
     for member in upserts:
         members.append(member)
-        weight += _weight_of_member(member)
+        weight += 1
+        if id(member.topic_names) not in pickled:
+            pickled.add(id(member.topic_names))
+            weight += len(member.topic_names)
         if weight >= CHUNK_ENTRIES:
             yield flush()
     for member_id, assignment in targets.items():
@@ -336,21 +363,29 @@ class AssignorWorker:
         self._mirrors: dict[str, _Mirror] = {}
         self._jobs: dict[int, _Job] = {}
         self._stats: dict[int, asyncio.Future[int]] = {}
-        #: group -> member id -> (assignment, its named form): the receiving thread's cache of
-        #: the target event's pieces, valid for the very assignment object it was made from.
-        self._named: dict[str, dict[str, tuple[Assignment, Named]]] = {}
+        #: group -> (member id -> assignment, member id -> its named form): the receiving
+        #: thread's cache of the target event's pieces, valid for the very assignment object
+        #: each was made from (members gone stay until the group is forgotten).
+        self._named: dict[str, tuple[dict[str, Assignment], dict[str, Named]]] = {}
         self._threads: list[threading.Thread] = []
+        #: workers that died in a row, none having computed anything
+        self._deaths = 0
         self._next_job = 0
         self._closed = False
 
     # -- process --------------------------------------------------------------------------
     def _start(self) -> None:
+        # the worker imports the very code this process runs, wherever that is
+        source = str(Path(__file__).resolve().parents[1])
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
         self._process = process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.assignor_worker"],
+            COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,  # signals for the server's process group stay there
+            env=env,
         )
         self._mirrors.clear()  # a new worker holds nothing
         frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
@@ -396,31 +431,33 @@ class AssignorWorker:
             with contextlib.suppress(RuntimeError):  # the loop is closed
                 call(self._died, process)
 
-    def _by_name(self, job: _Job) -> dict[str, Named]:
+    def _by_name(self, job: _Job) -> dict[str, Sequence[tuple[str, tuple[int, ...]]]]:
         """The whole target by topic name (the event's), as `compute_target` gives it: every
-        member in id order; a member's named form is made again only if its assignment
-        changed (by identity)."""
+        member in id order. A member's named form is made again only if its assignment is not
+        the object it was made from; the rest are C-level passes (a few ms at 10,000 members,
+        where a Python step per member held the interpreter lock for 10-35 ms)."""
         inputs, changed = job.inputs, job.changed
-        forms = PairForms(inputs.metadata)
-        cache = self._named.setdefault(inputs.group_id, {})
-        by_name: dict[str, Named] = {}
-        targets = inputs.targets
-        for member_id in sorted(m.member_id for m in inputs.members):
-            assignment = changed.get(member_id)
-            if assignment is None:
-                assignment = targets.get(member_id, ())
-            cached = cache.get(member_id)
-            if cached is not None and cached[0] is assignment:
-                by_name[member_id] = cached[1]
-                continue
-            named = by_name[member_id] = forms.named(assignment)
-            cache[member_id] = (assignment, named)
-        return by_name
+        made, named = self._named.setdefault(inputs.group_id, ({}, {}))
+        ids = sorted(map(_first, inputs.members))
+        now = dict(inputs.targets)
+        now.update(changed)
+        assignments = list(map(now.get, ids, repeat(())))
+        stale = list(compress(ids, map(is_not, map(made.get, ids), assignments)))
+        if stale:
+            forms = PairForms(inputs.metadata)
+            for member_id in stale:
+                assignment = now.get(member_id, ())
+                made[member_id] = assignment
+                # a tuple: once the collector has seen that its items are all atomic it stops
+                # tracking it, so a full collection does not walk a million cached pairs
+                named[member_id] = tuple(forms.named(assignment))
+        return dict(zip(ids, map(named.__getitem__, ids), strict=True))
 
     def _computed(self, job_id: int, computed: ComputedTarget) -> None:
         job = self._jobs.pop(job_id, None)
         if job is None:
             return
+        self._deaths = 0
         mirror = self._mirrors.get(job.inputs.group_id)
         if mirror is not None:  # the worker keeps the targets it computed
             mirror.targets.update(computed.changed)
@@ -448,6 +485,7 @@ class AssignorWorker:
             process.wait(),
         )
         self._process = None
+        self._deaths += 1
         self._mirrors.clear()
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
@@ -470,6 +508,12 @@ class AssignorWorker:
             await asyncio.to_thread(process.wait)
         for thread in self._threads:  # both end with the worker's pipes
             await asyncio.to_thread(thread.join)
+
+    @property
+    def broken(self) -> bool:
+        """True once `GIVE_UP_AFTER` workers in a row died without computing anything (one
+        that cannot start, or crashes on every group): the runtime stops using it."""
+        return self._deaths >= GIVE_UP_AFTER
 
     # -- computations ---------------------------------------------------------------------
     def compute(
@@ -503,6 +547,15 @@ class AssignorWorker:
         upserts = list(compress(members, map(ne, map(known.get, ids), members)))
         for member in upserts:
             known[member.member_id] = member
+        if upserts:
+            # Equal subscriptions sent as one tuple: members usually share one, but each holds
+            # its own copy (decoded from its own request), and a group's first delta would
+            # otherwise carry 10,000 x 100 topic names.
+            shared = mirror.subscriptions
+            upserts = [
+                m._replace(topic_names=shared.setdefault(m.topic_names, m.topic_names))
+                for m in upserts
+            ]
         order: list[str] | None = None
         if list(known) != ids:
             order = ids  # a member left and came back: its place moved
@@ -528,6 +581,12 @@ class AssignorWorker:
         self._named.pop(group_id, None)
         if self._mirrors.pop(group_id, None) is not None and self._process is not None:
             self._frames.put(_frame(("forget", group_id)))
+
+    def keep_only(self, alive: Callable[[str], bool]) -> None:
+        """Forget every group held for which `alive` is false (the runtime calls it before each
+        computation: a deleted or unloaded group's copy goes at the next one)."""
+        for group_id in [g for g in self._mirrors if not alive(g)]:
+            self.forget(group_id)
 
     async def peak_rss(self) -> int:
         """The worker's peak resident set so far, in bytes (0: no worker running)."""

@@ -250,8 +250,15 @@ class GroupRuntime:
             if self._assignor_in == "process":
                 if self._worker is None:
                     self._worker = AssignorWorker(self._running_loop())
-                self._worker.compute(inputs, self._worker_done)
-                continue
+                try:
+                    if self._worker.broken:
+                        raise OSError("it died at every computation")
+                    self._worker.keep_only(lambda group_id: self.core.group(group_id) is not None)
+                    self._worker.compute(inputs, self._worker_done)
+                    continue
+                except OSError as exc:
+                    log.error("assignor worker process unusable (%s): using a thread", exc)
+                    self._assignor_in = "thread"
             if self._assignor is None:
                 self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
             work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from dataclasses import replace
 
 import pytest
@@ -119,6 +120,14 @@ def join(member: str) -> ConsumerGroupHeartbeat:
     )  # fmt: skip
 
 
+def same(computed: ComputedTarget | None, inline: ComputedTarget) -> bool:
+    """The worker's target is the inline one (its named forms are tuples, not lists)."""
+    return computed is not None and (
+        computed.changed,
+        {m: list(named) for m, named in computed.by_name.items()},
+    ) == (inline.changed, inline.by_name)
+
+
 async def computed_by(worker: AssignorWorker, inputs: TargetInputs) -> ComputedTarget | None:
     done: asyncio.Future[ComputedTarget | None] = asyncio.get_running_loop().create_future()
     worker.compute(inputs, lambda _, computed: done.set_result(computed))
@@ -139,15 +148,19 @@ async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
             for _ in range(12):
                 inputs = group.inputs()
                 computed = await computed_by(worker, inputs)
-                assert computed == compute_target(inputs), (seed, inputs.group_epoch)
+                inline = compute_target(inputs)
+                assert computed is not None
+                assert computed.changed == inline.changed, (seed, inputs.group_epoch)
+                assert {m: list(named) for m, named in computed.by_name.items()} == inline.by_name
+                assert list(computed.by_name) == list(inline.by_name)  # in member id order
                 # what the worker holds, members in the group's order (a member that left and
                 # came back is last)
                 assert list(worker._mirrors["g"].members) == list(group.members)
-                assert computed is not None
                 if rng.random() < 0.7:  # else superseded: the group keeps its targets
                     group.apply(computed)
                 group.change()
-            worker.forget("g")
+            worker.keep_only(lambda group_id: group_id != "g")  # the group was deleted
+            assert worker._mirrors == {}
     finally:
         await worker.close()
 
@@ -158,7 +171,7 @@ async def test_a_failed_computation_and_a_dead_worker_are_reported_and_recovered
         group = Group(random.Random(7), "uniform")
         inputs = group.inputs()
         assert await computed_by(worker, replace(inputs, assignor="no-such-assignor")) is None
-        assert await computed_by(worker, inputs) == compute_target(inputs)
+        assert same(await computed_by(worker, inputs), compute_target(inputs))
         process = worker._process
         assert process is not None
         process.kill()
@@ -169,7 +182,7 @@ async def test_a_failed_computation_and_a_dead_worker_are_reported_and_recovered
         assert worker._process is None  # its death was noticed
         group.change()
         again = group.inputs()  # a new worker, sent the whole group
-        assert await computed_by(worker, again) == compute_target(again)
+        assert same(await computed_by(worker, again), compute_target(again))
     finally:
         await worker.close()
 
@@ -192,6 +205,31 @@ async def test_the_runtime_applies_the_worker_processs_target(
                 break
             await asyncio.sleep(0.01)
         assert group.target_epoch == 2 and runtime.assignor_worker is not None
+        assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
+    finally:
+        await runtime.close()
+
+
+async def test_a_worker_that_cannot_run_is_given_up_for_the_assignor_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
+    monkeypatch.setattr(assignor_worker, "COMMAND", [sys.executable, "-c", "raise SystemExit(3)"])
+    config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
+    await runtime.start()
+    try:
+        runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
+        for member in ("m1", "m2"):
+            await runtime.submit(join(member))
+        group = runtime.core.group("g")
+        assert isinstance(group, ConsumerGroup)
+        for _ in range(1000):
+            if group.target_epoch == 2:
+                break
+            await asyncio.sleep(0.01)
+        # three workers died at once; the target was computed in the thread instead
+        assert runtime.assignor_worker is not None and runtime.assignor_worker.broken
         assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
     finally:
         await runtime.close()

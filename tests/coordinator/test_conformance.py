@@ -21,7 +21,7 @@ from rebalance import ErrorCode
 from rebalance.classic import expiry, join, liveness, rebalance
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import join_reply
-from rebalance.consumer_group import membership
+from rebalance.consumer_group import membership, migration
 from rebalance.effects import Reply, Result
 from rebalance.offsets import Offsets
 from rebalance.replies import JoinGroupReply
@@ -98,7 +98,17 @@ async def test_unchecked_member_epochs_fail_the_kip848_epoch_rule(
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
     found = by_status(await run_scenarios(broker, select("consumer.")))
     assert found["failed"] == {"consumer.epoch_ahead_fenced"}
-    assert len(found["passed"]) == 7 and not found["skipped"]
+    assert len(found["passed"]) == 9 and not found["skipped"]
+
+
+async def test_no_online_migration_fails_the_migration_rules(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A coordinator that never converts a group with members (every policy as `disabled`)."""
+    monkeypatch.setattr(migration, "upgrade_allowed", lambda *args: False)
+    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    found = by_status(await run_scenarios(broker, select("consumer.migration")))
+    assert found["failed"] == {"consumer.migration_upgrade", "consumer.migration_downgrade"}
 
 
 def told_to_assign(

@@ -54,16 +54,18 @@ def _topic_partitions(entries: Column) -> Column:
 
 
 def _measurable(assignments: Column) -> Column:
-    """Moves can be counted only from consumer-protocol assignments (no null member entry)."""
-    return assignments.isNotNull() & F.forall(F.map_values(assignments), lambda v: v.isNotNull())
+    """Moves can be counted only from consumer-protocol assignments (no null member entry).
+
+    `flatten` is null exactly when one of the arrays it joins is: the test needs no lambda
+    (Spark evaluates higher-order functions in the interpreter, outside the generated code).
+    """
+    return F.flatten(F.map_values(assignments)).isNotNull()
 
 
 def _partition_count(assignments: Column) -> Column:
-    return F.aggregate(
-        F.map_values(assignments),
-        F.lit(0),
-        lambda total, entries: total + F.coalesce(F.size(_topic_partitions(entries)), F.lit(0)),
-    )
+    """The partitions of a measurable assignments map (entries of valid events have a topic and
+    a partition list), counted without building them: the lengths of every entry's list."""
+    return F.size(F.flatten(F.flatten(F.map_values(assignments))["partitions"]))
 
 
 def _owner_claims(assignments: Column) -> Column:
@@ -111,7 +113,7 @@ def partitions_moved(before: Column, after: Column) -> Column:
     moved = F.size(F.array_distinct(F.transform(F.array_except(new, old), _claimed_partition)))
     # Many rebalances hand out exactly what members had (a member restarts, rejoins): identical
     # sorted entries prove nothing moved without building a claim per partition.
-    unchanged = F.array_sort(F.map_entries(before)) == F.array_sort(F.map_entries(after))
+    unchanged = F.sort_array(F.map_entries(before)) == F.sort_array(F.map_entries(after))
     return F.when(unchanged, F.lit(0)).otherwise(moved)
 
 

@@ -43,11 +43,9 @@ def partitions_of(entries: Column) -> Column:
             ),
         )
     )
-    return F.array_sort(F.array_distinct(flat)).cast(f"array<{PARTITION}>")
-
-
-def _measurable(assignment: Column) -> Column:
-    return assignment.isNotNull() & F.forall(F.map_values(assignment), lambda v: v.isNotNull())
+    # `sort_array`, not `array_sort`: the same order for these non-null structs, compared in
+    # generated code instead of through an interpreted comparator lambda.
+    return F.sort_array(F.array_distinct(flat)).cast(f"array<{PARTITION}>")
 
 
 NOTE_TYPES = ("member_joined", "member_left", "member_expired")
@@ -78,7 +76,11 @@ def member_notes(events: DataFrame) -> DataFrame:
 def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
     """The `ownership` table (columns in docs/analytics.md) of the classic groups."""
     outcome = F.col("outcome")
-    revokes = ~is_cooperative(F.col("protocol")) | outcome.isin("completed", "empty")
+    cooperative = is_cooperative(F.col("protocol"))
+    revokes = ~cooperative | outcome.isin("completed", "empty")
+    # An episode's assignment is measurable exactly when the episodes job counted its
+    # partitions (`partitions_assigned` is null otherwise): no test of every member's entry here.
+    measurable = F.col("partitions_assigned").isNotNull()
     # The first revoking episode after each one. The window runs backwards over the later
     # episodes so that its frame only grows: Spark recomputes a shrinking frame (current row to
     # unbounded following) from scratch for every row, quadratic in a group's episodes.
@@ -87,8 +89,16 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         .orderBy(F.col("episode").desc())
         .rowsBetween(Window.unboundedPreceding, -1)
     )
+    # The window carries the next episode's assignment only when its members keep something
+    # through it (a completed cooperative rebalance): an eager group's maps stay out of it.
     revoking = F.struct(
-        "episode", "start_ts", "end_ts", "trigger", "outcome", "protocol", "assignment"
+        "episode",
+        "start_ts",
+        "end_ts",
+        "trigger",
+        F.when((outcome == "completed") & cooperative & measurable, F.col("assignment")).alias(
+            "keeps_from"
+        ),
     )
     holders = (
         episodes.where(F.col("group_type") == CLASSIC_GROUP_TYPE)
@@ -98,9 +108,10 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
             "outcome",
             "end_ts",
             "assignment",
+            "partitions_assigned",
             F.last(F.when(revokes, revoking), ignorenulls=True).over(later).alias("next"),
         )
-        .where((outcome == "completed") & _measurable(F.col("assignment")))
+        .where((outcome == "completed") & measurable)
         .select(
             "group",
             "episode",
@@ -128,13 +139,9 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         nxt["trigger"].alias("ended_by"),
         F.lit(False).alias("kept"),
     )
-    keeps = (
-        (nxt["outcome"] == "completed")
-        & is_cooperative(nxt["protocol"])
-        & _measurable(nxt["assignment"])
-    )
+    keeps = nxt["keeps_from"].isNotNull()
     kept = F.struct(
-        F.array_intersect("partitions", partitions_of(nxt["assignment"][F.col("member")])).alias(
+        F.array_intersect("partitions", partitions_of(nxt["keeps_from"][F.col("member")])).alias(
             "partitions"
         ),
         nxt["start_ts"].alias("start_ts"),

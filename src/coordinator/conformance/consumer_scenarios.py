@@ -9,14 +9,23 @@ default from 4.0), and a topic they create. No scenario here waits on a timer.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from assignors.consumer_protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from coordinator.conformance.broker import (
     CONSUMER_GROUP_HEARTBEAT,
     CREATE_TOPICS,
     OFFSET_COMMIT,
+    Member,
 )
 from coordinator.conformance.scenarios import (
     Context,
@@ -237,3 +246,99 @@ async def stale_epoch_commit(ctx: Context) -> None:
 
     expect(await commit(m.epoch - 1), "stale_member_epoch", "a commit at the previous epoch")
     expect(await commit(m.epoch), "none", "a commit at the member's epoch")
+
+
+# -- online migration (group.consumer.migration.policy, Kafka 4.0 default: bidirectional) ------
+MIGRATION_PLAN = ((0, 1), (2,))  # the classic leader's range assignment of the three partitions
+
+
+async def classic_formed(ctx: Context, topic: str) -> list[tuple[Member, frozenset[int]]]:
+    """Two classic consumers of `topic` (ConsumerProtocol v0 metadata, "range"), joined in one
+    round and synced with `MIGRATION_PLAN`; the leader first, each with its partitions."""
+    protocols = (("range", encode_subscription(Subscription((topic,)), 0)),)
+    session_ms = ctx.session_ms * 3
+    members = [await ctx.member() for _ in range(2)]
+    for m in members:  # v4+: take the id the coordinator hands out first
+        await m.join(session_ms=session_ms, protocols=protocols)
+    replies = await asyncio.gather(
+        *(m.join(session_ms=session_ms, protocols=protocols) for m in members)
+    )
+    for reply in replies:
+        expect(error_name(reply.error_code), "none", "JoinGroup of the classic group")
+    members.sort(key=lambda m: m.member_id != replies[0].leader)
+    plan = {
+        m.member_id: encode_assignment(Assignment(tuple((topic, p) for p in ps)))
+        for m, ps in zip(members, MIGRATION_PLAN, strict=True)
+    }
+    synced = await asyncio.gather(members[0].sync(plan), members[1].sync())
+    for reply in synced:
+        expect(error_name(reply.error_code), "none", "SyncGroup of the classic group")
+    return [(m, frozenset(ps)) for m, ps in zip(members, MIGRATION_PLAN, strict=True)]
+
+
+def assigned(reply: Any) -> frozenset[int]:
+    if not reply.assignment:
+        return frozenset()
+    return frozenset(p for _, p in decode_assignment(bytes(reply.assignment)).partitions)
+
+
+async def upgraded(ctx: Context) -> tuple[ConsumerMember, list[tuple[Member, frozenset[int]]]]:
+    """A classic group with members, joined by a KIP-848 consumer: the group converts."""
+    modern = await consumer(ctx)
+    classic = await classic_formed(ctx, modern.topic)
+    joined = await modern.heartbeat(JOIN_EPOCH)
+    expect(error_name(joined.error_code), "none", "the KIP-848 join to the classic group")
+    return modern, classic
+
+
+@scenario(
+    "consumer.migration_upgrade",
+    rule="§7 online migration: a KIP-848 member joining a classic group with members converts "
+    "it (policy upgrade or bidirectional); the classic members stay, keep the partitions they "
+    "were assigned, and are told to rejoin",
+    kafka="NONE for the ConsumerGroupHeartbeat; REBALANCE_IN_PROGRESS for the classic members' "
+    "heartbeats; their JoinGroup answered at once (no leader), their SyncGroup NONE with a part "
+    "of what they had (Kafka 3.8+, default policy bidirectional from 4.0)",
+    assumes=KIP848,
+)
+async def migration_upgrade(ctx: Context) -> None:
+    _, classic = await upgraded(ctx)
+    await rejoined(ctx, classic)
+
+
+async def rejoined(ctx: Context, classic: list[tuple[Member, frozenset[int]]]) -> None:
+    """Each classic member is told to rejoin, rejoins (answered at once, no leader) and syncs,
+    keeping a part of what it had."""
+    protocols = (("range", encode_subscription(Subscription((f"{ctx.group_id}-t",)), 0)),)
+    for m, owned in classic:
+        expect(error_name(await m.heartbeat()), "rebalance_in_progress", "a classic heartbeat")
+        again = await m.join(session_ms=ctx.session_ms * 3, protocols=protocols)
+        expect((error_name(again.error_code), again.leader), ("none", ""), "its rejoin")
+        synced = await m.sync()
+        expect(error_name(synced.error_code), "none", "its SyncGroup")
+        expect(assigned(synced) <= owned, True, "it keeps a part of what it had")
+
+
+@scenario(
+    "consumer.migration_downgrade",
+    rule="§7 online migration: when the last KIP-848 member of a group of classic members "
+    "leaves, the group becomes a classic group again (policy downgrade or bidirectional) and "
+    "rebalances",
+    kafka="NONE for the leave; REBALANCE_IN_PROGRESS for a classic member's heartbeat (at the "
+    "generation it rejoined the consumer group with); "
+    "DescribeGroups shows a classic group (protocol type consumer) in PreparingRebalance",
+    assumes=KIP848,
+)
+async def migration_downgrade(ctx: Context) -> None:
+    modern, classic = await upgraded(ctx)
+    await rejoined(ctx, classic)
+    left = await modern.heartbeat(LEAVE_EPOCH)
+    expect(error_name(left.error_code), "none", "the last KIP-848 member's leave")
+    member, _ = classic[0]
+    expect(error_name(await member.heartbeat()), "rebalance_in_progress", "a classic heartbeat")
+    described = await member.describe()
+    expect(
+        (error_name(described.error_code), described.group_state, described.protocol_type),
+        ("none", "PreparingRebalance", "consumer"),
+        "DescribeGroups of the group",
+    )

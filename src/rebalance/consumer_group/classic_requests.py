@@ -12,7 +12,9 @@ the consumer group (`GroupMetadataManager.classicGroup*ToConsumerGroup`):
   trip), its subscription is read from its ConsumerProtocol metadata, the group epoch bumps if
   it is new or its subscription changed, and it reconciles one step towards its target with the
   partitions its metadata says it owns. The answer comes at once: generation = its member epoch,
-  no leader (nobody assigns: the server does), so the client follows with SyncGroup.
+  no leader (nobody assigns: the server does), so the client follows with SyncGroup. A static
+  member's instance id rejoining by JoinGroup replaces it (its partitions kept); if it was the
+  group's last KIP-848 member, the group becomes a classic group there and then (`migration`).
 * SyncGroup from a classic member returns its current assignment as ConsumerProtocol bytes, or
   REBALANCE_IN_PROGRESS when the group epoch moved past its epoch (it must rejoin first).
 * Heartbeat from a classic member answers REBALANCE_IN_PROGRESS when it has something to do:
@@ -32,6 +34,7 @@ from collections.abc import Hashable
 
 from assignors.consumer_protocol import ConsumerProtocolError, Subscription, decode_subscription
 from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.consumer_group import migration
 from rebalance.consumer_group.departure import remove
 from rebalance.consumer_group.epochs import maybe_bump, reconcile
 from rebalance.consumer_group.group import (
@@ -139,7 +142,9 @@ def join(
     member_id = cmd.member_id or str(state.rng.uuid4())
     result = Result()
     trigger: ConsumerTrigger | None = None
+    downgrade = False
     if holder is not None and holder != member_id:
+        downgrade = migration.downgrade_allowed_replacing(state, group, holder)
         _replace(state, result, group, group.members[holder], member_id, now_ms)
     member = group.members.get(member_id) or ConsumerMember(member_id)
     if member_id not in group.members:
@@ -169,27 +174,30 @@ def join(
     maybe_bump(state, metadata, result, group, trigger, now_ms, check_metadata=trigger is not None)
     owned = to_ids(subscription.owned_partitions, metadata)
     reconcile(state, result, group, member, owned, now_ms)
-    state.cancel(result, _join_key(group.group_id, member_id))
-    state.schedule(
-        result,
-        consumer_session_key(group.group_id, member_id),
-        now_ms + cmd.session_timeout_ms,
-    )
-    state.schedule(
-        result, _sync_key(group.group_id, member_id), now_ms + member.rebalance_timeout_ms
-    )
     assert member.classic is not None
-    result.reply(
-        token,
-        JoinGroupReply(
-            ErrorCode.NONE,
-            generation_id=member.member_epoch,
-            protocol_type=CONSUMER_PROTOCOL_TYPE,
-            protocol_name=member.classic.protocols[0][0],
-            leader="",  # nobody assigns: the server does; the member follows with SyncGroup
-            member_id=member_id,
-        ),
+    reply = JoinGroupReply(
+        ErrorCode.NONE,
+        generation_id=member.member_epoch,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
+        protocol_name=member.classic.protocols[0][0],
+        leader="",  # nobody assigns: the server does; the member follows with SyncGroup
+        member_id=member_id,
     )
+    if downgrade:
+        # The last KIP-848 member was a static member this classic one replaced: the group is
+        # classic again, the new member in its place with its assignment, and no rebalance.
+        migration.to_classic(state, metadata, result, group, now_ms, rebalance=False)
+    else:
+        state.cancel(result, _join_key(group.group_id, member_id))
+        state.schedule(
+            result,
+            consumer_session_key(group.group_id, member_id),
+            now_ms + cmd.session_timeout_ms,
+        )
+        state.schedule(
+            result, _sync_key(group.group_id, member_id), now_ms + member.rebalance_timeout_ms
+        )
+    result.reply(token, reply)
     return result
 
 

@@ -19,7 +19,8 @@ time, and back:
   classic group, if the policy allows a downgrade (`downgrade`, `bidirectional`) and the
   remaining members are no more than `group.max.size`: each keeps its target assignment, the
   generation is the group epoch, and a rebalance starts at once (the members learn it from
-  their next heartbeat, REBALANCE_IN_PROGRESS).
+  their next heartbeat, REBALANCE_IN_PROGRESS). Likewise, without a rebalance, when a classic
+  JoinGroup replaces the group's last KIP-848 member, a static one, by its instance id.
 
 Both conversions are records, written in an order replay turns into the same group: the new
 type's records come first for an upgrade (the first converts the classic group in place, its
@@ -87,7 +88,6 @@ from rebalance.timers import (
 #: The ConsumerProtocol versions an assignment can be written in.
 _HIGHEST_ASSIGNMENT_VERSION = 3
 
-_REBALANCING_JOIN = JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 _REBALANCING_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 
 
@@ -150,7 +150,10 @@ def to_consumer(
     # Answer what the classic group holds parked: those members rejoin the consumer group.
     for member in classic.members.values():
         if member.join_token is not None:
-            result.reply(member.join_token, _REBALANCING_JOIN)
+            rebalancing = JoinGroupReply(
+                ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id
+            )
+            result.reply(member.join_token, rebalancing)
             member.join_token = None
         if member.sync_token is not None:
             result.reply(member.sync_token, _REBALANCING_SYNC)
@@ -251,6 +254,22 @@ def downgrade_allowed(state: CoordinatorState, group: ConsumerGroup, leaving: st
         and all(m.classic is not None for m in others)
         and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
         and len(others) <= state.config.group_max_size
+        and _common_protocols(others)
+    )
+
+
+def downgrade_allowed_replacing(
+    state: CoordinatorState, group: ConsumerGroup, replaced: str
+) -> bool:
+    """Kafka's `validateOnlineDowngradeWithReplacedMemberId`: a classic JoinGroup replaces the
+    static member `replaced`, the group's last KIP-848 member; the policy allows a downgrade
+    and the members fit a classic group."""
+    others = [m for m_id, m in group.members.items() if m_id != replaced]
+    return (
+        group.members[replaced].classic is None
+        and all(m.classic is not None for m in others)
+        and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
+        and len(group.members) <= state.config.group_max_size
     )
 
 
@@ -260,10 +279,13 @@ def to_classic(
     result: Result,
     group: ConsumerGroup,
     now_ms: int,
+    *,
+    rebalance: bool = True,
 ) -> Group:
     """Convert `group`, whose members all use the classic protocol now that its last KIP-848
-    member was removed, into a classic group (Kafka's `convertToClassicGroup` and
-    `ClassicGroup.fromConsumerGroup`), then start a rebalance in it."""
+    member was removed (or replaced by a classic static member), into a classic group (Kafka's
+    `convertToClassicGroup` and `ClassicGroup.fromConsumerGroup`); then, unless the last
+    KIP-848 member was replaced rather than removed, start a rebalance in it."""
     group_id = group.group_id
     staying = list(group.members.values())
     protocol = _select_protocol(staying)
@@ -308,8 +330,19 @@ def to_classic(
         )
     classic.generation_members = len(classic.members)
     assert classic.state is GroupState.STABLE
-    prepare_rebalance(state, result, classic, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT)
+    if rebalance:
+        prepare_rebalance(
+            state, result, classic, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT
+        )
     return classic
+
+
+def _common_protocols(members: list[ConsumerMember]) -> bool:
+    """Whether the classic members share a protocol, as a classic group's members must. They
+    always do (a classic member is admitted only with a protocol every classic member has);
+    checked so that a conversion never starts that could not finish."""
+    names = [{name for name, _ in m.classic.protocols} for m in members if m.classic]
+    return len(names) == len(members) and bool(set.intersection(*names))
 
 
 def _select_protocol(members: list[ConsumerMember]) -> str:

@@ -13,7 +13,7 @@ target is passed as what it owns, so the sticky `uniform` assignor moves as litt
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -73,7 +73,8 @@ class ComputedTarget:
     name (the `target_assignment` event's `assignments`)."""
 
     changed: dict[str, Assignment]
-    by_name: dict[str, list[tuple[str, tuple[int, ...]]]]
+    #: (a list per member here; tuples from the worker process, which keeps them)
+    by_name: dict[str, Sequence[tuple[str, tuple[int, ...]]]]
 
 
 def target_inputs(
@@ -159,7 +160,7 @@ def compute_target(
         instance_ids={m.member_id: m.instance_id for m in inputs.members if m.instance_id},
     )
     changed: dict[str, Assignment] = {}
-    by_name: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+    by_name: dict[str, Sequence[tuple[str, tuple[int, ...]]]] = {}
     for member_id in sorted(result):
         pairs = result[member_id]
         if member_id not in intact or pairs != owned[member_id]:
