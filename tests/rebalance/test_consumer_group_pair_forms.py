@@ -3,9 +3,11 @@ including targets naming topics deleted or shrunk since."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rebalance.consumer_group import pair_forms
 from rebalance.consumer_group.group import TopicInfo, TopicMetadata, freeze
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
@@ -73,3 +75,19 @@ def test_a_records_target_becomes_the_assignors_owned_pairs(targets: list[Assign
         )
         assert owned == expected
         assert complete == (len(expected) == sum(len(ps) for _, ps in target))
+
+
+def test_shared_entries_are_rebuilt_when_over_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over `ENTRY_BUDGET` the oldest topics' entries are dropped and rebuilt on demand; a
+    conversion's results do not change."""
+    monkeypatch.setattr(pair_forms, "ENTRY_BUDGET", 6)
+    monkeypatch.setattr(pair_forms, "_entries", {})
+    monkeypatch.setattr(pair_forms, "_held", 0)
+    pairs = [("apple", 3), ("berry", 1), ("cherry", 4)]
+    for _ in range(3):  # each conversion needs more entries than the budget keeps
+        forms = PairForms(METADATA)
+        assignment = forms.assignment(pairs)
+        assert assignment == plain_assignment(pairs)
+        assert forms.named(assignment) == [(NAMES[t], ps) for t, ps in assignment]
+        assert pair_forms._held <= 6
+    assert pair_forms.topic_entries("big", 9) == tuple(("big", (p,)) for p in range(9))
