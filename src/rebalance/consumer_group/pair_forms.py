@@ -33,12 +33,12 @@ _second = itemgetter(1)
 #: A C-level function giving a sequence's items in another order (`itemgetter(*order)`).
 Reorder = Callable[[Sequence[Any]], Sequence[Any]]
 
-#: A record's or the event's entry for one partition of a topic: (topic id or name, (p,)).
+#: An entry of a record's or the event's assignment: (topic id or name, partitions).
 Entry = tuple[str, tuple[int, ...]]
 
 ENTRY_BUDGET = 2_000_000
 """Most entries the shared tables keep (about 64 bytes each with their table's slot, so about
-130 MB at most): a 1M-partition group's records and event forms, both."""
+130 MB at most): the records of two 1M-partition groups, or of one across a topic's growth."""
 
 #: `_singles[p]` is ``(p,)``, shared by every entry of partition `p`. Replaced, never extended
 #: in place, so a thread reading the old list is not disturbed.
@@ -49,17 +49,17 @@ _held = 0
 
 
 def topic_entries(key: str, count: int) -> tuple[Entry, ...]:
-    """Each partition's entry ``(key, (p,))`` of a topic keyed `key` (its id in a record, its
-    name in the event), shared between targets while within `ENTRY_BUDGET`.
+    """Each partition's record entry ``(key, (p,))`` of the topic whose id is `key`, shared
+    between targets while within `ENTRY_BUDGET`.
 
-    A 10,000-member target over a million partitions is a million such entries in each form;
-    built afresh they were a million new tuples per form per target, and the garbage collector's
-    passes over them cost about as much as building them (~0.3 s of a range join). A group's
-    records hold each partition's entry once, so sharing them costs no memory there. Tuples of
-    strings and ints are immutable all the way down: sharing changes no value. The tables are a
-    memo of a pure function of ``(key, count)`` (a topic id and a topic name that are the same
-    string give the same entries), not group state; the oldest go first when over budget, and
-    are rebuilt on demand. Threads may share them: a table is complete before it is published."""
+    A 10,000-member target over a million partitions is a million such entries; built afresh
+    they were a million new tuples per target, and the garbage collector's passes over them cost
+    about as much as building them (a range join moves nearly every member). A group's records
+    hold each partition's entry once, so sharing them costs no memory there. Tuples of strings
+    and ints are immutable all the way down: sharing changes no value. The tables are a memo of
+    a pure function of ``(key, count)``, not group state; the oldest go first when over budget,
+    and are rebuilt on demand. Threads may share them: a table is complete before it is
+    published. (The event's entries are not shared: see `PairForms.converted`.)"""
     global _held, _singles
     table = _entries.get((key, count))
     if table is not None:
@@ -85,18 +85,18 @@ class _Layout:
     """What converting one list of topics costs once, whoever's list it is: members with the
     same subscription hold the same topics, so a 10,000-member group has a handful of them."""
 
-    __slots__ = ("reorder", "tables", "tables_2")
+    __slots__ = ("names", "reorder", "tables")
 
     def __init__(
-        self, reorder: Reorder | None, tables: list[Sequence[Any]], tables_2: list[Sequence[Any]]
+        self, reorder: Reorder | None, tables: list[Sequence[Any]], names: tuple[str, ...] = ()
     ) -> None:
         #: the items of this form in the other form's order (None: the same order)
         self.reorder = reorder
         #: per topic, in the other form's order: what partition `p` becomes there (`owned`: the
-        #: assignor's shared pairs; `assignment`: the record's entries; `named`: the event's)
+        #: assignor's shared pairs; `assignment`: the record's shared entries)
         self.tables = tables
-        #: for `converted`: the event's entries as well
-        self.tables_2 = tables_2
+        #: for `converted`: the topics' names in the record's (id) order
+        self.names = names
 
 
 class _Tables(dict[str, tuple[TopicPartition, ...]]):
@@ -118,7 +118,6 @@ class PairForms:
     __slots__ = (
         "_counts",
         "_ids",
-        "_named_layouts",
         "_names",
         "_owned_layouts",
         "_rank",
@@ -136,10 +135,7 @@ class PairForms:
         self._tables = _Tables(self._names, self._counts)
         #: topic ids of a record's target (one partition each) -> how it becomes owned pairs
         self._owned_layouts: dict[tuple[str, ...], _Layout] = {}
-        #: ... -> how it becomes the event's entries
-        self._named_layouts: dict[tuple[str, ...], _Layout] = {}
         #: topic names of an assignor's result (one partition each) -> how it becomes a record
-        #: and the event's entries
         self._result_layouts: dict[tuple[str, ...], _Layout] = {}
 
     def owned(self, target: Assignment) -> tuple[list[TopicPartition], bool]:
@@ -161,7 +157,7 @@ class PairForms:
         ranks = list(map(self._rank.__getitem__, ids))
         order = sorted(range(len(ranks)), key=ranks.__getitem__)
         tables: list[Sequence[Any]] = [self._tables[ids[n]] for n in order]
-        layout = self._owned_layouts[ids] = _Layout(_reorder(order), tables, [])
+        layout = self._owned_layouts[ids] = _Layout(_reorder(order), tables)
         return layout
 
     def _owned_slowly(self, target: Assignment) -> tuple[list[TopicPartition], bool]:
@@ -190,11 +186,11 @@ class PairForms:
             assignment = self._assignment_slowly(pairs)
             return assignment, self.named(assignment)
         ordered = pairs if layout.reorder is None else layout.reorder(pairs)
-        partitions = list(map(_second, ordered))
-        return (
-            tuple(map(getitem, layout.tables, partitions)),
-            list(map(getitem, layout.tables_2, partitions)),
-        )
+        assignment = tuple(map(getitem, layout.tables, map(_second, ordered)))
+        # The event's entries are new tuples, not shared ones: `marshal` (the event log's
+        # hand-over) keeps a table of every object referenced more than once, and a million
+        # shared entries made it 4-10x slower (0.6 s on the loop). Their (p,) are shared.
+        return assignment, list(zip(layout.names, map(_second, assignment), strict=True))
 
     def _result_layout(self, pairs: list[TopicPartition]) -> _Layout | None:
         """The layout of an assignor's result naming each topic once (None: some topic has
@@ -204,14 +200,12 @@ class PairForms:
         if layout is None and len(set(names)) == len(names):
             ids = list(map(self._ids.__getitem__, names))
             order = sorted(range(len(ids)), key=ids.__getitem__)
-            counts = [self._counts[ids[n]] for n in order]
             records: list[Sequence[Any]] = [
-                topic_entries(ids[n], c) for n, c in zip(order, counts, strict=True)
+                topic_entries(ids[n], self._counts[ids[n]]) for n in order
             ]
-            events: list[Sequence[Any]] = [
-                topic_entries(names[n], c) for n, c in zip(order, counts, strict=True)
-            ]
-            layout = self._result_layouts[names] = _Layout(_reorder(order), records, events)
+            layout = self._result_layouts[names] = _Layout(
+                _reorder(order), records, tuple(names[n] for n in order)
+            )
         return layout
 
     def _assignment_slowly(self, pairs: list[TopicPartition]) -> Assignment:
@@ -223,19 +217,6 @@ class PairForms:
 
     def named(self, assignment: Assignment) -> list[Entry]:
         """A record's assignment as the target event shows it: (topic name, partitions) in
-        topic-id order."""
-        try:
-            if set(map(len, map(_second, assignment))) <= {1}:
-                ids = tuple(map(_first, assignment))
-                layout = self._named_layouts.get(ids)
-                if layout is None:
-                    events: list[Sequence[Any]] = [
-                        topic_entries(self._names[t], self._counts[t]) for t in ids
-                    ]
-                    layout = self._named_layouts[ids] = _Layout(None, events, [])
-                partitions = map(_first, map(_second, assignment))
-                return list(map(getitem, layout.tables, partitions))
-        except (KeyError, IndexError):  # not a topic or partition of this snapshot
-            pass
+        topic-id order, sharing the record's partition tuples."""
         names = map(self._names.__getitem__, map(_first, assignment))
         return list(zip(names, map(_second, assignment), strict=True))
