@@ -71,7 +71,14 @@ def run_kafka_python(args: argparse.Namespace) -> None:
 
     consumer.subscribe(args.topic.split(","), listener=Listener())
     while not stop_requested:
-        batch = consumer.poll(timeout_ms=200)
+        # Long polls on purpose: kafka-python 3.0.12 loses a rebalance whose JoinGroup/SyncGroup
+        # round trip is still in flight when poll's timer runs out, if this member is the leader
+        # and the rebalance was started by a metadata change (partitions added): the leader's
+        # assignment already matches the new metadata, so the next poll finds nothing to rejoin
+        # and never applies the finished round (no assignment callback, heartbeats left
+        # disabled until the session expires). The chance is the round trip's share of the poll
+        # timeout; 1 s instead of 200 ms makes it five times smaller. Not fixable from here.
+        batch = consumer.poll(timeout_ms=1000)
         offsets = {}
         for tp, messages in batch.items():
             for m in messages:
