@@ -229,12 +229,14 @@ class GroupRuntime:
             await asyncio.wait([barrier])
 
     # -- effects --------------------------------------------------------------------------
-    def _carry_out(self, result: Result) -> None:
+    def _carry_out(
+        self, result: Result, encode: Callable[[Record], StoredRecord] = record_codec.encode
+    ) -> None:
         self._log_events(result)
         self._carry_out_timers(result)
         self._offload(result)
         if result.records:
-            barrier: asyncio.Future[None] | None = self._enqueue_write(result.records)
+            barrier: asyncio.Future[None] | None = self._enqueue_write(result.records, encode)
         else:
             barrier = self._pending_write()
         if not result.replies:
@@ -264,9 +266,15 @@ class GroupRuntime:
             work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
             work.add_done_callback(functools.partial(self._target_done, inputs))
 
-    def _worker_done(self, inputs: TargetInputs, computed: ComputedTarget | None) -> None:
+    def _worker_done(
+        self,
+        inputs: TargetInputs,
+        computed: ComputedTarget | None,
+        encode: Callable[[Record], StoredRecord],
+    ) -> None:
         if not self._closed:
-            self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
+            result = self.core.target_computed(inputs, computed, self._clock.now_ms())
+            self._carry_out(result, encode)  # the worker encoded the target records
 
     def _target_done(self, inputs: TargetInputs, done: asyncio.Future[ComputedTarget]) -> None:
         if self._closed or done.cancelled():
@@ -305,7 +313,9 @@ class GroupRuntime:
             return self._last_write
         return None
 
-    def _enqueue_write(self, records: list[Record]) -> asyncio.Future[None]:
+    def _enqueue_write(
+        self, records: list[Record], encode: Callable[[Record], StoredRecord] = record_codec.encode
+    ) -> asyncio.Future[None]:
         """Add records to the batch written at the end of this loop iteration.
 
         Every result handled in one iteration shares one store append (and the store folds
@@ -315,7 +325,7 @@ class GroupRuntime:
             loop = self._running_loop()
             self._batch_future = loop.create_future()
             loop.call_soon(self._flush)
-        self._batch.extend(record_codec.encode(r) for r in records)
+        self._batch.extend(map(encode, records))
         return self._batch_future
 
     def _flush(self) -> None:
