@@ -341,13 +341,14 @@ class _Connection(asyncio.Protocol):
         self._more: list[bytes] | None = None
         self._more_size = 0
         self._need = 0
-        #: Pending and answered-but-blocked requests, oldest first (a list: 56 bytes when
-        #: empty, a deque 624; it rarely holds more than a few).
+        #: Pending and answered-but-blocked requests, oldest first (a list, None while there
+        #: is none: an idle connection keeps no list; it rarely holds more than a few).
         self._queue: list[_Slot] | None = None
         #: How many of them are parked slots (`_ParkedSlot`), and what shutdown waits on
         #: until none is.
         self.parked = 0
         self._parked_done: asyncio.Future[None] | None = None
+        #: Answers ready to write (None while there is none).
         self._out: list[bytes] | None = None
         self._out_bytes = 0
         self._flush_scheduled = False
