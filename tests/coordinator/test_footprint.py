@@ -1,29 +1,35 @@
 """What a serving node carries: the large-group numpy paths of the assignors are imported when a
 large group is assigned, not when a node starts (numpy alone is 22 MB of resident memory), and
-kio's phantom types do not bring Hypothesis with them (9 MB), although it is installed here."""
+kio's phantom types do not bring Hypothesis with them (9 MB), although it is installed here; the
+assignor worker's process machinery (with pickle and resource) is imported when a large KIP-848
+group first offloads its target, not at start."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-NODE = """
+LAZY = {"coordinator.assignor_worker", "pickle", "resource"}
+
+NODE = f"""
 import asyncio, sys
+LAZY = {sorted(LAZY)!r}
 from coordinator.testing import running_server
 
 async def main() -> None:
     async with running_server(topics=[("t", 3)]):
         print("numpy" in sys.modules, "hypothesis" in sys.modules)
+        print(sorted(set(sys.modules).intersection(LAZY)))
 
 asyncio.run(main())
 """
 
 
-def test_a_started_node_has_imported_neither_numpy_nor_hypothesis() -> None:
+def test_a_started_node_has_imported_neither_numpy_nor_hypothesis_nor_the_worker() -> None:
     result = subprocess.run(
         [sys.executable, "-c", NODE], capture_output=True, text=True, timeout=120, check=True
     )
-    assert result.stdout.strip() == "False False"
+    assert result.stdout.splitlines() == ["False False", "[]"]
 
 
 def test_hypothesis_is_still_there_for_whoever_imports_it() -> None:
