@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 LAZY = {"coordinator.assignor_worker", "pickle", "resource"}
 
@@ -39,3 +40,22 @@ def test_hypothesis_is_still_there_for_whoever_imports_it() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().lstrip("-").isdigit()
+
+
+def test_the_event_log_writer_loads_neither_typing_nor_pathlib() -> None:
+    """The writer is a process of its own beside every node: 1.5 MB of its ~11 are these two."""
+    from coordinator import event_log_writer
+
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import event_log_writer; "
+        "print(sorted({'typing', 'pathlib'}.intersection(sys.modules)))"
+    )
+    folder = str(Path(event_log_writer.__file__).parent)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", script, folder],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip() == "[]"
