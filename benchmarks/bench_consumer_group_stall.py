@@ -23,7 +23,7 @@ due between a leave and the moment its target was applied (plus 200 ms); medians
 The worker process's peak resident set is reported too.
 
 Run: `.venv/bin/python benchmarks/bench_consumer_group_stall.py [--members N] [--topics T]
-[--partitions P] [--runs R] [--mode loop|thread|process ...]`.
+[--partitions P] [--runs R] [--mode loop|thread|process ...] [--assignor uniform|range]`.
 """
 
 from __future__ import annotations
@@ -64,9 +64,10 @@ SMALL_MEMBERS = 10
 Owned = tuple[tuple[str, tuple[int, ...]], ...]
 
 
-def config(offload: bool) -> CoordinatorConfig:
+def config(offload: bool, assignor: str = "uniform") -> CoordinatorConfig:
     return CoordinatorConfig.from_properties(
         {
+            "group.consumer.assignors": assignor,
             "group.consumer.assignor.offload.enable": str(offload).lower(),
             # nobody expires during the run; targets batched once a second while forming
             "group.consumer.session.timeout.ms": "600000",
@@ -173,7 +174,7 @@ async def one_run(
     the worker process's peak RSS in bytes (0 unless `mode` is "process")."""
     store = MemoryStore()
     await store.append(rows)
-    core = GroupCoordinatorCore(config(mode != "loop"), SplitMix64(1))
+    core = GroupCoordinatorCore(config(mode != "loop", args.assignor), SplitMix64(1))
     core.topics_changed(metadata(args), 0)  # known before the load, as a node's topics are
     worker: Literal["process", "thread"] = "thread" if mode == "thread" else "process"
     runtime = GroupRuntime(core, store, assignor_worker=worker)
@@ -234,13 +235,20 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10_000, help="per topic")
     parser.add_argument("--period-ms", type=int, default=2000, help="small members' heartbeats")
     parser.add_argument("--mode", action="append", choices=list(MODES))
+    parser.add_argument(
+        "--assignor",
+        choices=["uniform", "range"],
+        default="uniform",
+        help="the big group's (its loaded target is uniform's either way); range moves nearly "
+        "every member's partitions on a leave, so the whole group's targets change",
+    )
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     args.mode = args.mode or list(MODES)
     print(
         f"python {platform.python_version()}: {args.members} members x {args.topics} topics x "
-        f"{args.partitions} partitions (uniform); {SMALL_GROUPS * SMALL_MEMBERS} members in "
-        f"{SMALL_GROUPS} small groups heartbeating every {args.period_ms} ms"
+        f"{args.partitions} partitions ({args.assignor}); {SMALL_GROUPS * SMALL_MEMBERS} "
+        f"members in {SMALL_GROUPS} small groups heartbeating every {args.period_ms} ms"
     )
     start = time.perf_counter()
     rows = big_group_rows(metadata(args), args.members)

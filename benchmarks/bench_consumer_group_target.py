@@ -25,26 +25,40 @@ around it. Java's figures for the same shape, as recorded in RESULTS.md (bench_a
 uniform fresh 44 ms, one member joins 35 ms; no Java figure is recorded for server-side range
 at this shape (63 ms at 1,000 topics x 1,000 partitions).
 
+The event: each "fresh" call's `target_assignment` event (every member's whole target by topic
+name: 10,000 members x 100 topics, a million (topic, partitions) entries) is then written
+through the server's event log (`coordinator.event_log.EventLog`, its writer process in a
+temporary directory), measured apart from the core call: what the loop pays to hand it over
+(`emit`: the batch, `marshal`, the queue), the time until the writer reports it written, the
+writer process's CPU time, and the line's size. Peer: the core call that made the event.
+`--no-event-log` skips it.
+
 Run: `.venv/bin/python benchmarks/bench_consumer_group_target.py [--members N] [--topics T]
-[--partitions P] [--repeat R] [--collector serving|default]`. Figures are medians: of R groups
-for "fresh", of R calls each for "leaves" and "joins" (alternated on one group); wall time
-with CPU time of the process.
+[--partitions P] [--repeat R] [--collector serving|default] [--no-event-log]`. Figures are
+medians: of R groups for "fresh", of R calls each for "leaves" and "joins" (alternated on one
+group); wall time with CPU time of the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import assignors
 from coordinator.collector import tune_for_serving
+from coordinator.event_log import EventLog
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.event_schema import EventType
+from rebalance.events import Event
 from rebalance.replies import ConsumerGroupHeartbeatReply
 
 INTERVAL_MS = 1000  # group.consumer.assignment.interval.ms (Kafka 4.3's default)
@@ -89,6 +103,8 @@ class Bench:
         self.metadata = metadata(topics, partitions)
         self.names = tuple(sorted(self.metadata.topics))
         self.now = 0
+        #: The `target_assignment` events of the last call.
+        self.events: list[Event] = []
         for i in range(members):  # all at once, before the topics exist: one (empty) target
             m = f"m{i:05d}"
             self.core.handle(join(m, self.names), self.now, m)
@@ -105,6 +121,7 @@ class Bench:
         wall, cpu = time.perf_counter(), time.process_time()
         result = run()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        self.events = [e for e in result.events if e.type is EventType.TARGET_ASSIGNMENT]
         for reply in result.replies:
             response = reply.response
             if isinstance(response, ConsumerGroupHeartbeatReply):
@@ -163,6 +180,30 @@ def median(rows: list[tuple[float, float, float]], index: int) -> float:
     return statistics.median(r[index] for r in rows)
 
 
+def process_cpu_ms(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (Linux `/proc/PID/stat`)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def write_event(log: EventLog, directory: Path, events: list[Event]) -> tuple[float, ...]:
+    """(emit ms, ms until written, writer CPU ms, MB appended) for `events` through `log`."""
+    pid = log.writer_pid
+    assert pid is not None and len(events) == 1
+    before_bytes = sum(f.stat().st_size for f in directory.glob("*.jsonl"))
+    before_cpu = process_cpu_ms(pid)
+    wanted = log.accepted + len(events)
+    start = time.perf_counter()
+    log.emit(events, 0)  # off a loop: handed over at once, as one loop iteration's would be
+    emitted = time.perf_counter()
+    while log.written < wanted:
+        time.sleep(0.002)
+    written = time.perf_counter()
+    cpu = process_cpu_ms(pid) - before_cpu
+    size = sum(f.stat().st_size for f in directory.glob("*.jsonl")) - before_bytes
+    return (emitted - start) * 1000, (written - start) * 1000, cpu, size / 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=10_000)
@@ -171,6 +212,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--assignor", action="append", choices=["uniform", "range"])
     parser.add_argument("--collector", choices=["serving", "default"], default="serving")
+    parser.add_argument("--no-event-log", dest="event_log", action="store_false")
     args = parser.parse_args()
     if args.collector == "serving":
         tune_for_serving()
@@ -184,6 +226,8 @@ def main() -> None:
         f"{'assignor':<8} {'case':<6} {'core ms':>9} {'(CPU)':>8} {'assignor ms':>12} "
         f"{'core/assignor':>14} {'Java ms':>8} {'goal <= 2 s':>12} {'form s':>7}"
     )
+    written: dict[str, list[tuple[float, ...]]] = {}
+    cores: dict[str, list[float]] = {}
     for assignor in args.assignor or ["uniform", "range"]:
         rows: dict[str, list[tuple[float, float, float]]] = {"fresh": [], "leaves": [], "joins": []}
         forming: list[float] = []
@@ -194,6 +238,16 @@ def main() -> None:
             bench = Bench(assignor, args.members, args.topics, args.partitions)
             forming.append(time.perf_counter() - start)
             rows["fresh"].append(bench.fresh())
+            if args.event_log:
+                with tempfile.TemporaryDirectory() as tmp:
+                    log = EventLog(Path(tmp), 1)
+                    try:
+                        written.setdefault(assignor, []).append(
+                            write_event(log, Path(tmp), bench.events)
+                        )
+                    finally:
+                        log.close()
+                cores.setdefault(assignor, []).append(rows["fresh"][-1][0])
         assert bench is not None
         for n in range(args.repeat):
             rows["leaves"].append(bench.leave(f"m{n:05d}"))
@@ -207,6 +261,22 @@ def main() -> None:
                 f"{'met' if wall <= GOAL_MS else 'not met':>12} "
                 f"{statistics.median(forming):>7.1f}"
             )
+    if written:
+        print(
+            "\nThe fresh target's `target_assignment` event through the event log "
+            f"(medians of {args.repeat}):"
+        )
+        print(
+            f"{'assignor':<8} {'emit ms':>8} {'written ms':>11} {'writer CPU ms':>14} "
+            f"{'line MB':>8} {'core ms':>8} {'written/core':>13}"
+        )
+    for assignor, measured in written.items():
+        emit, done, cpu, size = (statistics.median(m[i] for m in measured) for i in range(4))
+        core = statistics.median(cores[assignor])
+        print(
+            f"{assignor:<8} {emit:>8,.0f} {done:>11,.0f} {cpu:>14,.0f} {size:>8.1f} "
+            f"{core:>8,.0f} {done / core:>12.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ class RangeAssignor:
     sorted_output = True
     """Returns fresh lists sorted by (topic, partition); `assignors.assign` relies on it."""
 
+    reads_owned = False
+    """The result does not depend on what members own (range is not sticky): a caller may
+    leave `MemberSubscription.owned` empty (the KIP-848 core does, for 1M-partition groups)."""
+
     name = "range"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:

@@ -3,27 +3,28 @@
 A thread does not take a 1M-partition assignment off the loop: it shares the interpreter lock,
 and one C-level step of the assignor (a sort, a big container build) holds it throughout, so
 heartbeats of every other group waited up to 0.6 s (`benchmarks/bench_consumer_group_stall.py`,
-RESULTS.md). A process shares nothing, but whatever it is sent is pickled on the loop; sending
-a group's million partitions at every epoch would stall the loop by itself. So the worker keeps
+RESULTS.md). A process shares nothing, but whatever it is sent must be pickled; sending a
+group's million partitions at every epoch would cost as much as computing. So the worker keeps
 a copy of each big group's inputs, and every computation sends only what changed since the last
-one:
+one. The loop only queues a computation and applies its result; the rest is two threads' work,
+each in steps of a few milliseconds (the loop waits for the interpreter lock at most that long):
 
 * the shell keeps a mirror of what the worker holds per group (its members' `MemberInputs` in
   order, each member's target `Assignment` object, the topic metadata object);
-* a new `TargetInputs` is compared with the mirror: members by equality, targets by identity
-  (records never edit an assignment tuple, they replace it, so an identical object is an
-  unchanged target; a false difference only costs a resend), the metadata by identity;
-* the differences go in messages of at most `CHUNK_ENTRIES` (member, topic) entries, one
-  pickled per loop iteration, so even the first computation of a group loaded at start-up (its
-  whole state) never holds the loop more than a few milliseconds at a time; a sender thread
-  writes them to the pipe (a full pipe blocks that thread, not the loop);
+* the sending thread compares a new `TargetInputs` with the mirror, in C-level passes: members
+  by equality, targets by identity (records never edit an assignment tuple, they replace it, so
+  an identical object is an unchanged target; a false difference only costs a resend), the
+  metadata by identity; it pickles the differences in messages of at most `CHUNK_ENTRIES`
+  (member, topic) entries and writes them to the pipe (a full pipe blocks it, not the loop), so
+  even the first computation after a load, which sends the whole group, is cut small;
 * the worker runs the same `compute_target` as the inline path on a `TargetInputs` rebuilt from
   its copy, keeping the `uniform` assignor's previous outcome so that an epoch changing one
   member decodes only that member (`UniformAssignor.assign_incremental`, same result as
-  `assign`); it sends back only the changed members' targets, in chunks that the loop unpickles
-  one per iteration, and updates its copy with them (so does the shell's mirror);
-* the shell rebuilds the event's whole target by name from the targets it holds, caching each
-  member's named form by the identity of its assignment, so only changed members cost anything.
+  `assign`); it sends back only the changed members' targets, in chunks, and updates its copy
+  with them (so does the shell's mirror); it runs at a lower CPU priority than the server;
+* the receiving thread unpickles the chunks and rebuilds the event's whole target by name from
+  the targets the inputs hold, caching each member's named form by the identity of its
+  assignment, so only changed members cost Python work.
 
 The result is then handed to the core (`GroupCoordinatorCore.target_computed`) exactly as a
 thread's would be: recorded in the group's order, applied only if its group epoch is still the
@@ -37,8 +38,9 @@ Protocol (both ways: frames of a 4-byte big-endian length and a pickle):
   `MemberInputs` to replace in place or append, member id -> target or None to drop it),
   ``("compute", group, job, group_epoch, assignor, order | None)`` (the members' order when it
   is not what the deltas gave), ``("forget", group)``, ``("stats", job)``;
-* out: ``("result", job, chunk, last)`` (member id -> changed target), ``("failed", job,
-  message)``, ``("stats", job, peak_rss_bytes)``.
+* out: ``("result", job, chunk, rows, last)`` (member id -> changed target, and its target
+  record as `record_codec` stores it), ``("failed", job, message)``, ``("stats", job,
+  peak_rss_bytes)``.
 """
 
 from __future__ import annotations
@@ -59,21 +61,25 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_not, itemgetter, ne
+from pathlib import Path
 from typing import IO, Any
 
 import assignors
 from assignors.balance import BalanceOutcome
 from assignors.spec import StaticTopics
 from assignors.uniform import UniformAssignor
+from coordinator import record_codec
+from coordinator.store.base import StoredRecord
 from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.pair_forms import PairForms
-from rebalance.consumer_group.records import Assignment
+from rebalance.consumer_group.records import Assignment, ConsumerGroupRecord, TargetMemberValue
 from rebalance.consumer_group.target import (
     ComputedTarget,
     MemberInputs,
     TargetInputs,
     compute_target,
 )
+from rebalance.records import Record
 
 log = logging.getLogger("coordinator.assignor_worker")
 
@@ -82,6 +88,14 @@ FRAME_HEADER = struct.Struct(">I")
 CHUNK_ENTRIES = 5_000
 """Most (member, topic) entries per message: pickling or unpickling one (a single C call that
 holds the interpreter lock) takes ~1-2 ms."""
+
+COMMAND = [sys.executable, "-m", "coordinator.assignor_worker"]
+"""How the worker process is started."""
+
+GIVE_UP_AFTER = 3
+"""Workers dying in a row, none having computed anything, after which the runtime computes in
+its assignor thread instead (a worker that cannot start would otherwise be started again at
+every computation)."""
 
 NICENESS = 5
 """How much lower the worker's CPU priority is than the server's (`os.nice`)."""
@@ -93,10 +107,6 @@ _first = itemgetter(0)
 
 def _weight_of_target(assignment: Assignment | None) -> int:
     return 1 + (len(assignment) if assignment else 0)
-
-
-def _weight_of_member(member: MemberInputs) -> int:
-    return 1 + len(member.topic_names)
 
 
 # ============================================================================ the child process
@@ -199,6 +209,17 @@ def _chunks(changed: dict[str, Assignment]) -> Iterator[dict[str, Assignment]]:
     yield chunk
 
 
+def _rows(group_id: str, chunk: dict[str, Assignment]) -> dict[str, StoredRecord]:
+    """The stored rows of the chunk's target records, encoded here rather than on the server's
+    loop (10,000 changed targets: ~0.5 s of JSON)."""
+    return {
+        member_id: record_codec.encode(
+            ConsumerGroupRecord(group_id, TargetMemberValue(member_id, assignment))
+        )
+        for member_id, assignment in chunk.items()
+    }
+
+
 def _read_frame(stream: IO[bytes]) -> bytes | None:
     header = stream.read(FRAME_HEADER.size)
     if len(header) < FRAME_HEADER.size:
@@ -253,8 +274,8 @@ def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
             else:
                 *rest, last = list(_chunks(changed))
                 for chunk in rest:
-                    _write_frame(outbound, ("result", job, chunk, False))
-                _write_frame(outbound, ("result", job, last, True))
+                    _write_frame(outbound, ("result", job, chunk, _rows(group_id, chunk), False))
+                _write_frame(outbound, ("result", job, last, _rows(group_id, last), True))
         elif kind == "forget":
             groups.pop(message[1], None)
         elif kind == "stats":
@@ -264,6 +285,33 @@ def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
 
 
 # ================================================================================= the shell
+class Precoded:
+    """`record_codec.encode`, with a result's target records taken as the worker encoded them:
+    the same function's output, for the very assignment objects it was given (checked by
+    identity; any other record, such as a static member's target moved to its new member id,
+    is encoded here)."""
+
+    __slots__ = ("_changed", "_group_id", "_rows")
+
+    def __init__(
+        self, group_id: str, changed: dict[str, Assignment], rows: dict[str, StoredRecord]
+    ) -> None:
+        self._group_id, self._changed, self._rows = group_id, changed, rows
+
+    def __call__(self, record: Record) -> StoredRecord:
+        if type(record) is ConsumerGroupRecord and record.group_id == self._group_id:
+            value = record.value
+            if type(value) is TargetMemberValue:
+                row = self._rows.get(value.member_id)
+                if row is not None and self._changed.get(value.member_id) is value.partitions:
+                    return row
+        return record_codec.encode(record)
+
+
+Done = Callable[[TargetInputs, ComputedTarget | None, Callable[[Record], StoredRecord]], None]
+"""How a computation ends: its inputs, its result (None: failed), how to encode its records."""
+
+
 @dataclass
 class _Mirror:
     """What the worker holds of one group, as the shell last sent it."""
@@ -271,14 +319,17 @@ class _Mirror:
     metadata: TopicMetadata | None = None
     members: dict[str, MemberInputs] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
+    #: one tuple per distinct subscription sent
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
 class _Job:
     inputs: TargetInputs
-    done: Callable[[TargetInputs, ComputedTarget | None], None]
+    done: Done
     #: filled by the receiving thread
     changed: dict[str, Assignment] = field(default_factory=dict)
+    rows: dict[str, StoredRecord] = field(default_factory=dict)
 
 
 Work = Callable[[], Iterator[bytes]]
@@ -309,6 +360,7 @@ def _deltas(
     chunk: dict[str, Assignment | None] = {}
     weight = 0
     first = True
+    pickled: set[int] = set()  # subscriptions in this message: the pickle holds each once
 
     def flush() -> tuple[Any, ...]:
         nonlocal members, chunk, weight, first
@@ -321,11 +373,15 @@ def _deltas(
             chunk,
         )
         members, chunk, weight, first = [], {}, 0, False
+        pickled.clear()
         return message
 
     for member in upserts:
         members.append(member)
-        weight += _weight_of_member(member)
+        weight += 1
+        if id(member.topic_names) not in pickled:
+            pickled.add(id(member.topic_names))
+            weight += len(member.topic_names)
         if weight >= CHUNK_ENTRIES:
             yield flush()
     for member_id, assignment in targets.items():
@@ -355,17 +411,24 @@ class AssignorWorker:
         #: each was made from (members gone stay until the group is forgotten).
         self._named: dict[str, tuple[dict[str, Assignment], dict[str, Named]]] = {}
         self._threads: list[threading.Thread] = []
+        #: workers that died in a row, none having computed anything
+        self._deaths = 0
         self._next_job = 0
         self._closed = False
 
     # -- process --------------------------------------------------------------------------
     def _start(self) -> None:
+        # the worker imports the very code this process runs, wherever that is
+        source = str(Path(__file__).resolve().parents[1])
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
         self._process = process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.assignor_worker"],
+            COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,  # signals for the server's process group stay there
+            env=env,
         )
         self._mirrors.clear()  # a new worker holds nothing
         frames: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
@@ -398,8 +461,9 @@ class AssignorWorker:
                 if kind == "failed":
                     call(self._failed, message[1], message[2])
                     continue
-                _, job_id, chunk, last = message
+                _, job_id, chunk, rows, last = message
                 job.changed.update(chunk)
+                job.rows.update(rows)
                 if last:
                     computed = ComputedTarget(job.changed, self._by_name(job))
                     call(self._computed, job_id, computed)
@@ -437,10 +501,11 @@ class AssignorWorker:
         job = self._jobs.pop(job_id, None)
         if job is None:
             return
+        self._deaths = 0
         mirror = self._mirrors.get(job.inputs.group_id)
         if mirror is not None:  # the worker keeps the targets it computed
             mirror.targets.update(computed.changed)
-        job.done(job.inputs, computed)
+        job.done(job.inputs, computed, Precoded(job.inputs.group_id, computed.changed, job.rows))
 
     def _failed(self, job_id: int, error: str) -> None:
         job = self._jobs.pop(job_id, None)
@@ -449,7 +514,7 @@ class AssignorWorker:
         inputs = job.inputs
         log.error("assignor failed: %s %d: %s", inputs.group_id, inputs.group_epoch, error)
         self._mirrors.pop(inputs.group_id, None)  # the worker dropped its copy
-        job.done(inputs, None)
+        job.done(inputs, None, record_codec.encode)
 
     def _stats_received(self, key: int, peak: int) -> None:
         future = self._stats.pop(key, None)
@@ -464,10 +529,11 @@ class AssignorWorker:
             process.wait(),
         )
         self._process = None
+        self._deaths += 1
         self._mirrors.clear()
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
-            job.done(job.inputs, None)
+            job.done(job.inputs, None, record_codec.encode)
         stats, self._stats = self._stats, {}
         for future in stats.values():
             if not future.done():
@@ -487,12 +553,17 @@ class AssignorWorker:
         for thread in self._threads:  # both end with the worker's pipes
             await asyncio.to_thread(thread.join)
 
+    @property
+    def broken(self) -> bool:
+        """True once `GIVE_UP_AFTER` workers in a row died without computing anything (one
+        that cannot start, or crashes on every group): the runtime stops using it."""
+        return self._deaths >= GIVE_UP_AFTER
+
     # -- computations ---------------------------------------------------------------------
-    def compute(
-        self, inputs: TargetInputs, done: Callable[[TargetInputs, ComputedTarget | None], None]
-    ) -> None:
-        """Start computing `inputs`; `done(inputs, result)` follows on the loop (result None:
-        the assignor or the worker failed). The loop only queues the work."""
+    def compute(self, inputs: TargetInputs, done: Done) -> None:
+        """Start computing `inputs`; `done(inputs, result, encode)` follows on the loop (result
+        None: the assignor or the worker failed; `encode`: `record_codec.encode` knowing the
+        result's target records already). The loop only queues the work."""
         if self._process is None:
             self._start()
         self._next_job += 1
@@ -519,6 +590,15 @@ class AssignorWorker:
         upserts = list(compress(members, map(ne, map(known.get, ids), members)))
         for member in upserts:
             known[member.member_id] = member
+        if upserts:
+            # Equal subscriptions sent as one tuple: members usually share one, but each holds
+            # its own copy (decoded from its own request), and a group's first delta would
+            # otherwise carry 10,000 x 100 topic names.
+            shared = mirror.subscriptions
+            upserts = [
+                m._replace(topic_names=shared.setdefault(m.topic_names, m.topic_names))
+                for m in upserts
+            ]
         order: list[str] | None = None
         if list(known) != ids:
             order = ids  # a member left and came back: its place moved
@@ -544,6 +624,12 @@ class AssignorWorker:
         self._named.pop(group_id, None)
         if self._mirrors.pop(group_id, None) is not None and self._process is not None:
             self._frames.put(_frame(("forget", group_id)))
+
+    def keep_only(self, alive: Callable[[str], bool]) -> None:
+        """Forget every group held for which `alive` is false (the runtime calls it before each
+        computation: a deleted or unloaded group's copy goes at the next one)."""
+        for group_id in [g for g in self._mirrors if not alive(g)]:
+            self.forget(group_id)
 
     async def peak_rss(self) -> int:
         """The worker's peak resident set so far, in bytes (0: no worker running)."""

@@ -33,7 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator import record_codec
-from coordinator.assignor_worker import AssignorWorker
 from coordinator.event_log import EventLog, epoch_offset_ms
 from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
@@ -47,6 +46,7 @@ from rebalance.replies import AnyReply, HeartbeatReply
 from rebalance.timers import TimerKey
 
 if TYPE_CHECKING:
+    from coordinator.assignor_worker import AssignorWorker
     from coordinator.store.base import RecordStore, StoredRecord
 
 log = logging.getLogger("coordinator.runtime")
@@ -229,12 +229,14 @@ class GroupRuntime:
             await asyncio.wait([barrier])
 
     # -- effects --------------------------------------------------------------------------
-    def _carry_out(self, result: Result) -> None:
+    def _carry_out(
+        self, result: Result, encode: Callable[[Record], StoredRecord] = record_codec.encode
+    ) -> None:
         self._log_events(result)
         self._carry_out_timers(result)
         self._offload(result)
         if result.records:
-            barrier: asyncio.Future[None] | None = self._enqueue_write(result.records)
+            barrier: asyncio.Future[None] | None = self._enqueue_write(result.records, encode)
         else:
             barrier = self._pending_write()
         if not result.replies:
@@ -249,17 +251,34 @@ class GroupRuntime:
         for inputs in result.offloaded:
             if self._assignor_in == "process":
                 if self._worker is None:
+                    # Imported at first use: only large KIP-848 groups need the worker's
+                    # process machinery (pickle, resource, subprocess); an idle node never does.
+                    from coordinator.assignor_worker import AssignorWorker
+
                     self._worker = AssignorWorker(self._running_loop())
-                self._worker.compute(inputs, self._worker_done)
-                continue
+                try:
+                    if self._worker.broken:
+                        raise OSError("it died at every computation")
+                    self._worker.keep_only(lambda group_id: self.core.group(group_id) is not None)
+                    self._worker.compute(inputs, self._worker_done)
+                    continue
+                except OSError as exc:
+                    log.error("assignor worker process unusable (%s): using a thread", exc)
+                    self._assignor_in = "thread"
             if self._assignor is None:
                 self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
             work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
             work.add_done_callback(functools.partial(self._target_done, inputs))
 
-    def _worker_done(self, inputs: TargetInputs, computed: ComputedTarget | None) -> None:
+    def _worker_done(
+        self,
+        inputs: TargetInputs,
+        computed: ComputedTarget | None,
+        encode: Callable[[Record], StoredRecord],
+    ) -> None:
         if not self._closed:
-            self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
+            result = self.core.target_computed(inputs, computed, self._clock.now_ms())
+            self._carry_out(result, encode)  # the worker encoded the target records
 
     def _target_done(self, inputs: TargetInputs, done: asyncio.Future[ComputedTarget]) -> None:
         if self._closed or done.cancelled():
@@ -298,7 +317,9 @@ class GroupRuntime:
             return self._last_write
         return None
 
-    def _enqueue_write(self, records: list[Record]) -> asyncio.Future[None]:
+    def _enqueue_write(
+        self, records: list[Record], encode: Callable[[Record], StoredRecord] = record_codec.encode
+    ) -> asyncio.Future[None]:
         """Add records to the batch written at the end of this loop iteration.
 
         Every result handled in one iteration shares one store append (and the store folds
@@ -308,7 +329,7 @@ class GroupRuntime:
             loop = self._running_loop()
             self._batch_future = loop.create_future()
             loop.call_soon(self._flush)
-        self._batch.extend(record_codec.encode(r) for r in records)
+        self._batch.extend(map(encode, records))
         return self._batch_future
 
     def _flush(self) -> None:

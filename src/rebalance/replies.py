@@ -167,6 +167,8 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: NamedAssignment
     target_assignment: NamedAssignment
+    #: The member speaks the classic protocol (online migration), not ConsumerGroupHeartbeat.
+    classic: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,25 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
-from coordinator import assignor_worker
+from coordinator import assignor_worker, record_codec
 from coordinator.assignor_worker import AssignorWorker
 from coordinator.runtime import GroupRuntime
+from coordinator.store.base import StoredRecord
 from coordinator.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group import epochs
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
-from rebalance.consumer_group.records import Assignment
+from rebalance.consumer_group.records import Assignment, ConsumerGroupRecord, TargetMemberValue
 from rebalance.consumer_group.target import (
     ComputedTarget,
     MemberInputs,
     TargetInputs,
     compute_target,
 )
+from rebalance.records import Record
 
 
 class Group:
@@ -129,7 +133,21 @@ def same(computed: ComputedTarget | None, inline: ComputedTarget) -> bool:
 
 async def computed_by(worker: AssignorWorker, inputs: TargetInputs) -> ComputedTarget | None:
     done: asyncio.Future[ComputedTarget | None] = asyncio.get_running_loop().create_future()
-    worker.compute(inputs, lambda _, computed: done.set_result(computed))
+
+    def finished(
+        _: TargetInputs, computed: ComputedTarget | None, encode: Callable[[Record], StoredRecord]
+    ) -> None:
+        if computed is not None:  # the worker's encoded target records are record_codec's
+            group_id = inputs.group_id
+            for member_id, assignment in computed.changed.items():
+                record = ConsumerGroupRecord(group_id, TargetMemberValue(member_id, assignment))
+                assert encode(record) == record_codec.encode(record)
+                # another assignment for that member (a later record): encoded here
+                other = ConsumerGroupRecord(group_id, TargetMemberValue(member_id, ()))
+                assert encode(other) == record_codec.encode(other)
+        done.set_result(computed)
+
+    worker.compute(inputs, finished)
     return await asyncio.wait_for(done, 30)
 
 
@@ -158,7 +176,8 @@ async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
                 if rng.random() < 0.7:  # else superseded: the group keeps its targets
                     group.apply(computed)
                 group.change()
-            worker.forget("g")
+            worker.keep_only(lambda group_id: group_id != "g")  # the group was deleted
+            assert worker._mirrors == {}
     finally:
         await worker.close()
 
@@ -190,7 +209,8 @@ async def test_the_runtime_applies_the_worker_processs_target(
 ) -> None:
     monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
     config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
-    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
+    store = MemoryStore()
+    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), store)
     await runtime.start()
     try:
         runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
@@ -203,6 +223,35 @@ async def test_the_runtime_applies_the_worker_processs_target(
                 break
             await asyncio.sleep(0.01)
         assert group.target_epoch == 2 and runtime.assignor_worker is not None
+        assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
+    finally:
+        await runtime.close()
+    # the target records the worker encoded went to the store as any record would
+    durable = [record_codec.decode(row) for row in store.load()]
+    for member_id, assignment in group.target.frozen.items():
+        assert ConsumerGroupRecord("g", TargetMemberValue(member_id, assignment)) in durable
+
+
+async def test_a_worker_that_cannot_run_is_given_up_for_the_assignor_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
+    monkeypatch.setattr(assignor_worker, "COMMAND", [sys.executable, "-c", "raise SystemExit(3)"])
+    config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
+    await runtime.start()
+    try:
+        runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
+        for member in ("m1", "m2"):
+            await runtime.submit(join(member))
+        group = runtime.core.group("g")
+        assert isinstance(group, ConsumerGroup)
+        for _ in range(1000):
+            if group.target_epoch == 2:
+                break
+            await asyncio.sleep(0.01)
+        # three workers died at once; the target was computed in the thread instead
+        assert runtime.assignor_worker is not None and runtime.assignor_worker.broken
         assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
     finally:
         await runtime.close()

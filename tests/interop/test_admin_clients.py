@@ -37,7 +37,8 @@ pytestmark = [
 LIBRARIES = ["aiokafka", "kafka-python", "confluent"]
 PROC = Path(__file__).with_name("consumer_proc.py")
 # The initial delay lets a consumer learn its topic's partitions before the first generation:
-# kafka-python 3.0 sometimes loses the assignment of a second generation that follows at once.
+# kafka-python 3.0 can lose the assignment of a second generation that follows at once (a
+# metadata-triggered rejoin still in flight when its poll times out: consumer_proc.py).
 GROUP_CONFIG = CoordinatorConfig.from_properties(
     {"group.initial.rebalance.delay.ms": "300", "group.min.session.timeout.ms": "1000"}
 )

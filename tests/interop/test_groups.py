@@ -518,21 +518,24 @@ def owned_twice(members: list[Member]) -> list[str]:
     return overlaps
 
 
-async def test_kip848_online_migration_of_a_running_classic_group() -> None:
-    """Kafka 4.0's online migration (`group.consumer.migration.policy=bidirectional`): two
-    kafka-python consumers (classic protocol, range) consume a topic; a librdkafka consumer
-    with `group.protocol=consumer` joins the same group id, which becomes a consumer group at
-    once (upgrade); the classic members stay in it, keep what they owned but the one partition
-    that moves to the new member, and nobody holds a partition another member holds. Then the
-    KIP-848 member leaves: the group is a classic group again (downgrade) and the two split
-    the topic as before; every record is consumed."""
+@pytest.mark.parametrize(
+    ("lib", "strategy"),
+    [("kafka-python", "range"), ("aiokafka", "range"), ("confluent", "cooperative-sticky")],
+)
+async def test_kip848_online_migration_of_a_running_classic_group(lib: str, strategy: str) -> None:
+    """Kafka 4.0's online migration (`group.consumer.migration.policy=bidirectional`): two classic
+    consumers (kafka-python or aiokafka with range, eager; or librdkafka with cooperative-sticky,
+    which lists what it owns and gives up only what moves) consume a topic; a librdkafka consumer
+    with `group.protocol=consumer` joins the same group id, which becomes a consumer group at once
+    (upgrade); the classic members stay in it, keep what they owned but the one partition that
+    moves to the new member, and nobody holds a partition another member holds. Then the KIP-848
+    member leaves: the group is a classic group again (downgrade) and the two split the topic as
+    before; every record is consumed."""
     groups = GroupCoordinatorExtension(GROUP_CONFIG)
     async with running_server(topics=[(TOPIC, PARTITIONS)], groups=groups) as server:
         await asyncio.to_thread(produce, server.bootstrap, 0, RECORDS)
         classic = [
-            await start_member(
-                server, "kafka-python", "migrating", name=f"kp{i}", strategies=("range",)
-            )
+            await start_member(server, lib, "migrating", name=f"{lib}{i}", strategies=(strategy,))
             for i in range(2)
         ]
         async with members_of(*classic):
@@ -544,6 +547,7 @@ async def test_kip848_online_migration_of_a_running_classic_group() -> None:
             await eventually(lambda: split_cleanly(classic), "the classic members split")
             before = [m.assignment for m in classic]
             assert group().group_type == "classic"
+            upgraded_at = time.time()
             modern = await start_member(server, KIP848, "migrating", name="kip848")
             async with members_of(modern):
                 members = [*classic, modern]
@@ -562,6 +566,18 @@ async def test_kip848_online_migration_of_a_running_classic_group() -> None:
                     ),
                     "every record is consumed",
                 )
+                # and committed: by the classic members as in a classic group (their
+                # generation is their member epoch), by the KIP-848 one with its member epoch
+                await eventually(
+                    lambda: sum(committed(members).values()) == 2 * RECORDS,
+                    "every record is committed",
+                )
+                if strategy == "cooperative-sticky":
+                    # They never stopped consuming what they kept: only the moved one was revoked.
+                    for member in classic:
+                        kept = member.assignment
+                        held = [h for at, h in member.holdings if at >= upgraded_at]
+                        assert held and all(kept <= h for h in held), member.holdings
                 await modern.stop()  # epoch -1: the last KIP-848 member leaves
                 await eventually(lambda: group().group_type == "classic", "the group downgrades")
                 await eventually(lambda: split_cleanly(classic), "the classic members split again")

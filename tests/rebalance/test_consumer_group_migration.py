@@ -27,10 +27,13 @@ from rebalance.commands import (
     SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.commands import ConsumerGroupDescribe
 from rebalance.consumer_group.group import ConsumerGroup, MemberState
 from rebalance.errors import ErrorCode
+from rebalance.event_schema import check_event
 from rebalance.lifecycle import GroupState
 from rebalance.replies import (
+    ConsumerGroupDescribeReply,
     HeartbeatReply,
     JoinGroupReply,
     LeaveGroupReply,
@@ -203,6 +206,10 @@ def test_a_consumer_heartbeat_upgrades_a_classic_group_keeping_every_members_par
     assert sorted(p for ps in held for p in ps) == [0, 1, 2, 3]  # each partition, once
     assert all(len(ps) >= 1 for ps in held)
     assert h.group(G).kafka_state == "Stable"
+    described = h.reply(h.send(ConsumerGroupDescribe((G,))))
+    assert isinstance(described, ConsumerGroupDescribeReply)
+    kinds = {m.member_id: m.classic for m in described.groups[0].members}
+    assert kinds == {a.member_id: True, b.member_id: True, "c": False}
     before = snapshot(h.group(G))
     h.failover()
     assert snapshot(h.group(G)) == before
@@ -216,7 +223,7 @@ def test_the_upgrade_answers_the_classic_groups_parked_requests_with_rebalance_i
     parked = a.send_join()  # a rejoins: the classic group rebalances, a's join waits for b
     assert h.reply(parked) is None
     Client(h, G, "c").heartbeat()
-    assert h.reply(parked) == JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
+    assert h.reply(parked) == JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS, member_id=a.member_id)
     assert isinstance(h.core.group(G), ConsumerGroup)
     assert not [k for k in h.core.armed_timers() if k[0] in ("join", "sync", "session")]
 
@@ -364,6 +371,14 @@ def test_a_classic_members_session_is_its_own_session_timeout() -> None:
     assert b.member_id in h.group(G).members
     h.advance(1)
     assert b.member_id not in h.group(G).members
+    # After a coordinator move too: sessions run from the load, each classic member's its own.
+    c = Classic(h, session_timeout_ms=6_000)
+    c.rebalance()
+    h.failover()
+    h.advance(5_999)
+    assert c.member_id in h.group(G).members
+    h.advance(1)
+    assert c.member_id not in h.group(G).members
 
 
 def test_leave_group_removes_a_classic_member_by_member_id() -> None:
@@ -412,6 +427,26 @@ def test_the_last_consumer_member_leaving_downgrades_the_group_to_classic() -> N
     h.failover()
     assert isinstance(h.core.group(G), Group)
     assert set(h.core.group(G).members) == {a.member_id, b.member_id}
+    # Every event of the upgrade, the classic members' life in the consumer group and the
+    # downgrade follows the event log's schema.
+    for event in h.events:
+        line = event.to_json_dict(1)
+        assert check_event(line) is None, line
+
+
+def test_the_last_consumer_members_session_expiring_downgrades_the_group_too() -> None:
+    h = ConsumerHarness(t=4)
+    Client(h, G, "c").heartbeat()
+    b = Classic(h, session_timeout_ms=60_000)
+    b.rebalance()
+    h.advance(h.config.group_consumer_session_timeout_ms - 1)
+    assert b.heartbeat() is ErrorCode.NONE
+    assert isinstance(h.core.group(G), ConsumerGroup)
+    h.advance(1)  # c's session expires
+    group = h.core.group(G)
+    assert isinstance(group, Group) and group.state is GroupState.JOINING
+    assert set(group.members) == {b.member_id}
+    assert b.heartbeat() is ErrorCode.REBALANCE_IN_PROGRESS
 
 
 @pytest.mark.parametrize("name", ["disabled", "upgrade"])
@@ -462,3 +497,33 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_a
     assert b.heartbeat() is ErrorCode.NONE  # nobody rebalances
     h.failover()
     assert set(h.core.group(G).members) == {b.member_id, joined.member_id}
+
+
+def test_an_upgrade_that_cannot_read_the_members_protocol_changes_nothing() -> None:
+    """Kafka's answers when the classic members' ConsumerProtocol bytes cannot be converted:
+    unreadable metadata is GROUP_ID_NOT_FOUND, an assignment carrying a custom assignor's user
+    data (which the consumer group would lose) UNSUPPORTED_VERSION; the group stays classic."""
+    h = ConsumerHarness(t=4)
+    token = h.send(JoinGroup(G, "", "consumer", (("range", b"not a subscription"),), 10_000,
+                             30_000, version=3))  # fmt: skip
+    h.advance(h.config.group_initial_rebalance_delay_ms)
+    joined = h.reply(token)
+    assert isinstance(joined, JoinGroupReply) and joined.error is ErrorCode.NONE
+    assert h.join(G, "c").error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert isinstance(h.core.group(G), Group)
+    other = ConsumerHarness(t=4)
+    member = Classic(other)
+    first = other.reply(member.send_join())
+    assert isinstance(first, JoinGroupReply)
+    member.member_id = first.member_id
+    token = member.send_join()
+    other.advance(other.config.group_initial_rebalance_delay_ms)
+    joined = other.reply(token)
+    assert isinstance(joined, JoinGroupReply) and joined.error is ErrorCode.NONE
+    with_user_data = encode_assignment(Assignment((("t", 0),), user_data=b"custom"))
+    plan = ((member.member_id, with_user_data),)
+    protocol = ("consumer", "cooperative-sticky")
+    sync = SyncGroup(G, joined.generation_id, member.member_id, plan, None, *protocol)
+    assert isinstance(other.reply(other.send(sync)), SyncGroupReply)
+    assert other.join(G, "c").error is ErrorCode.UNSUPPORTED_VERSION
+    assert isinstance(other.core.group(G), Group)

@@ -1,5 +1,5 @@
-"""ConsumerGroupDescribe (key 69), KIP-848's describe. Flexible from v0; v1 adds MemberType
-(every member here speaks the consumer protocol: 1)."""
+"""ConsumerGroupDescribe (key 69), KIP-848's describe. Flexible from v0; v1 adds MemberType:
+1 for a member that speaks the consumer protocol, 0 for a classic one (online migration)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rebalance.replies import NamedAssignment
 API_KEY = 69
 VERSIONS = range(0, 2)
 #: Kafka's `MemberType`: -1 unknown, 0 classic, 1 consumer.
-CONSUMER_MEMBER = 1
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
 
 def _assignment(assignment: NamedAssignment) -> dict[str, Any]:
@@ -54,7 +54,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
                         "subscribed_topic_regex": m.subscribed_topic_regex,
                         "assignment": _assignment(m.assignment),
                         "target_assignment": _assignment(m.target_assignment),
-                        "member_type": CONSUMER_MEMBER,
+                        "member_type": CLASSIC_MEMBER if m.classic else CONSUMER_MEMBER,
                     }
                     for m in g.members
                 ],

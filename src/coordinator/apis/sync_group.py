@@ -7,6 +7,7 @@ request (mandatory) and response (KIP-559). aiokafka and librdkafka use v3, kafk
 from __future__ import annotations
 
 from collections.abc import Callable
+from sys import intern
 from typing import Any
 
 from coordinator.apis.common import runtime
@@ -20,7 +21,7 @@ VERSIONS = range(0, 6)
 
 def to_command(request: Any, api_version: int) -> SyncGroup:
     return SyncGroup(
-        group_id=request.group_id,
+        group_id=intern(request.group_id),  # (as JoinGroup's: shared by the group's members)
         generation_id=request.generation_id,
         member_id=request.member_id,
         assignments=tuple((a.member_id, a.assignment) for a in request.assignments),

@@ -341,14 +341,15 @@ class _Connection(asyncio.Protocol):
         self._more: list[bytes] | None = None
         self._more_size = 0
         self._need = 0
-        #: Pending and answered-but-blocked requests, oldest first (a list: 56 bytes when
-        #: empty, a deque 624; it rarely holds more than a few).
-        self._queue: list[_Slot] = []
+        #: Pending and answered-but-blocked requests, oldest first (a list, None while there
+        #: is none: an idle connection keeps no list; it rarely holds more than a few).
+        self._queue: list[_Slot] | None = None
         #: How many of them are parked slots (`_ParkedSlot`), and what shutdown waits on
         #: until none is.
         self.parked = 0
         self._parked_done: asyncio.Future[None] | None = None
-        self._out: list[bytes] = []
+        #: Answers ready to write (None while there is none).
+        self._out: list[bytes] | None = None
         self._out_bytes = 0
         self._flush_scheduled = False
         self._reading_paused = False
@@ -357,9 +358,8 @@ class _Connection(asyncio.Protocol):
         self._closing = False
 
     def __repr__(self) -> str:
-        return (
-            f"<_Connection {self.name} pending={len(self._queue)} in_flight={len(self.in_flight)}>"
-        )
+        pending, tasks = len(self._queue or ()), len(self.in_flight)
+        return f"<_Connection {self.name} pending={pending} in_flight={tasks}>"
 
     @property
     def name(self) -> str:
@@ -430,8 +430,8 @@ class _Connection(asyncio.Protocol):
             logger.info("%s: connection lost: %s", self.name, exc)
         self._closing = True
         self._cancel_in_flight()
-        self._queue.clear()
-        self._out.clear()
+        self._queue = None
+        self._out = None
         self._buffer = b""
         self._more = None
         self._lost = True
@@ -508,11 +508,10 @@ class _Connection(asyncio.Protocol):
         position = 0
         max_bytes = self.server.broker.config.socket_request_max_bytes
         max_in_flight = self.server.max_in_flight
-        queue = self._queue
         try:
             while (
                 size - position >= FRAME_LENGTH.size
-                and len(queue) < max_in_flight
+                and (self._queue is None or len(self._queue) < max_in_flight)
                 and not (self._closing or self._stopped or self._writing_paused)
             ):
                 (length,) = FRAME_LENGTH.unpack_from(buffer, position)
@@ -543,7 +542,9 @@ class _Connection(asyncio.Protocol):
         if transport is None or self._closing:
             return
         pause = (
-            self._stopped or self._writing_paused or len(self._queue) >= self.server.max_in_flight
+            self._stopped
+            or self._writing_paused
+            or (self._queue is not None and len(self._queue) >= self.server.max_in_flight)
         )
         if pause and not self._reading_paused:
             self._reading_paused = True
@@ -606,7 +607,7 @@ class _Connection(asyncio.Protocol):
                 return
         if spec.answer_parked is not None:
             parked = _ParkedSlot(self, prefix)
-            self._queue.append(parked)
+            self._pending(parked)
             self.parked += 1
             try:
                 spec.answer_parked(decoded.body, api_version, context, parked)
@@ -614,7 +615,7 @@ class _Connection(asyncio.Protocol):
                 parked.fail(exc)
             return
         slot = _Slot()
-        self._queue.append(slot)
+        self._pending(slot)
         task = asyncio.create_task(self._answer(slot, spec, prefix, decoded.body, context))
         if self._tasks is None:
             self._tasks = {}
@@ -634,8 +635,20 @@ class _Connection(asyncio.Protocol):
         if self._queue:
             self._queue.append(_Slot(data, True))
         else:
+            self._output(data)
+
+    def _output(self, data: bytes) -> None:
+        if self._out is None:
+            self._out = [data]
+        else:
             self._out.append(data)
-            self._out_bytes += len(data)
+        self._out_bytes += len(data)
+
+    def _pending(self, slot: _Slot) -> None:
+        if self._queue is None:
+            self._queue = [slot]
+        else:
+            self._queue.append(slot)
 
     async def _answer(
         self,
@@ -699,8 +712,9 @@ class _Connection(asyncio.Protocol):
             ready = queue.pop(0).data
             moved = True
             if ready is not None:
-                self._out.append(ready)
-                self._out_bytes += len(ready)
+                self._output(ready)
+        if queue is not None and not queue:
+            self._queue = None  # (an idle connection keeps no list)
         if moved and not self._flush_scheduled:
             self._flush_scheduled = True
             self.server._schedule_flush(self)
@@ -718,7 +732,7 @@ class _Connection(asyncio.Protocol):
         if not out or transport is None or transport.is_closing():
             return
         data = out[0] if len(out) == 1 else b"".join(out)
-        out.clear()
+        self._out = None
         self._out_bytes = 0
         transport.write(data)
 

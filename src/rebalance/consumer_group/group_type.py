@@ -131,12 +131,18 @@ class ConsumerGroupType:
         """Sessions run from load time; a member caught revoking gets its rebalance timeout
         again; metadata that moved while nobody owned the group bumps its epoch now."""
         for member in group.members.values():
+            session_ms = (
+                self.state.config.group_consumer_session_timeout_ms
+                if member.classic is None
+                else member.classic.session_timeout_ms  # a classic member's own
+            )
             self.state.schedule(
                 result,
                 consumer_session_key(group.group_id, member.member_id),
-                now_ms + self.state.config.group_consumer_session_timeout_ms,
+                now_ms + session_ms,
             )
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            # A classic member has no revocation timer (it revokes by rejoining).
+            if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                 self.state.schedule(
                     result,
                     consumer_revocation_key(group.group_id, member.member_id),
@@ -193,6 +199,7 @@ class ConsumerGroupType:
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=named(m.assigned),
                     target_assignment=named(group.target.get(m.member_id, {})),
+                    classic=m.classic is not None,
                 )
                 for m in group.members.values()
             ),

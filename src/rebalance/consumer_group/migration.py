@@ -88,7 +88,6 @@ from rebalance.timers import (
 #: The ConsumerProtocol versions an assignment can be written in.
 _HIGHEST_ASSIGNMENT_VERSION = 3
 
-_REBALANCING_JOIN = JoinGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 _REBALANCING_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 
 
@@ -151,7 +150,10 @@ def to_consumer(
     # Answer what the classic group holds parked: those members rejoin the consumer group.
     for member in classic.members.values():
         if member.join_token is not None:
-            result.reply(member.join_token, _REBALANCING_JOIN)
+            rebalancing = JoinGroupReply(
+                ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id
+            )
+            result.reply(member.join_token, rebalancing)
             member.join_token = None
         if member.sync_token is not None:
             result.reply(member.sync_token, _REBALANCING_SYNC)
@@ -252,6 +254,7 @@ def downgrade_allowed(state: CoordinatorState, group: ConsumerGroup, leaving: st
         and all(m.classic is not None for m in others)
         and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
         and len(others) <= state.config.group_max_size
+        and _common_protocols(others)
     )
 
 
@@ -261,9 +264,10 @@ def downgrade_allowed_replacing(
     """Kafka's `validateOnlineDowngradeWithReplacedMemberId`: a classic JoinGroup replaces the
     static member `replaced`, the group's last KIP-848 member; the policy allows a downgrade
     and the members fit a classic group."""
+    others = [m for m_id, m in group.members.items() if m_id != replaced]
     return (
         group.members[replaced].classic is None
-        and all(m.classic is not None for m_id, m in group.members.items() if m_id != replaced)
+        and all(m.classic is not None for m in others)
         and state.config.group_consumer_migration_policy in ("downgrade", "bidirectional")
         and len(group.members) <= state.config.group_max_size
     )
@@ -331,6 +335,14 @@ def to_classic(
             state, result, classic, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT
         )
     return classic
+
+
+def _common_protocols(members: list[ConsumerMember]) -> bool:
+    """Whether the classic members share a protocol, as a classic group's members must. They
+    always do (a classic member is admitted only with a protocol every classic member has);
+    checked so that a conversion never starts that could not finish."""
+    names = [{name for name, _ in m.classic.protocols} for m in members if m.classic]
+    return len(names) == len(members) and bool(set.intersection(*names))
 
 
 def _select_protocol(members: list[ConsumerMember]) -> str:

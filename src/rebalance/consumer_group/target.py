@@ -123,6 +123,15 @@ class Assign(Protocol):
     ) -> assignors.GroupAssignment: ...
 
 
+def reads_owned(assignor: str) -> bool:
+    """Whether the assignor's result depends on what members own (`reads_owned`, default
+    True); an unknown name is left for the assignor's run to refuse."""
+    try:
+        return bool(getattr(assignors.get(assignor), "reads_owned", True))
+    except assignors.UnknownAssignorError:
+        return True
+
+
 def compute_target(
     inputs: TargetInputs, run: Assign = assignors.assign, *, named: bool = True
 ) -> ComputedTarget:
@@ -147,10 +156,14 @@ def compute_target(
         subscriptions[m.member_id] = topics
     owned: dict[str, list[assignors.TopicPartition]] = {}
     intact: set[str] = set()  # members whose whole target still exists
-    for m in inputs.members:
-        owned[m.member_id], complete = forms.owned(inputs.targets.get(m.member_id, ()))
-        if complete:
-            intact.add(m.member_id)
+    if reads_owned(inputs.assignor):
+        for m in inputs.members:
+            owned[m.member_id], complete = forms.owned(inputs.targets.get(m.member_id, ()))
+            if complete:
+                intact.add(m.member_id)
+    # else (`range`): nothing is handed over, so every member's result is converted and compared
+    # with its target: range moves nearly every member's ranges when one joins or leaves, and
+    # the million owned pairs cost more than the conversions they would spare.
     result = run(
         inputs.assignor,
         subscriptions,
@@ -164,11 +177,12 @@ def compute_target(
     for member_id in sorted(result):
         pairs = result[member_id]
         if member_id not in intact or pairs != owned[member_id]:
-            assignment = forms.assignment(pairs)
+            if named:
+                assignment, by_name[member_id] = forms.converted(pairs)
+            else:
+                assignment = forms.assignment(pairs)
             if assignment != inputs.targets.get(member_id, ()):
                 changed[member_id] = assignment
-            if named:
-                by_name[member_id] = forms.named(assignment)
         elif named:
             by_name[member_id] = forms.named(inputs.targets.get(member_id, ()))
     return ComputedTarget(changed, by_name)
