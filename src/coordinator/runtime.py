@@ -33,7 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator import record_codec
-from coordinator.assignor_worker import AssignorWorker
 from coordinator.event_log import EventLog, epoch_offset_ms
 from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
@@ -47,6 +46,7 @@ from rebalance.replies import AnyReply, HeartbeatReply
 from rebalance.timers import TimerKey
 
 if TYPE_CHECKING:
+    from coordinator.assignor_worker import AssignorWorker
     from coordinator.store.base import RecordStore, StoredRecord
 
 log = logging.getLogger("coordinator.runtime")
@@ -276,6 +276,10 @@ class GroupRuntime:
 
     def _worker_handle(self) -> AssignorWorker:
         if self._worker is None:
+            # Imported at first use: only large KIP-848 groups need the worker's
+            # process machinery (pickle, resource, subprocess); an idle node never does.
+            from coordinator.assignor_worker import AssignorWorker
+
             self._worker = AssignorWorker(self._running_loop())
         return self._worker
 
