@@ -174,7 +174,7 @@ while the worker is primed with the loaded group, before any leave."""
 
 async def one_run(
     mode: str, args: argparse.Namespace, rows: list[StoredRecord]
-) -> tuple[list[tuple[list[float], float]], int]:
+) -> tuple[list[tuple[list[float], float, tuple[float, int]]], int]:
     """Per leave, (latencies in its window, ms from the leave to the new target applied); and
     the worker process's peak RSS in bytes (0 unless `mode` is "process")."""
     store = MemoryStore()
@@ -231,11 +231,31 @@ async def one_run(
             (
                 [lat for m in members for due, lat in m.samples if left <= due <= applied + 0.2],
                 (applied - left) * 1000,
+                longest_collection(left, applied + 0.2),
             )
             for left, applied in spans
         ], peak
     finally:
         await runtime.close()
+
+
+COLLECTIONS: list[tuple[float, float, int]] = []
+"""The garbage collector's passes: (start, ms, generation), any thread."""
+_collecting = [0.0]
+
+
+def _collector(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _collecting[0] = time.monotonic()
+    else:
+        start = _collecting[0]
+        COLLECTIONS.append((start, (time.monotonic() - start) * 1000, info["generation"]))
+
+
+def longest_collection(left: float, right: float) -> tuple[float, int]:
+    """The longest collector pass that began in [left, right]: ms, its generation."""
+    passes = [(ms, gen) for start, ms, gen in COLLECTIONS if left <= start <= right]
+    return max(passes, default=(0.0, -1))
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -266,6 +286,7 @@ def main() -> None:
         f"members in {SMALL_GROUPS} small groups heartbeating every {args.period_ms} ms"
     )
     print("load average at the start " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    gc.callbacks.append(_collector)
     start = time.perf_counter()
     rows = big_group_rows(metadata(args), args.members)
     print(f"big group's {len(rows):,} rows built in {time.perf_counter() - start:.1f} s")
@@ -279,7 +300,7 @@ def main() -> None:
             gc.collect()
             if peak:
                 peaks.append(peak)
-            for n, (window, assign_ms) in enumerate(spans):
+            for n, (window, assign_ms, (gc_ms, gen)) in enumerate(spans):
                 if not window:  # priming was over before the first heartbeat was due
                     window = [float("nan")]
                 row = (
@@ -295,7 +316,8 @@ def main() -> None:
                     applied = f"; priming over {row[3]:.0f} ms after the small members began"
                 print(
                     f"  run {run + 1} {MODES[mode]:<22} {LEAVES[n]}: p50 {row[0]:.1f} ms, "
-                    f"p99 {row[1]:.1f} ms, max {row[2]:.1f} ms over {row[4]} heartbeats{applied}"
+                    f"p99 {row[1]:.1f} ms, max {row[2]:.1f} ms over {row[4]} heartbeats{applied}; "
+                    f"longest GC pass {gc_ms:.0f} ms (gen {gen})"
                 )
             if peak:
                 print(f"  run {run + 1} worker process peak RSS {peak / 2**20:.0f} MiB")
