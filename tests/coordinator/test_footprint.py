@@ -2,7 +2,7 @@
 large group is assigned, not when a node starts (numpy alone is 22 MB of resident memory), and
 kio's phantom types do not bring Hypothesis with them (9 MB), although it is installed here; the
 assignor worker's process machinery (with pickle and resource) is imported when a large KIP-848
-group first offloads its target, not at start."""
+group first offloads its target, and the client-balance client when it is used, not at start."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-LAZY = {"coordinator.assignor_worker", "pickle", "resource"}
+LAZY = {
+    "coordinator.assignor_worker",
+    "pickle",
+    "resource",
+    "coordinator.client_balance.consumer",
+    "coordinator.zookeeper.fetcher",
+}
 
 NODE = f"""
 import asyncio, sys
