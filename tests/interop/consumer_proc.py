@@ -113,8 +113,8 @@ def resume_abandoned_rebalance(consumer: Any) -> None:
     `rejoining` flag, set when a round starts and cleared when it completes) with no rejoin
     needed. That state is the bug's and nothing else's; asking for a rejoin then makes the next
     poll await the round in flight (or, if it is done, join again), as the client's own loop
-    would have. Reaches the coordinator through a private attribute and calls its `request_rejoin`;
-    what it sends on the wire is the client's own JoinGroup/SyncGroup."""
+    would have. Reaches the coordinator through a private attribute and calls its
+    `request_rejoin`; what it sends on the wire is the client's own JoinGroup/SyncGroup."""
     coordinator = consumer._coordinator
     if coordinator.rejoining and not coordinator.need_rejoin():
         print("consumer_proc: kafka-python abandoned its rebalance; rejoining", file=sys.stderr)
