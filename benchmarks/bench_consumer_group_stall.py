@@ -15,10 +15,13 @@ at start-up. The small groups' members are tasks on the same loop, each heartbea
 its reply was ready, so time the loop spent blocked counts even if the heartbeat could not be
 sent meanwhile.
 
-Two members leave the big group in turn, 1.5 s apart (past the assignment interval): the first
-leave is the first computation after the load (the worker process is sent the whole group), the
-second is an ordinary epoch (the worker is sent what changed). Figures are over the heartbeats
-due between a leave and the moment its target was applied (plus 200 ms); medians over `--runs`.
+Once loaded, the runtime primes the worker process with the big group (sends it whole, paced,
+and names its targets); "priming" is the heartbeats due meanwhile (from the small members' first
+due heartbeat; their joins come before). Then two members leave the big group in turn, 1.5 s
+apart (past the assignment interval): the first leave is the first computation after the load
+(with priming, the worker is sent only what changed, as for the second, an ordinary epoch).
+Figures are over the heartbeats due between a leave and the moment its target was applied
+(plus 200 ms); medians over `--runs`.
 "no rebalance" is the same run's second before the first leave: the floor the machine gives.
 The worker process's peak resident set is reported too.
 
@@ -164,12 +167,14 @@ MODES = {
     "thread": "assignor thread (peer)",
     "process": "worker process",
 }
-LEAVES = ("no rebalance", "first leave", "second leave")
+LEAVES = ("no rebalance", "first leave", "second leave", "priming")
+"""The windows reported; "priming" (worker process only) comes first in time: the heartbeats due
+while the worker is primed with the loaded group, before any leave."""
 
 
 async def one_run(
     mode: str, args: argparse.Namespace, rows: list[StoredRecord]
-) -> tuple[list[tuple[list[float], float]], int]:
+) -> tuple[list[tuple[list[float], float, tuple[float, int]]], int]:
     """Per leave, (latencies in its window, ms from the leave to the new target applied); and
     the worker process's peak RSS in bytes (0 unless `mode` is "process")."""
     store = MemoryStore()
@@ -197,9 +202,17 @@ async def one_run(
             )
             for k, m in enumerate(members)
         ]
-        await asyncio.sleep(loop_start + 2.5 - time.monotonic())  # past the interval again
-        spans = [(loop_start + 0.5, time.monotonic() - 0.4)]  # nothing rebalances
-        for n in range(len(LEAVES) - 1):
+        worker = runtime.assignor_worker
+        primed = time.monotonic()
+        if worker is not None:  # the runtime primes it with the big group once loaded
+            while worker.priming:
+                await asyncio.sleep(0.005)
+            primed = time.monotonic()
+        priming = (loop_start, primed)  # the heartbeats due while it is primed (joins before)
+        quiet = max(loop_start, primed) + 0.5
+        await asyncio.sleep(max(loop_start + 2.5, quiet + 1.5) - time.monotonic())
+        spans = [(quiet, time.monotonic() - 0.4)]  # nothing rebalances
+        for n in range(2):
             left = time.monotonic()
             leaving = f"b{args.members - 1 - n:05d}"
             await runtime.submit(ConsumerGroupHeartbeat("big", leaving, -1))
@@ -209,6 +222,8 @@ async def one_run(
             await asyncio.sleep(1.5)  # the assignment interval passes
         stop[0] = time.monotonic()
         await asyncio.gather(*tasks)
+        if worker is not None:
+            spans.append(priming)
         peak = 0
         if runtime.assignor_worker is not None:
             peak = await runtime.assignor_worker.peak_rss()
@@ -216,11 +231,31 @@ async def one_run(
             (
                 [lat for m in members for due, lat in m.samples if left <= due <= applied + 0.2],
                 (applied - left) * 1000,
+                longest_collection(left, applied + 0.2),
             )
             for left, applied in spans
         ], peak
     finally:
         await runtime.close()
+
+
+COLLECTIONS: list[tuple[float, float, int]] = []
+"""The garbage collector's passes: (start, ms, generation), any thread."""
+_collecting = [0.0]
+
+
+def _collector(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _collecting[0] = time.monotonic()
+    else:
+        start = _collecting[0]
+        COLLECTIONS.append((start, (time.monotonic() - start) * 1000, info["generation"]))
+
+
+def longest_collection(left: float, right: float) -> tuple[float, int]:
+    """The longest collector pass that began in [left, right]: ms, its generation."""
+    passes = [(ms, gen) for start, ms, gen in COLLECTIONS if left <= start <= right]
+    return max(passes, default=(0.0, -1))
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -250,6 +285,8 @@ def main() -> None:
         f"{args.partitions} partitions ({args.assignor}); {SMALL_GROUPS * SMALL_MEMBERS} "
         f"members in {SMALL_GROUPS} small groups heartbeating every {args.period_ms} ms"
     )
+    print("load average at the start " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    gc.callbacks.append(_collector)
     start = time.perf_counter()
     rows = big_group_rows(metadata(args), args.members)
     print(f"big group's {len(rows):,} rows built in {time.perf_counter() - start:.1f} s")
@@ -263,7 +300,9 @@ def main() -> None:
             gc.collect()
             if peak:
                 peaks.append(peak)
-            for n, (window, assign_ms) in enumerate(spans):
+            for n, (window, assign_ms, (gc_ms, gen)) in enumerate(spans):
+                if not window:  # priming was over before the first heartbeat was due
+                    window = [float("nan")]
                 row = (
                     quantile(window, 0.5),
                     quantile(window, 0.99),
@@ -273,9 +312,12 @@ def main() -> None:
                 )
                 figures.setdefault((mode, n), []).append(row)
                 applied = f"; target applied {row[3]:.0f} ms after the leave" if n else ""
+                if n == 3:
+                    applied = f"; priming over {row[3]:.0f} ms after the small members began"
                 print(
                     f"  run {run + 1} {MODES[mode]:<22} {LEAVES[n]}: p50 {row[0]:.1f} ms, "
-                    f"p99 {row[1]:.1f} ms, max {row[2]:.1f} ms over {row[4]} heartbeats{applied}"
+                    f"p99 {row[1]:.1f} ms, max {row[2]:.1f} ms over {row[4]} heartbeats{applied}; "
+                    f"longest GC pass {gc_ms:.0f} ms (gen {gen})"
                 )
             if peak:
                 print(f"  run {run + 1} worker process peak RSS {peak / 2**20:.0f} MiB")
@@ -287,6 +329,8 @@ def main() -> None:
     print(f"medians of {args.runs} (load average at the end {load}):")
     for (mode, n), (p50, p99, worst, assign_ms) in sorted(medians.items()):
         applied = f"; target applied {assign_ms:.0f} ms after the leave" if n else ""
+        if n == 3:
+            applied = f"; priming over {assign_ms:.0f} ms after the small members began"
         print(
             f"{MODES[mode]:<22} {LEAVES[n]:<12}: heartbeat p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
             f"max {worst:.1f} ms{applied}"
@@ -298,7 +342,7 @@ def main() -> None:
             if peer in args.mode:
                 ratios = [
                     f"{medians[(peer, n)][1] / medians[('process', n)][1]:.1f}x"
-                    for n in range(1, len(LEAVES))
+                    for n in range(1, 3)
                 ]
                 print(f"p99 {peer} / worker process (first, second leave): {', '.join(ratios)}")
 

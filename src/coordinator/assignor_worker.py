@@ -37,10 +37,23 @@ Protocol (both ways: frames of a 4-byte big-endian length and a pickle):
 * in: ``("delta", group, metadata | None, removed, upserts, targets)`` (member ids removed,
   `MemberInputs` to replace in place or append, member id -> target or None to drop it),
   ``("compute", group, job, group_epoch, assignor, order | None)`` (the members' order when it
-  is not what the deltas gave), ``("forget", group)``, ``("stats", job)``;
+  is not what the deltas gave), ``("order", group, order)`` (the same, when priming),
+  ``("primed", group, job, assignor)`` (echoed; then `uniform` is run once to keep its
+  outcome), ``("forget", group)``, ``("stats", job)``;
 * out: ``("result", job, chunk, rows, last)`` (member id -> changed target, and its target
-  record as `record_codec` stores it), ``("failed", job, message)``, ``("stats", job,
-  peak_rss_bytes)``.
+  record as `record_codec` stores it), ``("failed", job, message)``, ``("primed", job)``,
+  ``("stats", job, peak_rss_bytes)``.
+
+Priming: the first computation after a load would send the whole group (~0.5 s of pickling)
+and name every member's target (~0.2 s) while heartbeats wait on the interpreter lock in small
+steps. So the runtime primes the worker with each big group as soon as the node has loaded it
+(`prime`): the same deltas, sent paced (`PACE_S` between frames), then ``"primed"``, on whose
+echo the receiving thread makes the named forms, paced too, while the worker runs `uniform` once
+over its copy so that the next epoch is incremental there as well. A computation requested meanwhile
+queues behind the priming on the same sending thread and sends only what changed since, so
+its result is the same; the first epoch after a load is then an ordinary one. Any delta of
+more than one frame is paced the same way (a group that grows past the offload threshold, a
+new worker after one died), so the loop is not held long by one whole-group send either.
 """
 
 from __future__ import annotations
@@ -57,6 +70,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
@@ -98,6 +112,18 @@ its assignor thread instead (a worker that cannot start would otherwise be start
 every computation)."""
 
 NICENESS = 5
+
+PACE_S = 0.003
+"""How long the sending thread pauses between two frames of one group's delta, and the
+receiving thread between two steps of `NAMED_STEP` named forms while priming: each frame's
+pickling (or each step) holds the interpreter lock ~1-2 ms, and without a pause the loop, which
+releases the lock at every select and socket call, waits a switch interval (5 ms) to take it
+back each time; the whole group's first delta (~200 frames at 10,000 x 1M) then stalled
+heartbeats by tens of ms."""
+
+NAMED_STEP = 100
+"""Members whose named form the receiving thread makes between two pauses while priming
+(~2 ms)."""
 """How much lower the worker's CPU priority is than the server's (`os.nice`)."""
 
 Named = tuple[tuple[str, tuple[int, ...]], ...]
@@ -179,11 +205,28 @@ class _GroupCopy:
             else:
                 self.targets[member_id] = assignment
 
+    def warm(self, group_id: str, assignor: str) -> None:
+        """Run `uniform` once over the copy and keep only its outcome, so that the next epoch
+        decodes only what changed (`assign_incremental` gives `assign`'s result whatever the
+        outcome it is passed). The targets stay as the shell sent them: they are its mirror's.
+        Any other assignor keeps nothing, so nothing is run."""
+        try:
+            if not isinstance(assignors.get(assignor), UniformAssignor):
+                return
+            members = tuple(self.members.values())
+            inputs = TargetInputs(group_id, 0, assignor, self.metadata, members, self.targets)
+            compute_target(inputs, self.run, named=False)
+        except Exception:  # the computation that follows meets the same failure and reports it
+            self.run.previous = None
+
+    def reorder(self, order: list[str]) -> None:
+        self.members = {member_id: self.members[member_id] for member_id in order}
+
     def compute(
         self, group_id: str, epoch: int, assignor: str, order: list[str] | None
     ) -> dict[str, Assignment]:
         if order is not None:
-            self.members = {member_id: self.members[member_id] for member_id in order}
+            self.reorder(order)
         inputs = TargetInputs(
             group_id,
             epoch,
@@ -276,6 +319,15 @@ def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
                 for chunk in rest:
                     _write_frame(outbound, ("result", job, chunk, _rows(group_id, chunk), False))
                 _write_frame(outbound, ("result", job, last, _rows(group_id, last), True))
+        elif kind == "order":
+            groups.setdefault(message[1], _GroupCopy()).reorder(message[2])
+        elif kind == "primed":  # every delta before it is applied: the shell may name
+            _, group_id, job, assignor = message
+            _write_frame(outbound, ("primed", job))
+            outbound.flush()
+            copy = groups.get(group_id)
+            if copy is not None:
+                copy.warm(group_id, assignor)
         elif kind == "forget":
             groups.pop(message[1], None)
         elif kind == "stats":
@@ -410,6 +462,8 @@ class AssignorWorker:
         #: thread's cache of the target event's pieces, valid for the very assignment object
         #: each was made from (members gone stay until the group is forgotten).
         self._named: dict[str, tuple[dict[str, Assignment], dict[str, Named]]] = {}
+        #: primings sent, awaiting their echo: the receiving thread then names their targets
+        self._priming: dict[int, TargetInputs] = {}
         self._threads: list[threading.Thread] = []
         #: workers that died in a row, none having computed anything
         self._deaths = 0
@@ -455,6 +509,12 @@ class AssignorWorker:
                 if kind == "stats":
                     call(self._stats_received, message[1], message[2])
                     continue
+                if kind == "primed":
+                    primed = self._priming.get(message[1])
+                    if primed is not None and primed.group_id in self._mirrors:
+                        self._named_forms(primed, {}, paced=True)
+                    self._priming.pop(message[1], None)
+                    continue
                 job = self._jobs.get(message[1])
                 if job is None:
                     continue
@@ -480,7 +540,14 @@ class AssignorWorker:
         member in id order. A member's named form is made again only if its assignment is not
         the object it was made from; the rest are C-level passes (a few ms at 10,000 members,
         where a Python step per member held the interpreter lock for 10-35 ms)."""
-        inputs, changed = job.inputs, job.changed
+        return self._named_forms(job.inputs, job.changed, paced=False)
+
+    def _named_forms(
+        self, inputs: TargetInputs, changed: dict[str, Assignment], *, paced: bool
+    ) -> dict[str, Sequence[tuple[str, tuple[int, ...]]]]:
+        """`_by_name` of `inputs` with `changed` over its targets (the receiving thread only:
+        it alone writes the cache). ``paced``: pause `PACE_S` every `NAMED_STEP` members made
+        (priming, which nobody waits for)."""
         made, named = self._named.setdefault(inputs.group_id, ({}, {}))
         ids = sorted(map(_first, inputs.members))
         now = dict(inputs.targets)
@@ -489,7 +556,9 @@ class AssignorWorker:
         stale = list(compress(ids, map(is_not, map(made.get, ids), assignments)))
         if stale:
             forms = PairForms(inputs.metadata)
-            for member_id in stale:
+            for n, member_id in enumerate(stale, 1):
+                if paced and n % NAMED_STEP == 0:
+                    time.sleep(PACE_S)
                 assignment = now.get(member_id, ())
                 made[member_id] = assignment
                 # a tuple: once the collector has seen that its items are all atomic it stops
@@ -531,6 +600,7 @@ class AssignorWorker:
         self._process = None
         self._deaths += 1
         self._mirrors.clear()
+        self._priming.clear()
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
             job.done(job.inputs, None, record_codec.encode)
@@ -571,10 +641,29 @@ class AssignorWorker:
         self._jobs[job] = _Job(inputs, done)
         self._frames.put(functools.partial(self._job_frames, job, inputs))
 
-    def _job_frames(self, job: int, inputs: TargetInputs) -> Iterator[bytes]:
+    def prime(self, inputs: TargetInputs) -> None:
+        """Send the worker `inputs`' group (and name its targets) ahead of its next computation,
+        paced, so that computation sends and names only what changed (the runtime primes each
+        big group once the node has loaded it). Nothing is computed; nobody waits for it."""
+        if self._process is None:
+            self._start()
+        self._next_job += 1
+        token = self._next_job
+        self._priming[token] = inputs
+        self._frames.put(functools.partial(self._job_frames, token, inputs, prime=True))
+
+    @property
+    def priming(self) -> int:
+        """Primings not yet finished (sent, echoed and named)."""
+        return len(self._priming)
+
+    def _job_frames(
+        self, job: int, inputs: TargetInputs, *, prime: bool = False
+    ) -> Iterator[bytes]:
         """The sending thread's part of a computation: what changed since the worker's copy
-        (and the mirror brought up to date), then "compute". Off the loop: a walk over the
-        members and their targets in C-level passes of ~1 ms each."""
+        (and the mirror brought up to date), then "compute" ("primed" if `prime`). Off the
+        loop: a walk over the members and their targets in C-level passes of ~1 ms each, and
+        frames `PACE_S` apart."""
         group_id = inputs.group_id
         mirror = self._mirrors.setdefault(group_id, _Mirror())
         metadata = None if inputs.metadata is mirror.metadata else inputs.metadata
@@ -615,9 +704,18 @@ class AssignorWorker:
         values = list(new_targets.values())
         for member_id in compress(keys, map(is_not, map(held.get, keys), values)):
             targets[member_id] = held[member_id] = new_targets[member_id]
-        for message in _deltas(group_id, metadata, removed, upserts, targets):
+        for n, message in enumerate(_deltas(group_id, metadata, removed, upserts, targets)):
+            if n:
+                time.sleep(PACE_S)  # the loop takes the interpreter lock back meanwhile
             yield _encode(message)
-        yield _encode(("compute", group_id, job, inputs.group_epoch, inputs.assignor, order))
+        if prime:
+            # the order is what the deltas gave (or sent at the next computation, which
+            # compares with the mirror as updated here)
+            if order is not None:
+                yield _encode(("order", group_id, order))
+            yield _encode(("primed", group_id, job, inputs.assignor))
+        else:
+            yield _encode(("compute", group_id, job, inputs.group_epoch, inputs.assignor, order))
 
     def forget(self, group_id: str) -> None:
         """Drop a group the worker holds (deleted, unloaded)."""

@@ -33,7 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator import record_codec
-from coordinator.assignor_worker import AssignorWorker
 from coordinator.event_log import EventLog, epoch_offset_ms
 from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
@@ -47,6 +46,7 @@ from rebalance.replies import AnyReply, HeartbeatReply
 from rebalance.timers import TimerKey
 
 if TYPE_CHECKING:
+    from coordinator.assignor_worker import AssignorWorker
     from coordinator.store.base import RecordStore, StoredRecord
 
 log = logging.getLogger("coordinator.runtime")
@@ -134,6 +134,15 @@ class GroupRuntime:
             # while it was not loaded bumps its epoch), and its records must be written too.
             self._carry_out(self.core.complete_load(p, now))
         log.info("loaded %d records for %d partitions", loaded, len(partitions))
+        if self._assignor_in == "process":
+            # Each big group is sent to the worker now, paced, rather than whole by its first
+            # computation while heartbeats wait (`AssignorWorker.prime`).
+            for inputs in self.core.offloaded_inputs():
+                try:
+                    self._worker_handle().prime(inputs)
+                except OSError as exc:  # the first computation starts it, or falls back
+                    log.error("assignor worker process not started (%s)", exc)
+                    break
 
     async def close(self) -> None:
         self._closed = True
@@ -250,13 +259,12 @@ class GroupRuntime:
         """Start the result's offloaded target assignments in the assignor worker."""
         for inputs in result.offloaded:
             if self._assignor_in == "process":
-                if self._worker is None:
-                    self._worker = AssignorWorker(self._running_loop())
                 try:
-                    if self._worker.broken:
+                    worker = self._worker_handle()
+                    if worker.broken:
                         raise OSError("it died at every computation")
-                    self._worker.keep_only(lambda group_id: self.core.group(group_id) is not None)
-                    self._worker.compute(inputs, self._worker_done)
+                    worker.keep_only(lambda group_id: self.core.group(group_id) is not None)
+                    worker.compute(inputs, self._worker_done)
                     continue
                 except OSError as exc:
                     log.error("assignor worker process unusable (%s): using a thread", exc)
@@ -265,6 +273,15 @@ class GroupRuntime:
                 self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
             work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
             work.add_done_callback(functools.partial(self._target_done, inputs))
+
+    def _worker_handle(self) -> AssignorWorker:
+        if self._worker is None:
+            # Imported at first use: only large KIP-848 groups need the worker's
+            # process machinery (pickle, resource, subprocess); an idle node never does.
+            from coordinator.assignor_worker import AssignorWorker
+
+            self._worker = AssignorWorker(self._running_loop())
+        return self._worker
 
     def _worker_done(
         self,

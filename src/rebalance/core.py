@@ -507,6 +507,12 @@ class GroupCoordinatorCore:
         if the assignor failed. Applied only if its group epoch is still current."""
         return self._consumer.target_computed(inputs, computed, now_ms)
 
+    def offloaded_inputs(self) -> list[TargetInputs]:
+        """The target inputs of every consumer group whose next target would be offloaded
+        (`Result.offloaded`), as they are now: what the shell's worker can be sent ahead of
+        that computation (the runtime primes it once the node has loaded)."""
+        return self._consumer.offloaded_inputs()
+
     # =================================================================== deleted topics
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> Result:
         """Remove every group's committed offsets of `topics`, which were deleted: records

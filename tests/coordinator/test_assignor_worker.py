@@ -182,6 +182,103 @@ async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
         await worker.close()
 
 
+async def primed(worker: AssignorWorker) -> None:
+    """Until every priming sent was echoed and its targets named."""
+    for _ in range(3000):
+        if not worker._priming:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("priming never finished")
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+async def test_a_primed_worker_gives_the_inline_target(
+    assignor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(assignor_worker, "CHUNK_ENTRIES", 7)  # priming in many paced frames
+    worker = AssignorWorker(asyncio.get_running_loop())
+    try:
+        for seed in range(3):
+            rng = random.Random(seed)
+            group = Group(rng, assignor, same=seed == 0)
+            for _ in range(3):  # a group with targets, as loaded
+                group.apply(compute_target(group.inputs()))
+                group.change()
+            loaded = group.inputs()
+            worker.prime(loaded)
+            if seed == 1:
+                # requested before the priming finished: it queues behind it and sends only
+                # what changed since (nothing here), with the same result
+                assert worker._priming
+                early = await computed_by(worker, loaded)
+                assert same(early, compute_target(loaded))
+                assert early is not None
+                group.apply(early)
+            await primed(worker)
+            mirror = worker._mirrors["g"]
+            assert list(mirror.members) == list(group.members)
+            assert all(mirror.targets[m] is t for m, t in group.targets.items())
+            # every target was named, for the very objects the group holds
+            made, _ = worker._named["g"]
+            assert all(made[m] is t for m, t in group.targets.items())
+            for _ in range(3):  # the first epochs after: ordinary ones
+                group.change()
+                inputs = group.inputs()
+                computed = await computed_by(worker, inputs)
+                assert same(computed, compute_target(inputs)), (seed, inputs.group_epoch)
+                assert computed is not None
+                group.apply(computed)
+            worker.forget("g")
+    finally:
+        await worker.close()
+
+
+async def test_the_runtime_primes_the_worker_with_each_big_group_it_loads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
+    config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    store = MemoryStore()
+    metadata = TopicMetadata.of([TopicInfo("t", "id-t", 4)])
+    runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), store)
+    await runtime.start()
+    try:
+        runtime.topics_changed(metadata)
+        for member in ("m1", "m2"):
+            await runtime.submit(join(member))
+        group = runtime.core.group("g")
+        assert isinstance(group, ConsumerGroup)
+        for _ in range(500):
+            if group.target_epoch == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert group.target_epoch == 2
+    finally:
+        await runtime.close()
+    core = GroupCoordinatorCore(config, SplitMix64(1))
+    core.topics_changed(metadata, 0)
+    again = GroupRuntime(core, store)
+    await again.start()  # a node loading the group
+    try:
+        worker = again.assignor_worker
+        assert worker is not None  # primed, before any computation
+        await primed(worker)
+        loaded = again.core.group("g")
+        assert isinstance(loaded, ConsumerGroup)
+        mirror = worker._mirrors["g"]
+        assert list(mirror.members) == ["m1", "m2"]
+        assert all(mirror.targets[m] is t for m, t in loaded.target.frozen.items())
+        # the next epoch's target is the inline one
+        await again.submit(ConsumerGroupHeartbeat("g", "m2", -1))
+        for _ in range(500):
+            if loaded.target_epoch == loaded.group_epoch:
+                break
+            await asyncio.sleep(0.01)
+        assert loaded.target.frozen == {"m1": (("id-t", (0, 1, 2, 3)),)}
+    finally:
+        await again.close()
+
+
 async def test_a_failed_computation_and_a_dead_worker_are_reported_and_recovered_from() -> None:
     worker = AssignorWorker(asyncio.get_running_loop())
     try:

@@ -79,6 +79,11 @@ def build_session(
         # method is larger would run in the bytecode interpreter. Spark's advice for HotSpot:
         # fall back to per-operator code (split into small methods) above that size.
         .config("spark.sql.codegen.hugeMethodLimit", "8000")
+        # The throughput collector: a report is a batch job whose pauses nobody waits on, and G1
+        # (the JVM's default on two cores) spends more CPU on its concurrent work and barriers;
+        # measured in benchmarks/RESULTS.md (analytics). Takes effect when this call launches the
+        # JVM (local mode, a client driver); `conf` can set other options.
+        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
     )
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))

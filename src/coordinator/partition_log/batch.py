@@ -20,8 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from crc32c import crc32c
-
 HEADER_SIZE: Final = 61
 LENGTH_PREFIX_SIZE: Final = 12  # base_offset + batch_length
 CRC_START: Final = 21
@@ -72,6 +70,10 @@ def parse_batch(data: bytes | memoryview, position: int = 0) -> BatchInfo:
         raise InvalidBatchError(f"batch length {batch_length} is shorter than a batch header")
     if size > available:
         raise InvalidBatchError(f"batch of {size} bytes but only {available} present")
+    # Imported at the first batch: the package also loads its command line and its metadata
+    # (0.5 MB of memory) that a node serving only consumer groups never needs.
+    from crc32c import crc32c
+
     actual = crc32c(memoryview(data)[position + CRC_START : position + size])
     if actual != crc:
         raise InvalidBatchError(f"batch CRC mismatch (stored {crc:#010x}, computed {actual:#010x})")

@@ -100,16 +100,22 @@ def assign(
     `group.consumer.assignor.offload.enable`) in the shell's worker, which hands the result
     back through `target_computed` while heartbeats go on being answered."""
     inputs = target_inputs(group, metadata, state.config)
-    # A group's first target is computed here, whatever its size: until a target exists its
-    # members are at epoch 0, which a client can only send back as a new join.
-    offload = state.config.group_consumer_assignor_offload_enable and group.target_epoch > 0
-    # What the assignors' work grows with: members plus the partitions they subscribe to.
-    size = len(inputs.members) + sum(t[2] for t in subscribed_metadata(group, metadata))
-    if offload and size >= OFFLOAD_FROM:
+    if offloads(state, metadata, group):
         group.computing = inputs
         result.offload(inputs)
         return
     apply_target(state, result, group, inputs, compute_target(inputs), now_ms)
+
+
+def offloads(state: CoordinatorState, metadata: TopicMetadata, group: ConsumerGroup) -> bool:
+    """Whether the group's next target is computed off the loop (`assign`)."""
+    # A group's first target is computed here, whatever its size: until a target exists its
+    # members are at epoch 0, which a client can only send back as a new join.
+    if not (state.config.group_consumer_assignor_offload_enable and group.target_epoch > 0):
+        return False
+    # What the assignors' work grows with: members plus the partitions they subscribe to.
+    size = len(group.members) + sum(t[2] for t in subscribed_metadata(group, metadata))
+    return size >= OFFLOAD_FROM
 
 
 #: The smallest size (members plus subscribed partitions) computed off the loop: below it (a

@@ -31,7 +31,12 @@ from rebalance.consumer_group.group import (
     freeze,
 )
 from rebalance.consumer_group.records import ConsumerGroupRecord, ConsumerValue
-from rebalance.consumer_group.target import ComputedTarget, TargetInputs, chosen_assignor
+from rebalance.consumer_group.target import (
+    ComputedTarget,
+    TargetInputs,
+    chosen_assignor,
+    target_inputs,
+)
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
 from rebalance.lifecycle import GroupState
@@ -113,6 +118,17 @@ class ConsumerGroupType:
         if not isinstance(group, ConsumerGroup):
             return Result()  # deleted meanwhile
         return epochs.target_computed(self.state, self.metadata, group, inputs, computed, now_ms)
+
+    def offloaded_inputs(self) -> list[TargetInputs]:
+        """The target inputs of every group whose next target is computed off the loop, as
+        they are now (the shell primes its worker with them once loaded)."""
+        return [
+            target_inputs(group, self.metadata, self.state.config)
+            for _, group in sorted(self.state.groups.items())
+            if isinstance(group, ConsumerGroup)
+            and group.members
+            and epochs.offloads(self.state, self.metadata, group)
+        ]
 
     # -- metadata, partitions ----------------------------------------------------------------
     def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:
