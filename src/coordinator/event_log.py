@@ -1,11 +1,11 @@
 """The coordinator's event log: JSON Lines files, rotated by size, written by a process of its own.
 
 Events come from the core's `Result.events` (schema in `rebalance.events`). The request path
-only queues them: the events of one loop iteration are packed into one frame (`marshal`, a few
-microseconds) and put on a queue; a sender thread writes frames into the pipe of the writer
-process (`coordinator.event_log_writer`), which decodes assignments (`sync_completed` carries
-every member's raw assignment), serialises the lines and appends them to
-`events-<sequence>.jsonl` in the log directory, starting a new file when the current one would
+only queues them: the events of one loop iteration make one frame, put on a queue; a sender
+thread marshals each frame (in slices: `coordinator.event_frames`) and writes it into the pipe
+of the writer process (`coordinator.event_log_writer`), which decodes assignments
+(`sync_completed` carries every member's raw assignment), serialises the lines and appends them
+to `events-<sequence>.jsonl` in the log directory, starting a new file when the current one would
 exceed `max_bytes`. On close the queue is drained and the writer finishes, so every event
 accepted is written.
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import marshal
 import os
 import queue
 import subprocess
@@ -40,7 +39,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from coordinator import event_log_writer
+from coordinator import event_frames, event_log_writer
 from coordinator.errors import OperationalError
 from rebalance.events import Event
 
@@ -88,7 +87,7 @@ class EventLog:
             raise OperationalError(
                 f"cannot start the event log writer ({sys.executable}): {exc.strerror}"
             ) from exc
-        self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._frames: queue.SimpleQueue[tuple[list[Batch], int] | None] = queue.SimpleQueue()
         self._pending: list[Batch] = []
         self._pending_events = 0
         self._flush_scheduled = False
@@ -146,34 +145,39 @@ class EventLog:
             return
         batches, count = self._pending, self._pending_events
         self._pending, self._pending_events = [], 0
-        if self._dead:  # checked again below, against the reporter thread
-            self.dropped += count
-            return
-        try:
-            payload = marshal.dumps(batches)
-        except ValueError as exc:  # a field that is not a plain value: a bug in the core
-            log.error("event log: %d events not written: %s", count, exc)
-            return
         with self._counting:
             if self._dead:
                 self.dropped += count
                 return
             self.accepted += count
-        self._frames.put(event_log_writer.FRAME_HEADER.pack(len(payload)) + payload)
+        # Marshalled by the sender thread, in slices (`event_frames`): a 10,000-member target
+        # marshalled here in one call held the loop for ~120 ms. The core never changes an
+        # event's fields once emitted, so reading them from that thread is safe.
+        self._frames.put((batches, count))
 
     def _send(self) -> None:
-        """The sender thread: frames into the writer's pipe, in order; waiting releases the GIL."""
+        """The sender thread: frames marshalled and written into the writer's pipe, in order;
+        waiting releases the GIL, and so does marshalling, between its slices."""
         pipe = self._process.stdin
         assert pipe is not None
         fd = pipe.fileno()
         broken = False
-        while (frame := self._frames.get()) is not None:
+        while (item := self._frames.get()) is not None:
             if broken:
                 continue  # the reporter counts what the writer never got
+            batches, count = item
             try:
-                view = memoryview(frame)
-                while view:
-                    view = view[os.write(fd, view) :]
+                payload = event_frames.dumps(batches)
+            except ValueError as exc:  # a field that is not a plain value: a bug in the core
+                log.error("event log: %d events not written: %s", count, exc)
+                with self._counting:
+                    self.accepted -= count
+                continue
+            try:
+                for part in (event_log_writer.FRAME_HEADER.pack(len(payload)), payload):
+                    view = memoryview(part)
+                    while view:
+                        view = view[os.write(fd, view) :]
             except OSError:  # the writer is gone; the reporter says so
                 broken = True
         with contextlib.suppress(OSError):
