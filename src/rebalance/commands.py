@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from rebalance.errors import ErrorCode
+from rebalance.quick_init import quick_init
 from rebalance.replies import (
     AnyReply,
     DeleteGroupsReply,
@@ -50,6 +51,7 @@ LATEST_JOIN_VERSION = 9
 LATEST_COMMIT_VERSION = 9
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JoinGroup(Command[JoinGroupReply]):
     group_id: str
@@ -68,6 +70,7 @@ class JoinGroup(Command[JoinGroupReply]):
         return JoinGroupReply(code, member_id=self.member_id)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncGroup(Command[SyncGroupReply]):
     group_id: str
@@ -83,6 +86,7 @@ class SyncGroup(Command[SyncGroupReply]):
         return SyncGroupReply(code)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Heartbeat(Command[HeartbeatReply]):
     group_id: str

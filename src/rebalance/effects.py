@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rebalance.event_schema import ENUM_FIELDS, EventType
 from rebalance.events import Event
+from rebalance.quick_init import quick_init
 from rebalance.records import Record
 from rebalance.replies import AnyReply
 from rebalance.timers import TimerKey
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from rebalance.consumer_group.target import TargetInputs
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Schedule:
     key: TimerKey
@@ -45,6 +47,7 @@ class Cancel:
 TimerEffect = Schedule | Cancel
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reply:
     token: Hashable

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rebalance.errors import ErrorCode
+from rebalance.quick_init import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupMember:
     member_id: str
@@ -20,6 +22,7 @@ class JoinGroupMember:
     metadata: bytes
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupReply:
     error: ErrorCode
@@ -32,6 +35,7 @@ class JoinGroupReply:
     members: tuple[JoinGroupMember, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupReply:
     error: ErrorCode
@@ -40,6 +44,7 @@ class SyncGroupReply:
     protocol_name: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HeartbeatReply:
     error: ErrorCode

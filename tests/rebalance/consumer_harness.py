@@ -24,6 +24,18 @@ def topic_id(name: str) -> str:
     return f"id-{name}"
 
 
+def assert_one_holder_per_partition(group: ConsumerGroup) -> None:
+    """The coordinator's side of "never two owners": no partition is assigned to, or still being
+    revoked from, two members of the group at once."""
+    held: dict[tuple[str, int], str] = {}
+    for member in group.members.values():
+        for partitions in (member.assigned, member.pending_revocation):
+            for t, ps in partitions.items():
+                for p in ps:
+                    assert (t, p) not in held, f"{t}-{p}: {held[(t, p)]} and {member.member_id}"
+                    held[(t, p)] = member.member_id
+
+
 class ConsumerHarness(GroupHarness):
     """Targets are computed on every epoch bump (`group.consumer.assignment.interval.ms` 0,
     Kafka 4.0-4.2) unless `batching`: most rules are about one epoch bump at a time; assignment

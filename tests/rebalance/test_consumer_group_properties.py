@@ -14,7 +14,7 @@ late: the properties do not depend on when targets come.
 
 from __future__ import annotations
 
-from consumer_harness import Client, ConsumerHarness, topic_id
+from consumer_harness import Client, ConsumerHarness, assert_one_holder_per_partition, topic_id
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -96,13 +96,7 @@ class ReconciliationMachine(RuleBasedStateMachine):
         group = self.h.core.group(G)
         if group is None:
             return
-        held: dict[tuple[str, int], str] = {}
-        for member in group.members.values():
-            for partitions in (member.assigned, member.pending_revocation):
-                for t, ps in partitions.items():
-                    for p in ps:
-                        assert (t, p) not in held, f"{t}-{p}: {held[(t, p)]} and {member.member_id}"
-                        held[(t, p)] = member.member_id
+        assert_one_holder_per_partition(group)
         believed: dict[tuple[str, int], str] = {}
         for client in self.live():
             for t, ps in client.owned.items():

@@ -42,6 +42,7 @@ from coordinator.config import ServerConfig
 from coordinator.partition_log.internal import InternalTopics
 from coordinator.wire.codec import EncodedBody, kio_versions, register_schemas
 from coordinator.wire.listener import advertisable_host
+from rebalance.quick_init import quick_init
 
 if TYPE_CHECKING:
     from coordinator.described_configs import BrokerSettings
@@ -207,6 +208,7 @@ class Broker:
         self.port = self.config.advertised_port or port
 
 
+@quick_init  # built for every request
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """Per-request facts. A client is never identified by its connection; `session` is its

@@ -34,6 +34,7 @@ from kio.static.primitive import Records, i32, i32Timedelta, i64Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from coordinator.wire import fast_encode
+from rebalance.quick_init import quick_init
 
 FRAME_LENGTH: Final = struct.Struct(">i")
 REQUEST_PREFIX: Final = struct.Struct(">hhi")
@@ -122,6 +123,7 @@ def response_class(api_key: int, api_version: int) -> type[ResponsePayload]:
     return load_response_schema(api_key, api_version)
 
 
+@quick_init  # built for every request
 @dataclass(frozen=True, slots=True)
 class DecodedRequest:
     """A request as kio decoded it: its header (for client_id) and its body."""

@@ -44,6 +44,7 @@ from rebalance.consumer_group.group import (
     MemberState,
     TopicMetadata,
 )
+from rebalance.consumer_group.membership import member_joined_event
 from rebalance.consumer_group.migration import encode_partitions, protocol_version, to_ids
 from rebalance.consumer_group.records import (
     ClassicMetadata,
@@ -160,13 +161,11 @@ def join(
             trigger = ConsumerTrigger.SUBSCRIPTION_CHANGED
     member = group.members[member_id]
     if trigger is ConsumerTrigger.MEMBER_JOINED or holder not in (None, member_id):
-        result.event(
-            EventType.MEMBER_JOINED,
-            now_ms,
-            group.group_id,
-            group.group_epoch,
+        member_joined_event(
+            result,
+            group,
             member_id,
-            group_type=GROUP_TYPE,
+            now_ms,
             client_id=cmd.client_id,
             instance_id=instance_id,
             protocols=[name for name, _ in cmd.protocols],

@@ -274,6 +274,23 @@ def _member_joined(
     cmd: ConsumerGroupHeartbeat,
     now_ms: int,
 ) -> None:
+    member_joined_event(
+        result, group, member_id, now_ms, client_id=cmd.client_id, instance_id=cmd.instance_id
+    )
+
+
+def member_joined_event(
+    result: Result,
+    group: ConsumerGroup,
+    member_id: str,
+    now_ms: int,
+    *,
+    client_id: str,
+    instance_id: str | None,
+    protocols: list[str] | None = None,
+) -> None:
+    """The `member_joined` event of a consumer group, for a KIP-848 member (no protocols: the
+    coordinator assigns) or a classic member joining with its JoinGroup's protocols."""
     result.event(
         EventType.MEMBER_JOINED,
         now_ms,
@@ -281,7 +298,7 @@ def _member_joined(
         group.group_epoch,
         member_id,
         group_type=GROUP_TYPE,
-        client_id=cmd.client_id,
-        instance_id=cmd.instance_id,
-        protocols=[],
+        client_id=client_id,
+        instance_id=instance_id,
+        protocols=protocols or [],
     )
