@@ -38,22 +38,23 @@ Protocol (both ways: frames of a 4-byte big-endian length and a pickle):
   `MemberInputs` to replace in place or append, member id -> target or None to drop it),
   ``("compute", group, job, group_epoch, assignor, order | None)`` (the members' order when it
   is not what the deltas gave), ``("order", group, order)`` (the same, when priming),
-  ``("primed", group, job, assignor)`` (echoed; then `uniform` is run once to keep its
-  outcome), ``("forget", group)``, ``("stats", job)``;
+  ``("primed", group, job, assignor)`` (`uniform` is run once to keep its outcome, then it is
+  echoed), ``("forget", group)``, ``("stats", job)``;
 * out: ``("result", job, chunk, rows, last)`` (member id -> changed target, and its target
   record as `record_codec` stores it), ``("failed", job, message)``, ``("primed", job)``,
   ``("stats", job, peak_rss_bytes)``.
 
-Priming: the first computation after a load would send the whole group (~0.5 s of pickling)
-and name every member's target (~0.2 s) while heartbeats wait on the interpreter lock in small
+Priming: the first computation after a load would send the whole group (~0.5 s of pickling) and
+name every member's target (~0.2 s) while heartbeats wait on the interpreter lock in small
 steps. So the runtime primes the worker with each big group as soon as the node has loaded it
-(`prime`): the same deltas, sent paced (`PACE_S` between frames), then ``"primed"``, on whose
-echo the receiving thread makes the named forms, paced too, while the worker runs `uniform` once
-over its copy so that the next epoch is incremental there as well. A computation requested meanwhile
-queues behind the priming on the same sending thread and sends only what changed since, so
-its result is the same; the first epoch after a load is then an ordinary one. Any delta of
-more than one frame is paced the same way (a group that grows past the offload threshold, a
-new worker after one died), so the loop is not held long by one whole-group send either.
+(`prime`): the same deltas, sent paced (`PACE_S` between frames), then ``"primed"``: the worker
+runs `uniform` once over its copy so that the next epoch is incremental there as well, and
+echoes it, on which the receiving thread makes the named forms, paced too (`priming` counts
+until then). A computation requested meanwhile queues behind the priming on the same sending
+thread and sends only what changed since, so its result is the same; the first epoch after a
+load is then an ordinary one. Any delta of more than one frame is paced the same way (a group
+that grows past the offload threshold, a new worker after one died), so the loop is not held
+long by one whole-group send either.
 """
 
 from __future__ import annotations
@@ -323,11 +324,10 @@ def serve(inbound: IO[bytes], outbound: IO[bytes]) -> None:
             groups.setdefault(message[1], _GroupCopy()).reorder(message[2])
         elif kind == "primed":  # every delta before it is applied: the shell may name
             _, group_id, job, assignor = message
-            _write_frame(outbound, ("primed", job))
-            outbound.flush()
             copy = groups.get(group_id)
             if copy is not None:
                 copy.warm(group_id, assignor)
+            _write_frame(outbound, ("primed", job))
         elif kind == "forget":
             groups.pop(message[1], None)
         elif kind == "stats":
@@ -654,7 +654,7 @@ class AssignorWorker:
 
     @property
     def priming(self) -> int:
-        """Primings not yet finished (sent, echoed and named)."""
+        """Primings not yet finished (sent, run once by the worker, echoed and named)."""
         return len(self._priming)
 
     def _job_frames(

@@ -139,7 +139,10 @@ class GroupRuntime:
             # computation while heartbeats wait (`AssignorWorker.prime`).
             for inputs in self.core.offloaded_inputs():
                 try:
-                    self._worker_handle().prime(inputs)
+                    worker = self._worker_handle()
+                    if worker.broken:  # the computations use the thread
+                        break
+                    worker.prime(inputs)
                 except OSError as exc:  # the first computation starts it, or falls back
                     log.error("assignor worker process not started (%s)", exc)
                     break
