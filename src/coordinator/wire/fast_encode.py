@@ -332,29 +332,9 @@ class _Generator:
             function = self.entity_function(shape.type_)
             if not nullable:
                 return [f"    {function}({value}, out)"]
-            return [
-                f"    if {value} is None:",
-                "        out += b'\\xff'",
-                "    else:",
-                "        out += b'\\x01'",
-                f"        {function}({value}, out)",
-            ]
+            return _nullable_entity_lines(value, [f"        {function}({value}, out)"])
         # arrays
-        lines = [f"    items = {value}"]
-        if flexible:
-            lines += [
-                "    if items is None:",
-                "        out += b'\\x00'",
-                "    else:",
-                "        out += _uvarint(len(items) + 1)",
-            ]
-        else:
-            lines += [
-                "    if items is None:",
-                "        out += b'\\xff\\xff\\xff\\xff'",
-                "    else:",
-                "        out += _I32.pack(len(items))",
-            ]
+        lines = _array_header_lines(value, flexible)
         if isinstance(shape, EntityTupleField):
             function = self.entity_function(shape.type_)
             lines += ["        for item in items:", f"            {function}(item, out)"]
@@ -498,28 +478,8 @@ class _ValuesGenerator(_Generator):
         if isinstance(shape, EntityField):
             if not nullable:  # (None was made the empty entity by `_fetch`)
                 return self._entity_lines(shape.type_, local, "    ")
-            return [
-                f"    if {local} is None:",
-                "        out += b'\\xff'",
-                "    else:",
-                "        out += b'\\x01'",
-                *self._entity_lines(shape.type_, local, "        "),
-            ]
-        lines = [f"    items = {local}"]
-        if flexible:
-            lines += [
-                "    if items is None:",
-                "        out += b'\\x00'",
-                "    else:",
-                "        out += _uvarint(len(items) + 1)",
-            ]
-        else:
-            lines += [
-                "    if items is None:",
-                "        out += b'\\xff\\xff\\xff\\xff'",
-                "    else:",
-                "        out += _I32.pack(len(items))",
-            ]
+            return _nullable_entity_lines(local, self._entity_lines(shape.type_, local, "        "))
+        lines = _array_header_lines(local, flexible)
         lines.append("        for item in items:")
         if isinstance(shape, EntityTupleField):
             lines += self._entity_lines(shape.type_, "item", "            ")
@@ -564,3 +524,34 @@ def _inner(annotation: Any) -> Any:
 
 
 __all__ = ["Encoder", "UnsupportedSchema", "encoder", "values_encoder"]
+
+
+def _nullable_entity_lines(value: str, body: list[str]) -> list[str]:
+    """Generated lines for a nullable struct: -1 for None, else 1 and the struct (`body`)."""
+    return [
+        f"    if {value} is None:",
+        "        out += b'\\xff'",
+        "    else:",
+        "        out += b'\\x01'",
+        *body,
+    ]
+
+
+def _array_header_lines(value: str, flexible: bool) -> list[str]:
+    """Generated lines binding `items` and writing an array's length (null as 0 compact, -1)."""
+    header = f"    items = {value}"
+    if flexible:
+        return [
+            header,
+            "    if items is None:",
+            "        out += b'\\x00'",
+            "    else:",
+            "        out += _uvarint(len(items) + 1)",
+        ]
+    return [
+        header,
+        "    if items is None:",
+        "        out += b'\\xff\\xff\\xff\\xff'",
+        "    else:",
+        "        out += _I32.pack(len(items))",
+    ]

@@ -38,13 +38,12 @@ from rebalance.consumer_group import migration
 from rebalance.consumer_group.departure import remove
 from rebalance.consumer_group.epochs import maybe_bump, reconcile
 from rebalance.consumer_group.group import (
-    GROUP_TYPE,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
     TopicMetadata,
 )
-from rebalance.consumer_group.membership import member_joined_event
+from rebalance.consumer_group.membership import member_joined_event, member_replaced_event
 from rebalance.consumer_group.migration import encode_partitions, protocol_version, to_ids
 from rebalance.consumer_group.records import (
     ClassicMetadata,
@@ -58,7 +57,7 @@ from rebalance.consumer_group.records import (
 from rebalance.consumer_group.replay import remove_member, write
 from rebalance.effects import Result, single_reply
 from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason, LeaveReason
+from rebalance.event_schema import ConsumerTrigger, LeaveReason
 from rebalance.records import GroupMetadataRecord, GroupMetadataValue
 from rebalance.replies import (
     HeartbeatReply,
@@ -269,15 +268,7 @@ def _replace(
             member_id, 0, 0, current.state, current.assigned, current.pending_revocation
         ),
     )
-    result.event(
-        EventType.MEMBER_EXPIRED,
-        now_ms,
-        group.group_id,
-        group.group_epoch,
-        previous.member_id,
-        group_type=GROUP_TYPE,
-        reason=ExpiryReason.REPLACED,
-    )
+    member_replaced_event(result, group, previous.member_id, now_ms)
 
 
 _SUBSCRIPTION_FIELDS = (

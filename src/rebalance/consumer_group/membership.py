@@ -254,15 +254,7 @@ def _replace_static(
             current.pending_revocation,
         ),
     )
-    result.event(
-        EventType.MEMBER_EXPIRED,
-        now_ms,
-        group.group_id,
-        group.group_epoch,
-        previous.member_id,
-        group_type=GROUP_TYPE,
-        reason=ExpiryReason.REPLACED,
-    )
+    member_replaced_event(result, group, previous.member_id, now_ms)
     _member_joined(result, group, member_id, cmd, now_ms)
     return group.members[member_id]
 
@@ -276,6 +268,22 @@ def _member_joined(
 ) -> None:
     member_joined_event(
         result, group, member_id, now_ms, client_id=cmd.client_id, instance_id=cmd.instance_id
+    )
+
+
+def member_replaced_event(
+    result: Result, group: ConsumerGroup, previous_id: str, now_ms: int
+) -> None:
+    """The `member_expired` event (reason `replaced`) of a static member whose instance id a new
+    member took, KIP-848 or classic."""
+    result.event(
+        EventType.MEMBER_EXPIRED,
+        now_ms,
+        group.group_id,
+        group.group_epoch,
+        previous_id,
+        group_type=GROUP_TYPE,
+        reason=ExpiryReason.REPLACED,
     )
 
 
