@@ -104,6 +104,22 @@ def consume_and_commit(
     return _confluent_group(bootstrap, security, topic, group, count, linger)
 
 
+def _kafka_python_commit(consumer: Any, deadline: float) -> None:
+    """Commit as kafka-python's users must: a commit refused because the consumer is rejoining
+    (RebalanceInProgressError; on a loaded machine its 2 s session can lapse while its own loop
+    is blocked) is retried after a poll, which completes the rebalance, as the error says."""
+    from kafka.errors import RebalanceInProgressError
+
+    while True:
+        try:
+            consumer.commit()
+            return
+        except RebalanceInProgressError:
+            if time.monotonic() > deadline:
+                raise
+            consumer.poll(timeout_ms=200)
+
+
 def _kafka_python_group(
     bootstrap: str, security: Security, topic: str, group: str, count: int, linger: float
 ) -> tuple[int, dict[int, int]]:
@@ -128,7 +144,7 @@ def _kafka_python_group(
         until = time.monotonic() + linger
         while time.monotonic() < until:
             read += sum(len(batch) for batch in consumer.poll(timeout_ms=100).values())
-        consumer.commit()
+        _kafka_python_commit(consumer, deadline=time.monotonic() + 30)
         return read, {tp.partition: consumer.committed(tp) for tp in consumer.assignment()}
     finally:
         consumer.close()
