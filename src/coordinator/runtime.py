@@ -178,18 +178,11 @@ class GroupRuntime:
         """Run one command; resolves when its reply may be sent (maybe much later: parked).
 
         The reply is the command's own reply type: the core answers a command's token only
-        with the reply its `Command[R]` declares (the cast below states that contract)."""
-        loop = self._running_loop()
-        self._next_token += 1
-        token = self._next_token
-        result = self.core.handle(command, self._clock.now_ms(), token)
-        if self._answers_now(result, token):
-            # Fast path (heartbeats, fetches): nothing to make durable, nothing pending.
-            self._carry_out(result)
-            return cast(R, result.replies[0].response)
-        future: asyncio.Future[R] = loop.create_future()
-        self._waiting[token] = (functools.partial(_resolve, future), command)
-        self._carry_out(result)
+        with the reply its `Command[R]` declares (the cast in `_run` states that contract)."""
+        future: asyncio.Future[R] = self._running_loop().create_future()
+        token = self._run(command, functools.partial(_resolve, future))
+        if token is None:  # fast path (fetches, describes): answered, nothing to make durable
+            return future.result()
         try:
             return await future
         finally:
@@ -206,15 +199,21 @@ class GroupRuntime:
         exactly once (the core answers every token it parks: at the end of the round, at a
         timeout, when superseded or unloaded), even if the client went away meanwhile, and
         must not raise."""
+        self._run(command, deliver)
+
+    def _run(self, command: Command[R], deliver: Callable[[R], None]) -> int | None:
+        """Hand `command` to the core; `deliver` gets its reply now (returns None) or once it
+        may be sent (returns the token it is parked under)."""
         self._next_token += 1
         token = self._next_token
         result = self.core.handle(command, self._clock.now_ms(), token)
         if self._answers_now(result, token):
             self._carry_out(result)
             deliver(cast(R, result.replies[0].response))
-            return
+            return None
         self._waiting[token] = (deliver, command)
         self._carry_out(result)
+        return token
 
     def _answers_now(self, result: Result, token: int) -> bool:
         return (
