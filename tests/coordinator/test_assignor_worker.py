@@ -301,6 +301,21 @@ async def test_a_failed_computation_and_a_dead_worker_are_reported_and_recovered
         await worker.close()
 
 
+async def two_members_joined(runtime: GroupRuntime) -> ConsumerGroup:
+    """Members m1 and m2 join group g over one topic of 4 partitions; returns the group once
+    its target for both (epoch 2) is in place, or after 10 s."""
+    runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
+    for member in ("m1", "m2"):
+        await runtime.submit(join(member))
+    group = runtime.core.group("g")
+    assert isinstance(group, ConsumerGroup)
+    for _ in range(1000):
+        if group.target_epoch == 2:
+            break
+        await asyncio.sleep(0.01)
+    return group
+
+
 async def test_the_runtime_applies_the_worker_processs_target(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -310,15 +325,7 @@ async def test_the_runtime_applies_the_worker_processs_target(
     runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), store)
     await runtime.start()
     try:
-        runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
-        for member in ("m1", "m2"):
-            await runtime.submit(join(member))
-        group = runtime.core.group("g")
-        assert isinstance(group, ConsumerGroup)
-        for _ in range(500):
-            if group.target_epoch == 2:
-                break
-            await asyncio.sleep(0.01)
+        group = await two_members_joined(runtime)
         assert group.target_epoch == 2 and runtime.assignor_worker is not None
         assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
     finally:
@@ -338,15 +345,7 @@ async def test_a_worker_that_cannot_run_is_given_up_for_the_assignor_thread(
     runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
     await runtime.start()
     try:
-        runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
-        for member in ("m1", "m2"):
-            await runtime.submit(join(member))
-        group = runtime.core.group("g")
-        assert isinstance(group, ConsumerGroup)
-        for _ in range(1000):
-            if group.target_epoch == 2:
-                break
-            await asyncio.sleep(0.01)
+        group = await two_members_joined(runtime)
         # three workers died at once; the target was computed in the thread instead
         assert runtime.assignor_worker is not None and runtime.assignor_worker.broken
         assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
