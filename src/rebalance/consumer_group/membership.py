@@ -131,7 +131,9 @@ def find_member(
         )
     write(state, result, group.group_id, subscription(ConsumerMember(member_id), cmd))
     member = group.members[member_id]
-    _member_joined(result, group, member_id, cmd, now_ms)
+    member_joined_event(
+        result, group, member_id, now_ms, client_id=cmd.client_id, instance_id=cmd.instance_id
+    )
     return member, ConsumerTrigger.MEMBER_JOINED
 
 
@@ -255,20 +257,10 @@ def _replace_static(
         ),
     )
     member_replaced_event(result, group, previous.member_id, now_ms)
-    _member_joined(result, group, member_id, cmd, now_ms)
-    return group.members[member_id]
-
-
-def _member_joined(
-    result: Result,
-    group: ConsumerGroup,
-    member_id: str,
-    cmd: ConsumerGroupHeartbeat,
-    now_ms: int,
-) -> None:
     member_joined_event(
         result, group, member_id, now_ms, client_id=cmd.client_id, instance_id=cmd.instance_id
     )
+    return group.members[member_id]
 
 
 def member_replaced_event(
