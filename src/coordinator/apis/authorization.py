@@ -23,7 +23,9 @@ and error codes follow Kafka's KafkaApis:
   the topic (TOPIC_AUTHORIZATION_FAILED) or, for the broker, the cluster
   (CLUSTER_AUTHORIZATION_FAILED);
 - CreateAcls, DeleteAcls / DescribeAcls: ALTER / DESCRIBE on the cluster, else
-  CLUSTER_AUTHORIZATION_FAILED (checked in their own modules).
+  CLUSTER_AUTHORIZATION_FAILED (checked in their own modules);
+- AlterUserScramCredentials / DescribeUserScramCredentials: ALTER / DESCRIBE on the cluster,
+  else CLUSTER_AUTHORIZATION_FAILED.
 
 A request naming several groups or topics is split: the allowed part goes to the handler, the
 denied part is answered with the error (after the allowed entries, or in the request's order for
@@ -60,6 +62,8 @@ from coordinator.wire.acls import CLUSTER_NAME, Operation, ResourceType
 
 GROUP_DENIED = ErrorCode.group_authorization_failed
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
+CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
+_CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."
 _GROUP, _TOPIC, _CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
 
 
@@ -488,7 +492,7 @@ def _config_resource(op: Operation, with_configs: bool) -> Denial:
         elif kind in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
             if _may(access, ctx, op, _CLUSTER, CLUSTER_NAME):
                 return None
-            code = ErrorCode.cluster_authorization_failed
+            code = CLUSTER_DENIED
         else:
             return None
         answer = {
@@ -603,6 +607,28 @@ _offset_delete = _group_then_topics(
 )
 
 
+# -- SCRAM credentials ---------------------------------------------------------------------------
+def _scram_describe(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """DESCRIBE on the cluster; Kafka's refusal repeats the error once per user named."""
+    if _may(access, ctx, Operation.DESCRIBE, _CLUSTER, CLUSTER_NAME):
+        return None
+    denied = {"error_code": CLUSTER_DENIED, "error_message": _CLUSTER_DENIED_MESSAGE}
+    results = [{"user": "", **denied, "credential_infos": []} for _ in request.users or ()]
+    return {"throttle_time": 0, **denied, "results": results}
+
+
+def _scram_alter(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """ALTER on the cluster, else every user named is refused (in name order, as Kafka)."""
+    if _may(access, ctx, Operation.ALTER, _CLUSTER, CLUSTER_NAME):
+        return None
+    users = sorted({c.name for c in (*request.deletions, *request.upsertions)})
+    results = [
+        {"user": u, "error_code": CLUSTER_DENIED, "error_message": _CLUSTER_DENIED_MESSAGE}
+        for u in users
+    ]
+    return {"throttle_time": 0, "results": results}
+
+
 # -- the client-balance extension APIs (ours, not Kafka's) --------------------------------------
 # They follow the Kafka APIs they stand beside: a node's heartbeat and its partition releases
 # are ConsumerGroupHeartbeat's READ on the group; registering partitions is consuming them,
@@ -666,7 +692,7 @@ def _init_producer_id(
         return None
     return {
         "throttle_time": 0,
-        "error_code": ErrorCode.cluster_authorization_failed,
+        "error_code": CLUSTER_DENIED,
         "producer_id": -1,
         "producer_epoch": -1,
     }
@@ -844,6 +870,8 @@ RULES: dict[int, Rule] = {
     0: Rule(_per_topic(Operation.WRITE, "topic_data", _produce_denied, "responses")),
     1: Rule(_per_topic(Operation.READ, "topics", _fetch_denied, "responses")),
     2: Rule(_per_topic(Operation.DESCRIBE, "topics", _list_offsets_denied, "topics")),
+    50: Rule(_scram_describe),
+    51: Rule(_scram_alter),
     client_balance.HEARTBEAT_KEY: Rule(_client_balance_group_read),
     client_balance.REGISTER_KEY: Rule(_partition_register),
     client_balance.RELEASE_KEY: Rule(_partition_release),
