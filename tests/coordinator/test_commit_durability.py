@@ -81,11 +81,15 @@ async def test_kill_9_loses_no_acknowledged_commit(tmp_path: Path) -> None:
     for group in groups:
         fetched = await client.request(9, 8, {"groups": [{"group_id": group, "topics": None}]})
         (found,) = fetched.groups
-        offsets = {p.partition_index: p.committed_offset for t in found.topics for p in t.partitions}
+        offsets = {
+            p.partition_index: p.committed_offset for t in found.topics for p in t.partitions
+        }
         assert set(offsets) == set(range(PARTITIONS)), (group, offsets)
         # At least what was acknowledged; at most what was sent (one window beyond).
-        assert all(
-            snapshot[group] <= o <= snapshot[group] + IN_FLIGHT for o in offsets.values()
-        ), (group, snapshot[group], offsets)
+        assert all(snapshot[group] <= o <= snapshot[group] + IN_FLIGHT for o in offsets.values()), (
+            group,
+            snapshot[group],
+            offsets,
+        )
     await client.close()
     await stop(restarted)
