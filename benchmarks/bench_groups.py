@@ -104,7 +104,17 @@ async def _serve(kind: str, ready: Connection) -> None:
                     store = groups.runtime.store if groups.runtime else None
                     assert isinstance(store, SqliteStore)
                     stats = store.stats
-                    ready.send((str(store.path), stats.transactions, stats.appends, stats.records))
+                    writer = store._writer.native_id or 0  # its CPU: /proc/PID/task/TID
+                    ready.send(
+                        StoreReading(
+                            str(store.path),
+                            stats.transactions,
+                            stats.records,
+                            stats.transaction_seconds,
+                            stats.commit_seconds,
+                            writer,
+                        )
+                    )
                 elif command == "writer_cpu":  # seconds of CPU of the event log's writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -128,7 +138,7 @@ def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None
                 out.write(f"    {line}\n")
 
 
-def _process_cpu(pid: int) -> float:
+def _process_cpu(pid: int | str) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -146,6 +156,19 @@ def _server_process(kind: str, use_uvloop: bool, ready: Connection) -> None:
         uvloop.run(_serve(kind, ready))
     else:
         asyncio.run(_serve(kind, ready))
+
+
+class StoreReading(typing.NamedTuple):
+    """The server's store: its file, its counters so far, its writer thread's id."""
+
+    path: str
+    transactions: int
+    """One fsync each (WAL, synchronous=FULL)."""
+    records: int
+    transaction_seconds: float
+    """Wall time inside transactions, and of it in COMMIT (the fsync)."""
+    commit_seconds: float
+    writer: int
 
 
 class Server:
@@ -181,12 +204,14 @@ class Server:
         value: float = self.pipe.recv()
         return value
 
-    def store(self) -> tuple[str, int, int, int]:
-        """The server's store: its file, and how many transactions (one fsync each), appends
-        and records it has written."""
+    def store(self) -> StoreReading:
         self.pipe.send("store")
-        value: tuple[str, int, int, int] = self.pipe.recv()
+        value: StoreReading = self.pipe.recv()
         return value
+
+    def thread_cpu(self, thread: int) -> float:
+        """CPU seconds of one thread of the server process."""
+        return _process_cpu(f"{self.process.pid}/task/{thread}")
 
     def writer_cpu(self) -> float:
         self.pipe.send("writer_cpu")
@@ -470,6 +495,13 @@ class CommitRun:
     offsets_per_fsync: float
     cpu_us: float
     """Server CPU per commit request (µs; the process, its SQLite writer thread included)."""
+    writer_cpu_us: float
+    """Of which the store's writer thread (SQLite's statements, commit and fsync call)."""
+    transaction_ms: float
+    """Wall time of one transaction, BEGIN to the end of COMMIT, and of it in COMMIT."""
+    commit_ms: float
+    generator_cpu_us: float
+    """The load generator's CPU per commit (this process)."""
 
 
 async def commit_load(server: Server, writers: int, seconds: float, partitions: int) -> CommitRun:
@@ -516,8 +548,10 @@ async def commit_load(server: Server, writers: int, seconds: float, partitions: 
         if len(codes) != partitions or any(codes):
             raise RuntimeError(f"a commit was refused: {response}")
     counts: list[int] = []
-    _path, transactions, _appends, records = server.store()
+    store = server.store()
     cpu_before = server.cpu()  # (under BENCH_PROFILE, the profile starts here)
+    writer_before = server.thread_cpu(store.writer)
+    own_before = os.times()
     started = time.perf_counter()
     stop_at = started + seconds
 
@@ -531,18 +565,26 @@ async def commit_load(server: Server, writers: int, seconds: float, partitions: 
 
     await asyncio.gather(*(loop(*c) for c in zip(conns, frames, firsts, strict=True)))
     elapsed = time.perf_counter() - started
+    own_after = os.times()
     cpu = server.cpu() - cpu_before
-    _path, transactions_after, _appends, records_after = server.store()
+    writer_cpu = server.thread_cpu(store.writer) - writer_before
+    after = server.store()
     for c in conns:
         c.close()
     commits = sum(counts)
-    fsyncs = transactions_after - transactions
+    fsyncs = after.transactions - store.transactions
     return CommitRun(
         commits * partitions / elapsed,
         commits / elapsed,
         fsyncs / elapsed,
-        (records_after - records) / max(fsyncs, 1),
+        (after.records - store.records) / max(fsyncs, 1),
         cpu * 1e6 / max(commits, 1),
+        writer_cpu * 1e6 / max(commits, 1),
+        (after.transaction_seconds - store.transaction_seconds) * 1000 / max(fsyncs, 1),
+        (after.commit_seconds - store.commit_seconds) * 1000 / max(fsyncs, 1),
+        (own_after.user + own_after.system - own_before.user - own_before.system)
+        * 1e6
+        / max(commits, 1),
     )
 
 
@@ -704,7 +746,7 @@ def main() -> None:
 def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
     """Durable commits beside the disk's own fsync rate, measured in the same runs (each run:
     the commits, then the two disk peers at the batch size the server reached)."""
-    directory = Path(ours.store()[0]).parent
+    directory = Path(ours.store().path).parent
     for per_request in args.commit_offsets:
         for writers in args.commit_connections or [args.members]:
             runs: list[tuple[CommitRun, DiskRun]] = []
@@ -724,7 +766,11 @@ def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
                 f"connections): {median(r.offsets_per_second for r in commits):,.0f} "
                 f"[goal >= 25,000 at 8]; commits/s "
                 f"{median(r.commits_per_second for r in commits):,.0f}, server CPU per commit "
-                f"{median(r.cpu_us for r in commits):.1f} us; server fsyncs/s {fsyncs:,.0f}, "
+                f"{median(r.cpu_us for r in commits):.1f} us (SQLite writer thread "
+                f"{median(r.writer_cpu_us for r in commits):.1f} us), load generator's "
+                f"{median(r.generator_cpu_us for r in commits):.1f} us; server fsyncs/s "
+                f"{fsyncs:,.0f} ({median(r.transaction_ms for r in commits):.1f} ms each, "
+                f"{median(r.commit_ms for r in commits):.1f} ms of it in COMMIT), "
                 f"offsets per fsync {median(r.offsets_per_fsync for r in commits):.1f}; disk "
                 f"beside it: write+fsync/s {median(d.fsyncs_per_second for _, d in runs):,.0f}, "
                 f"SQLite transactions/s of that many rows {sqlite_tx:,.0f} (server's fsyncs "
