@@ -24,6 +24,7 @@ import cProfile
 import gc
 import multiprocessing
 import os
+import sqlite3
 import statistics
 import struct
 import sys
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_wire import _echo, machine
 from coordinator.collector import tune_for_serving
 from coordinator.groups import GroupCoordinatorExtension
+from coordinator.store.sqlite import SqliteStore
 from coordinator.testing import running_server
 from coordinator.wire.codec import (
     build_request,
@@ -100,6 +102,11 @@ async def _serve(kind: str, ready: Connection) -> None:
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
                     ready.send(_rss_bytes() + (_rss_bytes(pid) if pid else 0))
+                elif command == "store":  # the store's file and counters (fsyncs, records)
+                    store = groups.runtime.store if groups.runtime else None
+                    assert isinstance(store, SqliteStore)
+                    stats = store.stats
+                    ready.send((str(store.path), stats.transactions, stats.appends, stats.records))
                 elif command == "writer_cpu":  # seconds of CPU of the event log's writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -199,6 +206,13 @@ class Server:
         value: tuple[float, float, float] = self.pipe.recv()
         return value
 
+    def store(self) -> tuple[str, int, int, int]:
+        """The server's store: its file, and how many transactions (one fsync each), appends
+        and records it has written."""
+        self.pipe.send("store")
+        value: tuple[str, int, int, int] = self.pipe.recv()
+        return value
+
     def writer_cpu(self) -> float:
         self.pipe.send("writer_cpu")
         value: float = self.pipe.recv()
@@ -277,9 +291,9 @@ class Conn(asyncio.Protocol):
     async def read(self, api_key: int, version: int) -> Any:
         return decode_response(await self.next_frame(), api_key, version)[1]
 
-    async def raw(self, frame: bytes) -> None:
+    async def raw(self, frame: bytes) -> bytes:
         self.write(frame)
-        await self.next_frame()
+        return await self.next_frame()
 
     def close(self) -> None:
         if self.transport is not None:
@@ -472,10 +486,23 @@ async def echo_load(
     return result
 
 
-async def commit_load(port: int, writers: int, seconds: float, partitions: int = 1) -> float:
-    """Offsets made durable per second: each writer commits `partitions` offsets per request
-    (simple group, generation -1), one request outstanding per connection."""
-    conns = [await Conn.open(port) for _ in range(writers)]
+@dataclass
+class CommitRun:
+    offsets_per_second: float
+    commits_per_second: float
+    fsyncs_per_second: float
+    """The server store's transactions per second (WAL, synchronous=FULL: one fsync each)."""
+    offsets_per_fsync: float
+    cpu_us: float
+    """Server CPU per commit request (µs; the process, its SQLite writer thread included)."""
+
+
+async def commit_load(server: Server, writers: int, seconds: float, partitions: int) -> CommitRun:
+    """Durable offset commits: each writer commits `partitions` offsets per request (its own
+    simple group, generation -1), one request outstanding per connection. Every answer is
+    checked: the first of each connection decoded (no error on any partition), the others
+    must be the same bytes."""
+    conns = [await Conn.open(server.port) for _ in range(writers)]
     frames = [
         encode_request(
             build_request(
@@ -507,10 +534,95 @@ async def commit_load(port: int, writers: int, seconds: float, partitions: int =
         )
         for i in range(writers)
     ]
-    result, _requests = await _hammer(conns, frames, seconds)
+    firsts = await asyncio.gather(*(c.raw(f) for c, f in zip(conns, frames, strict=True)))
+    for first in firsts:
+        response = decode_response(first, 8, 8)[1]
+        codes = [p.error_code for t in response.topics for p in t.partitions]
+        if len(codes) != partitions or any(codes):
+            raise RuntimeError(f"a commit was refused: {response}")
+    counts: list[int] = []
+    _path, transactions, _appends, records = server.store()
+    cpu_before = server.cpu()  # (under BENCH_PROFILE, the profile starts here)
+    started = time.perf_counter()
+    stop_at = started + seconds
+
+    async def loop(conn: Conn, frame: bytes, expected: bytes) -> None:
+        done = 0
+        while time.perf_counter() < stop_at:
+            if await conn.raw(frame) != expected:
+                raise RuntimeError("a commit's answer differs from the first, checked one")
+            done += 1
+        counts.append(done)
+
+    await asyncio.gather(*(loop(*c) for c in zip(conns, frames, firsts, strict=True)))
+    elapsed = time.perf_counter() - started
+    cpu = server.cpu() - cpu_before
+    _path, transactions_after, _appends, records_after = server.store()
     for c in conns:
         c.close()
-    return result * partitions
+    commits = sum(counts)
+    fsyncs = transactions_after - transactions
+    return CommitRun(
+        commits * partitions / elapsed,
+        commits / elapsed,
+        fsyncs / elapsed,
+        (records_after - records) / max(fsyncs, 1),
+        cpu * 1e6 / max(commits, 1),
+    )
+
+
+@dataclass
+class DiskRun:
+    fsyncs_per_second: float
+    """A plain loop: append 64 bytes to a file, fsync, again."""
+    sqlite_per_second: float
+    """WAL transactions of `rows` upserts each with synchronous=FULL (one fsync each)."""
+
+
+def disk_peers(directory: Path, rows: int, seconds: float) -> DiskRun:
+    """The disk under the server's store, measured beside it (the server idle meanwhile):
+    write+fsync per second in the store's directory, and SQLite transactions per second of
+    `rows` upserted offsets each, in the store's layout, one `executemany` per transaction."""
+    with tempfile.TemporaryDirectory(dir=directory) as scratch:
+        fd = os.open(Path(scratch) / "fsync", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            done, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                os.write(fd, b"o" * 64)
+                os.fsync(fd)
+                done += 1
+            fsyncs = done / (time.perf_counter() - started)
+        finally:
+            os.close(fd)
+        db = sqlite3.connect(Path(scratch) / "peer.sqlite", isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute(
+                "CREATE TABLE records (kind TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT "
+                "NULL, seq INTEGER NOT NULL, PRIMARY KEY (kind, key)) WITHOUT ROWID"
+            )
+            db.execute("CREATE INDEX records_by_seq ON records (seq)")
+            upsert = (
+                "INSERT INTO records (kind, key, value, seq) VALUES (?, ?, ?, ?) ON CONFLICT "
+                "(kind, key) DO UPDATE SET value = excluded.value, seq = excluded.seq"
+            )
+            value = b"o" * 40
+            done, seq, started = 0, 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany(
+                    upsert,
+                    [("offset", f"commit-{n % 2000}/orders/{n % 8}", value, n) for n in
+                     range(seq, seq + rows)],
+                )  # fmt: skip
+                db.execute("COMMIT")
+                seq += rows
+                done += 1
+            transactions = done / (time.perf_counter() - started)
+        finally:
+            db.close()
+    return DiskRun(fsyncs, transactions)
 
 
 async def latency_and_memory(server: Server, members: int, rounds: int) -> Round:
@@ -601,6 +713,16 @@ def main() -> None:
     )
     parser.add_argument("--uvloop", action="store_true", help="also run our server on uvloop")
     parser.add_argument(
+        "--commit-connections",
+        type=int,
+        nargs="*",
+        default=None,
+        help="connections for the commit rows (default: --members)",
+    )
+    parser.add_argument(
+        "--commit-offsets", type=int, nargs="*", default=[1, 8], help="offsets per OffsetCommit"
+    )
+    parser.add_argument(
         "--only", choices=["heartbeats", "commits", "rebalance"], nargs="*", default=None
     )
     args = parser.parse_args()
@@ -631,15 +753,34 @@ def main() -> None:
 
 
 def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
-    for per_request in (1, 8):
-        commits = statistics.median(
-            asyncio.run(commit_load(ours.port, args.members, args.seconds, per_request))
-            for _ in range(args.runs)
-        )
-        print(
-            f"[{label}] durable offsets/s, {per_request} per OffsetCommit "
-            f"({args.members} connections): {commits:,.0f}  [goal >= 25,000 at 8]"
-        )
+    """Durable commits beside the disk's own fsync rate, measured in the same runs (each run:
+    the commits, then the two disk peers at the batch size the server reached)."""
+    directory = Path(ours.store()[0]).parent
+    for per_request in args.commit_offsets:
+        for writers in args.commit_connections or [args.members]:
+            runs: list[tuple[CommitRun, DiskRun]] = []
+            for _ in range(args.runs):
+                run = asyncio.run(commit_load(ours, writers, args.seconds, per_request))
+                rows = max(1, round(run.offsets_per_fsync))
+                runs.append((run, disk_peers(directory, rows, min(args.seconds, 1.0))))
+            commits = [r for r, _ in runs]
+
+            def median(values: typing.Iterable[float]) -> float:
+                return statistics.median(values)
+
+            fsyncs = median(r.fsyncs_per_second for r in commits)
+            sqlite_tx = median(d.sqlite_per_second for _, d in runs)
+            print(
+                f"[{label}] durable offsets/s, {per_request} per OffsetCommit ({writers} "
+                f"connections): {median(r.offsets_per_second for r in commits):,.0f} "
+                f"[goal >= 25,000 at 8]; commits/s "
+                f"{median(r.commits_per_second for r in commits):,.0f}, server CPU per commit "
+                f"{median(r.cpu_us for r in commits):.1f} us; server fsyncs/s {fsyncs:,.0f}, "
+                f"offsets per fsync {median(r.offsets_per_fsync for r in commits):.1f}; disk "
+                f"beside it: write+fsync/s {median(d.fsyncs_per_second for _, d in runs):,.0f}, "
+                f"SQLite transactions/s of that many rows {sqlite_tx:,.0f} (server's fsyncs "
+                f"{fsyncs / sqlite_tx:.0%} of it)"
+            )
 
 
 def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:

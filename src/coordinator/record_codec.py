@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from coordinator.store.base import StoredRecord
@@ -53,6 +54,10 @@ def _b64(data: bytes) -> str:
 
 
 def encode(record: Record) -> StoredRecord:
+    if type(record) is OffsetCommitRecord:  # the common row first: one per committed offset
+        fast = _offset_row(record)
+        if fast is not None:
+            return fast
     if isinstance(record, ConsumerGroupRecord):
         return _encode_consumer(record)
     if isinstance(record, cb.ClientBalanceRecord):
@@ -96,6 +101,41 @@ def encode(record: Record) -> StoredRecord:
         ],
     }
     return StoredRecord(GROUP_KIND, record.group_id, json.dumps(value).encode())
+
+
+def _offset_row(record: OffsetCommitRecord) -> StoredRecord | None:
+    """The row `encode` writes for an offset, built without `json.dumps` (a commit makes one
+    row per partition; `json.dumps` of the key and value took 5 µs of the ~6): the same bytes,
+    from the same C string escapers `json` uses (`ensure_ascii=False` for the key, the default
+    for the value) and `int.__repr__`. None for a value of any other type than `json` would
+    write the same way (then `encode` asks `json`)."""
+    group_id, topic, partition, offset = (
+        record.group_id,
+        record.topic,
+        record.partition,
+        record.value,
+    )
+    if type(group_id) is not str or type(topic) is not str or type(partition) is not int:
+        return None
+    key = f"[{encode_basestring(group_id)}, {encode_basestring(topic)}, {partition!r}]"
+    if offset is None:
+        return StoredRecord(OFFSET_KIND, key, None)
+    position, epoch, metadata = offset.offset, offset.leader_epoch, offset.metadata
+    stamp, expire = offset.commit_timestamp_ms, offset.expire_timestamp_ms
+    if (
+        type(position) is not int
+        or type(epoch) is not int
+        or type(metadata) is not str
+        or type(stamp) is not int
+        or (expire is not None and type(expire) is not int)
+    ):
+        return None
+    value = (
+        f'{{"v": {VALUE_VERSION}, "offset": {position!r}, "leader_epoch": {epoch!r}, '
+        f'"metadata": {encode_basestring_ascii(metadata)}, "commit_ts": {stamp!r}, '
+        f'"expire_ts": {"null" if expire is None else repr(expire)}}}'
+    )
+    return StoredRecord(OFFSET_KIND, key, value.encode())
 
 
 def decode(row: StoredRecord) -> Record:

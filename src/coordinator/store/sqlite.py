@@ -188,32 +188,60 @@ class SqliteStore:
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                seq = self._seq
-                for pending in batch:
-                    for record in pending.records:
-                        if record.value is None:
-                            self._db.execute(_DELETE, (record.kind, record.key))
-                        else:
-                            seq += 1
-                            self._db.execute(_UPSERT, (record.kind, record.key, record.value, seq))
+                seq, records = self._write(batch)
                 self._db.execute("COMMIT")
                 self._seq = seq
                 self.stats.transactions += 1
                 self.stats.appends += len(batch)
-                self.stats.records += sum(len(p.records) for p in batch)
+                self.stats.records += records
             except Exception as exc:  # any failure must reach the waiting appends
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 error = StoreError(f"{self.path}: write failed: {exc}")
+        # One wake-up per event loop (usually the only one), not one per append.
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for pending in batch:
+            by_loop.setdefault(pending.loop, []).append(pending.future)
+        for loop, futures in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the caller's event loop is already closed
-                pending.loop.call_soon_threadsafe(_settle, pending.future, error)
+                loop.call_soon_threadsafe(_settle, futures, error)
+
+    def _write(self, batch: list[_Pending]) -> tuple[int, int]:
+        """Apply `batch` in order inside the open transaction: each run of upserts (and of
+        deletes) is one `executemany`, not a statement call per row. Returns the last seq
+        given and the number of records."""
+        db = self._db
+        seq = self._seq
+        records = 0
+        upserts: list[tuple[str, str, bytes, int]] = []
+        deletes: list[tuple[str, str]] = []
+        for pending in batch:
+            records += len(pending.records)
+            for record in pending.records:
+                value = record.value
+                if value is None:
+                    if upserts:
+                        db.executemany(_UPSERT, upserts)
+                        upserts = []
+                    deletes.append((record.kind, record.key))
+                else:
+                    if deletes:
+                        db.executemany(_DELETE, deletes)
+                        deletes = []
+                    seq += 1
+                    upserts.append((record.kind, record.key, value, seq))
+        if upserts:
+            db.executemany(_UPSERT, upserts)
+        if deletes:
+            db.executemany(_DELETE, deletes)
+        return seq, records
 
 
-def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
