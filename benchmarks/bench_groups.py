@@ -73,6 +73,8 @@ async def _serve(kind: str, ready: Connection) -> None:
         topics = [("orders", 10)]
         async with running_server(data_dir=Path(scratch), groups=groups, topics=topics) as node:
             tune_for_serving()  # as `rebalance serve` does once started
+            collecting = _CollectionClock()
+            gc.callbacks.append(collecting)
             # BENCH_PROFILE=FILE: cProfile the server from its first CPU reading on (what is
             # measured), its stats written to FILE at every later reading.
             profile_to = os.environ.get("BENCH_PROFILE")
@@ -123,8 +125,25 @@ async def _serve(kind: str, ready: Connection) -> None:
                     if profiler is not None and profile_to:
                         profiler.dump_stats(profile_to)  # (this disables it)
                         profiler.enable()
-                    times = os.times()
-                    ready.send(times.user + times.system)
+                    # CLOCK_PROCESS_CPUTIME_ID, all threads, in ns (`os.times` counts 10 ms
+                    # ticks: a round's CPU read 70 or 80 ms, nothing between); the event
+                    # loop's thread alone (the rest is the store's writer thread and the
+                    # thread that reads this pipe); the garbage collector's share.
+                    ready.send((time.process_time(), time.thread_time(), collecting.seconds))
+
+
+class _CollectionClock:
+    """A `gc.callbacks` entry that adds up the time the collector runs (thread CPU)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._started
 
 
 def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None:
@@ -200,8 +219,14 @@ class Server:
         return _process_cpu(self.process.pid)
 
     def cpu(self) -> float:
+        """CPU seconds of the server process (all threads)."""
+        return self.cpu_and_loop()[0]
+
+    def cpu_and_loop(self) -> tuple[float, float, float]:
+        """CPU seconds of the server process (all threads), of its event loop's thread, and
+        of its garbage collections (so far)."""
         self.pipe.send("cpu")
-        value: float = self.pipe.recv()
+        value: tuple[float, float, float] = self.pipe.recv()
         return value
 
     def store(self) -> StoreReading:
@@ -642,26 +667,52 @@ def disk_peers(directory: Path, rows: int, seconds: float) -> DiskRun:
     return DiskRun(fsyncs, transactions)
 
 
-async def latency_and_memory(
-    server: Server, members: int, rounds: int
-) -> tuple[float, float, float, float]:
-    """(ms wall, ms of server CPU per round, bytes of server memory per member, of which
-    bytes per connection before the group formed)."""
+async def latency_and_memory(server: Server, members: int, rounds: int) -> Round:
+    """Wall and server CPU of a round, bytes of server memory per member (of which bytes per
+    connection before the group formed)."""
     before = server.rss()
     conns = [await Conn.open(server.port) for _ in range(members)]
     connected = server.rss(snapshot=False)
     ids, generation, leader = await form_group(conns, f"round-{members}")
     after = server.rss()
-    samples, cpu = [], []
+    samples, cpu, loop_cpu, gc_cpu = [], [], [], []
     for _ in range(rounds):
-        cpu_before = await asyncio.to_thread(server.cpu)
+        cpu_before, loop_before, gc_before = await asyncio.to_thread(server.cpu_and_loop)
         samples.append(await rebalance_round(conns, f"round-{members}", ids, generation, leader))
-        cpu.append((await asyncio.to_thread(server.cpu) - cpu_before) * 1000)
+        cpu_after, loop_after, gc_after = await asyncio.to_thread(server.cpu_and_loop)
+        cpu.append((cpu_after - cpu_before) * 1000)
+        loop_cpu.append((loop_after - loop_before) * 1000)
+        gc_cpu.append((gc_after - gc_before) * 1000)
         generation += 1
     for c in conns:
         c.close()
     per_member, per_connection = (after - before) / members, (connected - before) / members
-    return statistics.median(samples), statistics.median(cpu), per_member, per_connection
+    return Round(
+        statistics.median(samples),
+        statistics.median(cpu),
+        min(cpu),
+        max(cpu),
+        statistics.median(loop_cpu),
+        statistics.mean(gc_cpu),
+        per_member,
+        per_connection,
+    )
+
+
+@dataclass
+class Round:
+    """Medians over the rounds of one size (ms), and the server's memory per member."""
+
+    wall_ms: float
+    cpu_ms: float
+    cpu_min_ms: float
+    cpu_max_ms: float
+    loop_cpu_ms: float
+    """CPU of the server's event loop thread alone."""
+    gc_ms: float
+    """The garbage collector's CPU per round (a mean: a full collection comes now and then)."""
+    per_member: float
+    per_connection: float
 
 
 def heartbeat_rows(label: str, ours: Server, echo: Server, args: argparse.Namespace) -> None:
@@ -781,16 +832,16 @@ def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
 def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
     figures: dict[int, float] = {}
     for members in args.sizes:
-        ms, cpu_ms, per_member, per_connection = asyncio.run(
-            latency_and_memory(ours, members, args.runs)
-        )
-        figures[members] = ms
+        r = asyncio.run(latency_and_memory(ours, members, args.runs))
+        figures[members] = r.wall_ms
         print(
             f"[{label}] rebalance of {members} members, last JoinGroup -> last "
-            f"SyncGroup reply: {ms:.1f} ms wall, {cpu_ms:.1f} ms server CPU "
-            f"[goal at 1000: <= 100 ms, CPU <= 60 ms]; server memory per member: "
-            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB] (connected, before joining: "
-            f"{per_connection / 1024:.1f} KiB)"
+            f"SyncGroup reply: {r.wall_ms:.1f} ms wall, {r.cpu_ms:.1f} ms server CPU "
+            f"(min {r.cpu_min_ms:.1f}, max {r.cpu_max_ms:.1f}; event loop thread "
+            f"{r.loop_cpu_ms:.1f}, collector {r.gc_ms:.1f} on average) [goal at 1000: "
+            f"<= 100 ms, CPU <= 60 ms]; server memory per member: "
+            f"{r.per_member / 1024:.1f} KiB [goal <= 4 KiB] (connected, before joining: "
+            f"{r.per_connection / 1024:.1f} KiB)"
         )
     if 1000 in figures and 5000 in figures:
         print(

@@ -242,6 +242,18 @@ def join(group: str) -> dict[str, Any]:
     }
 
 
+def offset_commit(group: str, *topics: str, offset: int = 1) -> dict[str, Any]:
+    """An OffsetCommit v8 body outside any generation: partition 0 of each topic at `offset`."""
+    partition = {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [partition]} for topic in topics],
+    }
+
+
 async def test_acls_are_created_described_deleted_and_survive_a_restart(tmp_path: Path) -> None:
     add_users(tmp_path / "data")
     settings = acl_settings()
@@ -296,24 +308,7 @@ async def test_group_apis_need_read_on_the_group(node: RunningServer) -> None:
             {"group_id": "team-a", "generation_id": 1, "member_id": "m", "group_instance_id": None},
         )
         assert (beat.error_code == GROUP_DENIED) is not allowed
-    commit = await bob.request(
-        OFFSET_COMMIT,
-        8,
-        {
-            "group_id": "team-a",
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [
-                {
-                    "name": "visible",
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
-                    ],
-                }
-            ],
-        },
-    )
+    commit = await bob.request(OFFSET_COMMIT, 8, offset_commit("team-a", "visible"))
     assert commit.topics[0].partitions[0].error_code == GROUP_DENIED
     fetched = await bob.request(
         OFFSET_FETCH,
@@ -519,25 +514,7 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
 async def test_offsets_of_topics_the_principal_may_not_see(node: RunningServer) -> None:
     await grant(node)
     alice = await client_of(node, "alice")  # READ on team-* groups, nothing on topic hidden
-    commit = await alice.request(
-        OFFSET_COMMIT,
-        8,
-        {
-            "group_id": "team-a",
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [
-                {
-                    "name": name,
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
-                    ],
-                }
-                for name in ("hidden", "visible")
-            ],
-        },
-    )
+    commit = await alice.request(OFFSET_COMMIT, 8, offset_commit("team-a", "hidden", "visible"))
     codes = {t.name: t.partitions[0].error_code for t in commit.topics}
     assert codes == {"hidden": TOPIC_DENIED, "visible": 0}
     everything = await alice.request(
@@ -633,24 +610,7 @@ async def test_offset_delete_needs_delete_on_the_group_and_read_on_each_topic(
     created = await admin.request(CREATE_ACLS, 3, {"creations": [creation(deleter)]})
     assert created.results[0].error_code == 0
     for topic in ("visible", "hidden"):  # the admin's commits: an empty group with offsets
-        commit = await admin.request(
-            OFFSET_COMMIT,
-            8,
-            {
-                "group_id": "team-a",
-                "generation_id_or_member_epoch": -1,
-                "member_id": "",
-                "group_instance_id": None,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}
-                        ],
-                    }
-                ],
-            },
-        )
+        commit = await admin.request(OFFSET_COMMIT, 8, offset_commit("team-a", topic, offset=5))
         assert commit.topics[0].partitions[0].error_code == 0
     alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
     # bob may READ the group's topics but not DELETE the group.
