@@ -26,6 +26,7 @@ import gc
 import multiprocessing
 import os
 import re
+import sqlite3
 import statistics
 import struct
 import sys
@@ -43,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_wire import _echo, machine
 from coordinator.collector import tune_for_serving
 from coordinator.groups import GroupCoordinatorExtension
+from coordinator.store.sqlite import SqliteStore
 from coordinator.testing import running_server
 from coordinator.wire.codec import (
     build_request,
@@ -76,6 +78,8 @@ async def _serve(kind: str, ready: Connection) -> None:
         topics = [("orders", 10)]
         async with running_server(data_dir=Path(scratch), groups=groups, topics=topics) as node:
             tune_for_serving()  # as `rebalance serve` does once started
+            collecting = _CollectionClock()
+            gc.callbacks.append(collecting)
             # BENCH_PROFILE=FILE: cProfile the server from its first CPU reading on (what is
             # measured), its stats written to FILE at every later reading.
             profile_to = os.environ.get("BENCH_PROFILE")
@@ -108,6 +112,21 @@ async def _serve(kind: str, ready: Connection) -> None:
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
                     ready.send(_rss_bytes() + (_rss_bytes(pid) if pid else 0))
+                elif command == "store":  # the store's file and counters (fsyncs, records)
+                    store = groups.runtime.store if groups.runtime else None
+                    assert isinstance(store, SqliteStore)
+                    stats = store.stats
+                    writer = store._writer.native_id or 0  # its CPU: /proc/PID/task/TID
+                    ready.send(
+                        StoreReading(
+                            str(store.path),
+                            stats.transactions,
+                            stats.records,
+                            stats.transaction_seconds,
+                            stats.commit_seconds,
+                            writer,
+                        )
+                    )
                 elif command == "writer_cpu":  # seconds of CPU of the event log's writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -116,8 +135,25 @@ async def _serve(kind: str, ready: Connection) -> None:
                     if profiler is not None and profile_to:
                         profiler.dump_stats(profile_to)  # (this disables it)
                         profiler.enable()
-                    times = os.times()
-                    ready.send(times.user + times.system)
+                    # CLOCK_PROCESS_CPUTIME_ID, all threads, in ns (`os.times` counts 10 ms
+                    # ticks: a round's CPU read 70 or 80 ms, nothing between); the event
+                    # loop's thread alone (the rest is the store's writer thread and the
+                    # thread that reads this pipe); the garbage collector's share.
+                    ready.send((time.process_time(), time.thread_time(), collecting.seconds))
+
+
+class _CollectionClock:
+    """A `gc.callbacks` entry that adds up the time the collector runs (thread CPU)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._started
 
 
 def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None:
@@ -131,7 +167,7 @@ def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None
                 out.write(f"    {line}\n")
 
 
-def _process_cpu(pid: int) -> float:
+def _process_cpu(pid: int | str) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -222,6 +258,19 @@ def _server_process(kind: str, use_uvloop: bool, ready: Connection) -> None:
         asyncio.run(_serve(kind, ready))
 
 
+class StoreReading(typing.NamedTuple):
+    """The server's store: its file, its counters so far, its writer thread's id."""
+
+    path: str
+    transactions: int
+    """One fsync each (WAL, synchronous=FULL)."""
+    records: int
+    transaction_seconds: float
+    """Wall time inside transactions, and of it in COMMIT (the fsync)."""
+    commit_seconds: float
+    writer: int
+
+
 class Server:
     def __init__(self, kind: str, use_uvloop: bool = False) -> None:
         context = multiprocessing.get_context("spawn")
@@ -257,9 +306,24 @@ class Server:
         return _process_cpu(self.process.pid)
 
     def cpu(self) -> float:
+        """CPU seconds of the server process (all threads)."""
+        return self.cpu_and_loop()[0]
+
+    def cpu_and_loop(self) -> tuple[float, float, float]:
+        """CPU seconds of the server process (all threads), of its event loop's thread, and
+        of its garbage collections (so far)."""
         self.pipe.send("cpu")
-        value: float = self.pipe.recv()
+        value: tuple[float, float, float] = self.pipe.recv()
         return value
+
+    def store(self) -> StoreReading:
+        self.pipe.send("store")
+        value: StoreReading = self.pipe.recv()
+        return value
+
+    def thread_cpu(self, thread: int) -> float:
+        """CPU seconds of one thread of the server process."""
+        return _process_cpu(f"{self.process.pid}/task/{thread}")
 
     def writer_cpu(self) -> float:
         self.pipe.send("writer_cpu")
@@ -339,9 +403,9 @@ class Conn(asyncio.Protocol):
     async def read(self, api_key: int, version: int) -> Any:
         return decode_response(await self.next_frame(), api_key, version)[1]
 
-    async def raw(self, frame: bytes) -> None:
+    async def raw(self, frame: bytes) -> bytes:
         self.write(frame)
-        await self.next_frame()
+        return await self.next_frame()
 
     def close(self) -> None:
         if self.transport is not None:
@@ -534,10 +598,30 @@ async def echo_load(
     return result
 
 
-async def commit_load(port: int, writers: int, seconds: float, partitions: int = 1) -> float:
-    """Offsets made durable per second: each writer commits `partitions` offsets per request
-    (simple group, generation -1), one request outstanding per connection."""
-    conns = [await Conn.open(port) for _ in range(writers)]
+@dataclass
+class CommitRun:
+    offsets_per_second: float
+    commits_per_second: float
+    fsyncs_per_second: float
+    """The server store's transactions per second (WAL, synchronous=FULL: one fsync each)."""
+    offsets_per_fsync: float
+    cpu_us: float
+    """Server CPU per commit request (µs; the process, its SQLite writer thread included)."""
+    writer_cpu_us: float
+    """Of which the store's writer thread (SQLite's statements, commit and fsync call)."""
+    transaction_ms: float
+    """Wall time of one transaction, BEGIN to the end of COMMIT, and of it in COMMIT."""
+    commit_ms: float
+    generator_cpu_us: float
+    """The load generator's CPU per commit (this process)."""
+
+
+async def commit_load(server: Server, writers: int, seconds: float, partitions: int) -> CommitRun:
+    """Durable offset commits: each writer commits `partitions` offsets per request (its own
+    simple group, generation -1), one request outstanding per connection. Every answer is
+    checked: the first of each connection decoded (no error on any partition), the others
+    must be the same bytes."""
+    conns = [await Conn.open(server.port) for _ in range(writers)]
     frames = [
         encode_request(
             build_request(
@@ -569,33 +653,154 @@ async def commit_load(port: int, writers: int, seconds: float, partitions: int =
         )
         for i in range(writers)
     ]
-    result, _requests = await _hammer(conns, frames, seconds)
+    firsts = await asyncio.gather(*(c.raw(f) for c, f in zip(conns, frames, strict=True)))
+    for first in firsts:
+        response = decode_response(first, 8, 8)[1]
+        codes = [p.error_code for t in response.topics for p in t.partitions]
+        if len(codes) != partitions or any(codes):
+            raise RuntimeError(f"a commit was refused: {response}")
+    counts: list[int] = []
+    store = server.store()
+    cpu_before = server.cpu()  # (under BENCH_PROFILE, the profile starts here)
+    writer_before = server.thread_cpu(store.writer)
+    own_before = os.times()
+    started = time.perf_counter()
+    stop_at = started + seconds
+
+    async def loop(conn: Conn, frame: bytes, expected: bytes) -> None:
+        done = 0
+        while time.perf_counter() < stop_at:
+            if await conn.raw(frame) != expected:
+                raise RuntimeError("a commit's answer differs from the first, checked one")
+            done += 1
+        counts.append(done)
+
+    await asyncio.gather(*(loop(*c) for c in zip(conns, frames, firsts, strict=True)))
+    elapsed = time.perf_counter() - started
+    own_after = os.times()
+    cpu = server.cpu() - cpu_before
+    writer_cpu = server.thread_cpu(store.writer) - writer_before
+    after = server.store()
     for c in conns:
         c.close()
-    return result * partitions
+    commits = sum(counts)
+    fsyncs = after.transactions - store.transactions
+    return CommitRun(
+        commits * partitions / elapsed,
+        commits / elapsed,
+        fsyncs / elapsed,
+        (after.records - store.records) / max(fsyncs, 1),
+        cpu * 1e6 / max(commits, 1),
+        writer_cpu * 1e6 / max(commits, 1),
+        (after.transaction_seconds - store.transaction_seconds) * 1000 / max(fsyncs, 1),
+        (after.commit_seconds - store.commit_seconds) * 1000 / max(fsyncs, 1),
+        (own_after.user + own_after.system - own_before.user - own_before.system)
+        * 1e6
+        / max(commits, 1),
+    )
 
 
-async def latency_and_memory(
-    server: Server, members: int, rounds: int
-) -> tuple[float, float, float, float]:
-    """(ms wall, ms of server CPU per round, bytes of server memory per member, of which
-    bytes per connection before the group formed)."""
+@dataclass
+class DiskRun:
+    fsyncs_per_second: float
+    """A plain loop: append 64 bytes to a file, fsync, again."""
+    sqlite_per_second: float
+    """WAL transactions of `rows` upserts each with synchronous=FULL (one fsync each)."""
+
+
+def disk_peers(directory: Path, rows: int, seconds: float) -> DiskRun:
+    """The disk under the server's store, measured beside it (the server idle meanwhile):
+    write+fsync per second in the store's directory, and SQLite transactions per second of
+    `rows` upserted offsets each, in the store's layout, one `executemany` per transaction."""
+    with tempfile.TemporaryDirectory(dir=directory) as scratch:
+        fd = os.open(Path(scratch) / "fsync", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            done, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                os.write(fd, b"o" * 64)
+                os.fsync(fd)
+                done += 1
+            fsyncs = done / (time.perf_counter() - started)
+        finally:
+            os.close(fd)
+        db = sqlite3.connect(Path(scratch) / "peer.sqlite", isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute(
+                "CREATE TABLE records (kind TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT "
+                "NULL, seq INTEGER NOT NULL, PRIMARY KEY (kind, key)) WITHOUT ROWID"
+            )
+            db.execute("CREATE INDEX records_by_seq ON records (seq)")
+            upsert = (
+                "INSERT INTO records (kind, key, value, seq) VALUES (?, ?, ?, ?) ON CONFLICT "
+                "(kind, key) DO UPDATE SET value = excluded.value, seq = excluded.seq"
+            )
+            value = b"o" * 40
+            done, seq, started = 0, 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany(
+                    upsert,
+                    [("offset", f"commit-{n % 2000}/orders/{n % 8}", value, n) for n in
+                     range(seq, seq + rows)],
+                )  # fmt: skip
+                db.execute("COMMIT")
+                seq += rows
+                done += 1
+            transactions = done / (time.perf_counter() - started)
+        finally:
+            db.close()
+    return DiskRun(fsyncs, transactions)
+
+
+async def latency_and_memory(server: Server, members: int, rounds: int) -> Round:
+    """Wall and server CPU of a round, bytes of server memory per member (of which bytes per
+    connection before the group formed)."""
     before = server.rss()
     conns = [await Conn.open(server.port) for _ in range(members)]
     connected = server.rss(snapshot=False)
     ids, generation, leader = await form_group(conns, f"round-{members}")
     await asyncio.sleep(SETTLE)
     after = server.rss()
-    samples, cpu = [], []
+    samples, cpu, loop_cpu, gc_cpu = [], [], [], []
     for _ in range(rounds):
-        cpu_before = await asyncio.to_thread(server.cpu)
+        cpu_before, loop_before, gc_before = await asyncio.to_thread(server.cpu_and_loop)
         samples.append(await rebalance_round(conns, f"round-{members}", ids, generation, leader))
-        cpu.append((await asyncio.to_thread(server.cpu) - cpu_before) * 1000)
+        cpu_after, loop_after, gc_after = await asyncio.to_thread(server.cpu_and_loop)
+        cpu.append((cpu_after - cpu_before) * 1000)
+        loop_cpu.append((loop_after - loop_before) * 1000)
+        gc_cpu.append((gc_after - gc_before) * 1000)
         generation += 1
     for c in conns:
         c.close()
     per_member, per_connection = (after - before) / members, (connected - before) / members
-    return statistics.median(samples), statistics.median(cpu), per_member, per_connection
+    return Round(
+        statistics.median(samples),
+        statistics.median(cpu),
+        min(cpu),
+        max(cpu),
+        statistics.median(loop_cpu),
+        statistics.mean(gc_cpu),
+        per_member,
+        per_connection,
+    )
+
+
+@dataclass
+class Round:
+    """Medians over the rounds of one size (ms), and the server's memory per member."""
+
+    wall_ms: float
+    cpu_ms: float
+    cpu_min_ms: float
+    cpu_max_ms: float
+    loop_cpu_ms: float
+    """CPU of the server's event loop thread alone."""
+    gc_ms: float
+    """The garbage collector's CPU per round (a mean: a full collection comes now and then)."""
+    per_member: float
+    per_connection: float
 
 
 def heartbeat_rows(label: str, ours: Server, echo: Server, args: argparse.Namespace) -> None:
@@ -638,6 +843,16 @@ def main() -> None:
     )
     parser.add_argument("--uvloop", action="store_true", help="also run our server on uvloop")
     parser.add_argument(
+        "--commit-connections",
+        type=int,
+        nargs="*",
+        default=None,
+        help="connections for the commit rows (default: --members)",
+    )
+    parser.add_argument(
+        "--commit-offsets", type=int, nargs="*", default=[1, 8], help="offsets per OffsetCommit"
+    )
+    parser.add_argument(
         "--only",
         choices=["heartbeats", "commits", "rebalance", "memory"],
         nargs="*",
@@ -675,30 +890,53 @@ def main() -> None:
 
 
 def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
-    for per_request in (1, 8):
-        commits = statistics.median(
-            asyncio.run(commit_load(ours.port, args.members, args.seconds, per_request))
-            for _ in range(args.runs)
-        )
-        print(
-            f"[{label}] durable offsets/s, {per_request} per OffsetCommit "
-            f"({args.members} connections): {commits:,.0f}  [goal >= 25,000 at 8]"
-        )
+    """Durable commits beside the disk's own fsync rate, measured in the same runs (each run:
+    the commits, then the two disk peers at the batch size the server reached)."""
+    directory = Path(ours.store().path).parent
+    for per_request in args.commit_offsets:
+        for writers in args.commit_connections or [args.members]:
+            runs: list[tuple[CommitRun, DiskRun]] = []
+            for _ in range(args.runs):
+                run = asyncio.run(commit_load(ours, writers, args.seconds, per_request))
+                rows = max(1, round(run.offsets_per_fsync))
+                runs.append((run, disk_peers(directory, rows, min(args.seconds, 1.0))))
+            commits = [r for r, _ in runs]
+
+            def median(values: typing.Iterable[float]) -> float:
+                return statistics.median(values)
+
+            fsyncs = median(r.fsyncs_per_second for r in commits)
+            sqlite_tx = median(d.sqlite_per_second for _, d in runs)
+            print(
+                f"[{label}] durable offsets/s, {per_request} per OffsetCommit ({writers} "
+                f"connections): {median(r.offsets_per_second for r in commits):,.0f} "
+                f"[goal >= 25,000 at 8]; commits/s "
+                f"{median(r.commits_per_second for r in commits):,.0f}, server CPU per commit "
+                f"{median(r.cpu_us for r in commits):.1f} us (SQLite writer thread "
+                f"{median(r.writer_cpu_us for r in commits):.1f} us), load generator's "
+                f"{median(r.generator_cpu_us for r in commits):.1f} us; server fsyncs/s "
+                f"{fsyncs:,.0f} ({median(r.transaction_ms for r in commits):.1f} ms each, "
+                f"{median(r.commit_ms for r in commits):.1f} ms of it in COMMIT), "
+                f"offsets per fsync {median(r.offsets_per_fsync for r in commits):.1f}; disk "
+                f"beside it: write+fsync/s {median(d.fsyncs_per_second for _, d in runs):,.0f}, "
+                f"SQLite transactions/s of that many rows {sqlite_tx:,.0f} (server's fsyncs "
+                f"{fsyncs / sqlite_tx:.0%} of it)"
+            )
 
 
 def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
     figures: dict[int, float] = {}
     for members in args.sizes:
-        ms, cpu_ms, per_member, per_connection = asyncio.run(
-            latency_and_memory(ours, members, args.runs)
-        )
-        figures[members] = ms
+        r = asyncio.run(latency_and_memory(ours, members, args.runs))
+        figures[members] = r.wall_ms
         print(
             f"[{label}] rebalance of {members} members, last JoinGroup -> last "
-            f"SyncGroup reply: {ms:.1f} ms wall, {cpu_ms:.1f} ms server CPU "
-            f"[goal at 1000: <= 100 ms, CPU <= 60 ms]; server memory per member: "
-            f"{per_member / 1024:.1f} KiB [goal <= 4 KiB] (connected, before joining: "
-            f"{per_connection / 1024:.1f} KiB)"
+            f"SyncGroup reply: {r.wall_ms:.1f} ms wall, {r.cpu_ms:.1f} ms server CPU "
+            f"(min {r.cpu_min_ms:.1f}, max {r.cpu_max_ms:.1f}; event loop thread "
+            f"{r.loop_cpu_ms:.1f}, collector {r.gc_ms:.1f} on average) [goal at 1000: "
+            f"<= 100 ms, CPU <= 60 ms]; server memory per member: "
+            f"{r.per_member / 1024:.1f} KiB [goal <= 4 KiB] (connected, before joining: "
+            f"{r.per_connection / 1024:.1f} KiB)"
         )
     if 1000 in figures and 5000 in figures:
         print(

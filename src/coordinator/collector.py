@@ -8,8 +8,13 @@ collection every 700 net allocations) the collector ran a hundred times during o
 (`benchmarks/bench_groups.py`, RESULTS.md). So a serving process, once it has loaded its state:
 
 - freezes what is alive (`gc.freeze`): the loaded groups and offsets are never scanned again;
-- collects the young generation every 10,000 net allocations instead of 700: cycles are still
-  collected, just in fewer, larger passes.
+- collects the young generation every 50,000 net allocations instead of 700: cycles are still
+  collected, just in fewer, larger passes. A 1000-member round's 999 parked JoinGroups alone
+  count 10,000 net allocations of container objects (`gc.get_count()`), nearly all freed by
+  reference counting when the round ends (the round leaves ~5,400 counted); at 10,000 the
+  collector ran in every round and scanned them to no avail (3.4-3.9 ms of a 75-80 ms round
+  over loopback, `benchmarks/bench_groups.py`), at 50,000 about one round in five or more
+  triggers it. A young collection then scans up to ~50,000 objects (a few ms).
 
 Called on a running loop, it also starts `coordinator.heap_trim`: glibc's heaps trimmed once a
 second when the resident memory grew by a MiB since the last trim (what a burst of joins left
@@ -28,7 +33,7 @@ from typing import Final
 
 from coordinator.heap_trim import HeapTrimmer, start_heap_trimming
 
-YOUNG_THRESHOLD: Final = 10_000
+YOUNG_THRESHOLD: Final = 50_000
 """Net allocations between young-generation collections (CPython's default: 700)."""
 
 

@@ -193,6 +193,10 @@ class EventLog:
                 self.written = int(rest)
             elif kind == "error":
                 log.error("%s", rest)
+            elif kind == "resumed":
+                log.warning(
+                    "event log writer writes again; up to %s events were lost meanwhile", rest
+                )
         out.close()
         status = self._process.wait()
         if self._closing and status == 0:

@@ -13,8 +13,13 @@ the same output.
 Protocol. In on stdin: frames of a 4-byte big-endian length and a `marshal`led list of
 `(offset_ms, [(type, ts, group, generation, member, fields), ...])` batches, where `ts + offset_ms`
 is the event's time in ms since the epoch. Out on stdout, one line each: `written N` (events
-written so far, after each burst is flushed) and `error MESSAGE` (a write failure, once: later
-events are read and dropped, so the server never piles them up). The writer stops at the end of
+written so far, after each burst is flushed), `error MESSAGE` (a write failure, once: later
+events are read and dropped, so the server never piles them up) and `resumed N` (writing works
+again, N events were dropped meanwhile). While writes fail the writer tries again at most once
+every `RETRY_SECONDS`, with the frame that has just arrived: a disk that was full, or a log
+directory that was removed, takes events again without a restart. The file a failure left with
+a torn last line is cut back to its last whole line, and writing goes on in a new file, so
+every line in the log is a whole event. The writer stops at the end of
 its input: when the server closes the log or dies (then it writes every complete frame it has).
 It ignores SIGTERM, SIGINT and SIGHUP, which can reach it with the rest of a service (systemd
 signals every process of it): the server stops on them and then closes its input, so nothing is
@@ -31,6 +36,7 @@ import select
 import signal
 import struct
 import sys
+import time
 
 # Not `typing` or `pathlib` (1.5 MB of the writer's memory together): names for mypy only.
 TYPE_CHECKING = False
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 
 FRAME_HEADER = struct.Struct(">I")
 PARENT_CHECK_SECONDS = 1.0
+RETRY_SECONDS = 1.0
 READ_BYTES = 1 << 20
 SCHEMA_VERSION = 1
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -88,6 +95,37 @@ class LogFiles:
         if self.handle is not None:
             self.handle.close()
             self.handle = None
+
+    def abandon(self) -> None:
+        """After a failed write: drop what is buffered, cut a torn last line off the current
+        file (what a write that ran out of space leaves), and start a new file next."""
+        handle, self.handle = self.handle, None
+        if handle is None:
+            return
+        try:  # noqa: SIM105 (contextlib is a module more in a process kept small)
+            handle.close()  # its flush fails again, but the file is closed all the same
+        except OSError:
+            pass
+        path = os.path.join(self.directory, f"events-{self.sequence:06d}.jsonl")
+        try:
+            with open(path, "r+b") as torn:
+                torn.truncate(_whole_lines_size(torn))
+        except OSError:
+            pass  # gone with its directory, or still unwritable: nothing torn to keep
+
+
+def _whole_lines_size(handle: IO[bytes]) -> int:
+    """The size of the file up to and including its last newline."""
+    end = handle.seek(0, os.SEEK_END)
+    at = end
+    while at > 0:
+        start = max(0, at - 65536)
+        handle.seek(start)
+        newline = handle.read(at - start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        at = start
+    return 0
 
 
 def event_line(event: EventTuple, offset_ms: int, node_id: int) -> bytes:
@@ -212,7 +250,8 @@ def run(directory: str, node_id: int, max_bytes: int) -> None:
     acks = _Acks()
     buffer = bytearray()
     written = 0
-    failed = False
+    failed_at: float | None = None  # when writing last failed, while it keeps failing
+    dropped = 0  # events not written since then
     try:
         while True:
             ready, _, _ = select.select([0], [], [], PARENT_CHECK_SECONDS)
@@ -226,30 +265,48 @@ def run(directory: str, node_id: int, max_bytes: int) -> None:
             buffer += chunk
             frames, used = _frames(buffer)
             del buffer[:used]
-            if not frames or failed:
+            if not frames:
                 continue
+            if failed_at is not None and time.monotonic() - failed_at < RETRY_SECONDS:
+                dropped += _count(frames)
+                continue
+            lines = [
+                event_line(event, offset, node_id)
+                for frame in frames
+                for offset, events in marshal.loads(frame)
+                for event in events
+            ]
             try:
-                for frame in frames:
-                    for offset, events in marshal.loads(frame):
-                        for event in events:
-                            files.append(event_line(event, offset, node_id))
-                            written += 1
+                for line in lines:
+                    files.append(line)
                 files.flush()
             except OSError as error:
-                acks.send(
-                    f"error event log writer failed; events from now on are not written: {error!r}"
-                )
-                failed = True
+                files.abandon()
+                dropped += len(lines)
+                if failed_at is None:
+                    acks.send(
+                        "error event log writer failed; events are not written until it "
+                        f"can write again: {error!r}"
+                    )
+                failed_at = time.monotonic()
                 continue
+            written += len(lines)
+            if failed_at is not None:
+                acks.send(f"resumed {dropped}")
+                failed_at, dropped = None, 0
             acks.send(f"written {written}")
     finally:
         try:
             files.close()
         except OSError:
-            if not failed:
+            if failed_at is None:
                 raise
             # Already reported (the lost events are counted by the server); the disk is still
             # full, so the buffered tail cannot be flushed either: no traceback for it.
+
+
+def _count(frames: list[bytes]) -> int:
+    return sum(len(events) for frame in frames for _, events in marshal.loads(frame))
 
 
 def main(argv: list[str]) -> int:

@@ -9,7 +9,9 @@ written by a newer release fails with a clear error instead of being misread.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from coordinator.store.base import StoredRecord
@@ -53,6 +55,10 @@ def _b64(data: bytes) -> str:
 
 
 def encode(record: Record) -> StoredRecord:
+    if type(record) is OffsetCommitRecord:  # the common row first: one per committed offset
+        fast = _offset_row(record)
+        if fast is not None:
+            return fast
     if isinstance(record, ConsumerGroupRecord):
         return _encode_consumer(record)
     if isinstance(record, cb.ClientBalanceRecord):
@@ -74,6 +80,9 @@ def encode(record: Record) -> StoredRecord:
     group = record.value
     if group is None:
         return StoredRecord(GROUP_KIND, record.group_id, None)
+    fast_value = _group_value(group)
+    if fast_value is not None:
+        return StoredRecord(GROUP_KIND, record.group_id, fast_value)
     value = {
         "v": VALUE_VERSION,
         "protocol_type": group.protocol_type,
@@ -96,6 +105,107 @@ def encode(record: Record) -> StoredRecord:
         ],
     }
     return StoredRecord(GROUP_KIND, record.group_id, json.dumps(value).encode())
+
+
+def _offset_row(record: OffsetCommitRecord) -> StoredRecord | None:
+    """The row `encode` writes for an offset, built without `json.dumps` (a commit makes one
+    row per partition; `json.dumps` of the key and value took 5 µs of the ~6): the same bytes,
+    from the same C string escapers `json` uses (`ensure_ascii=False` for the key, the default
+    for the value) and `int.__repr__`. None for a value of any other type than `json` would
+    write the same way (then `encode` asks `json`)."""
+    group_id, topic, partition, offset = (
+        record.group_id,
+        record.topic,
+        record.partition,
+        record.value,
+    )
+    if type(group_id) is not str or type(topic) is not str or type(partition) is not int:
+        return None
+    key = f"[{encode_basestring(group_id)}, {encode_basestring(topic)}, {partition!r}]"
+    if offset is None:
+        return StoredRecord(OFFSET_KIND, key, None)
+    position, epoch, metadata = offset.offset, offset.leader_epoch, offset.metadata
+    stamp, expire = offset.commit_timestamp_ms, offset.expire_timestamp_ms
+    if (
+        type(position) is not int
+        or type(epoch) is not int
+        or type(metadata) is not str
+        or type(stamp) is not int
+        or (expire is not None and type(expire) is not int)
+    ):
+        return None
+    value = (
+        f'{{"v": {VALUE_VERSION}, "offset": {position!r}, "leader_epoch": {epoch!r}, '
+        f'"metadata": {encode_basestring_ascii(metadata)}, "commit_ts": {stamp!r}, '
+        f'"expire_ts": {"null" if expire is None else repr(expire)}}}'
+    )
+    return StoredRecord(OFFSET_KIND, key, value.encode())
+
+
+def _group_value(group: GroupMetadataValue) -> bytes | None:
+    """The value `encode` writes for a group's metadata, built without `json.dumps`, as
+    `_offset_row` builds an offset's: a rebalance of a 1000-member group writes one row with a
+    thousand members, and the dicts `json.dumps` needs, with `base64`'s wrapper per field, took
+    ~2.5 ms of it (of a ~45 ms round in process). The same bytes, from the same C string escaper
+    (`ensure_ascii`, json's default), `int.__repr__` and `binascii`'s base64; None when a field
+    has a type `json` might write differently (then `encode` asks `json`)."""
+    protocol_type, generation = group.protocol_type, group.generation
+    protocol_name, leader, stamp = (
+        group.protocol_name,
+        group.leader_id,
+        group.current_state_timestamp_ms,
+    )
+    if (
+        (protocol_type is not None and type(protocol_type) is not str)
+        or type(generation) is not int
+        or (protocol_name is not None and type(protocol_name) is not str)
+        or (leader is not None and type(leader) is not str)
+        or type(stamp) is not int
+    ):
+        return None
+    members = []
+    for m in group.members:
+        member_id, instance, client_id, host = (
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+        )
+        rebalance_timeout, session_timeout = m.rebalance_timeout_ms, m.session_timeout_ms
+        subscription, assignment = m.subscription, m.assignment
+        if (
+            type(member_id) is not str
+            or (instance is not None and type(instance) is not str)
+            or type(client_id) is not str
+            or type(host) is not str
+            or type(rebalance_timeout) is not int
+            or type(session_timeout) is not int
+            or type(subscription) is not bytes
+            or type(assignment) is not bytes
+        ):
+            return None
+        members.append(
+            f'{{"id": {_escape(member_id)}, '
+            f'"instance": {"null" if instance is None else _escape(instance)}, '
+            f'"client_id": {_escape(client_id)}, "client_host": {_escape(host)}, '
+            f'"rebalance_timeout": {rebalance_timeout!r}, '
+            f'"session_timeout": {session_timeout!r}, '
+            f'"subscription": "{_base64(subscription, newline=False).decode("ascii")}", '
+            f'"assignment": "{_base64(assignment, newline=False).decode("ascii")}"}}'
+        )
+    value = (
+        f'{{"v": {VALUE_VERSION}, '
+        f'"protocol_type": {"null" if protocol_type is None else _escape(protocol_type)}, '
+        f'"generation": {generation!r}, '
+        f'"protocol_name": {"null" if protocol_name is None else _escape(protocol_name)}, '
+        f'"leader": {"null" if leader is None else _escape(leader)}, '
+        f'"state_ts": {stamp!r}, "members": [{", ".join(members)}]}}'
+    )
+    return value.encode()
+
+
+_escape = encode_basestring_ascii
+_base64 = binascii.b2a_base64
 
 
 def decode(row: StoredRecord) -> Record:

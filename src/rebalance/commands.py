@@ -116,6 +116,7 @@ class LeaveGroup(Command[LeaveGroupReply]):
         return LeaveGroupReply(code)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CommitPartition:
     partition: int
@@ -125,12 +126,14 @@ class CommitPartition:
     commit_timestamp_ms: int = -1  # OffsetCommit v1 only; -1 = use the coordinator's clock
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CommitTopic:
     name: str
     partitions: tuple[CommitPartition, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommit(Command[OffsetCommitReply]):
     group_id: str

@@ -78,30 +78,37 @@ class Offsets:
         fenced = isinstance(group, ClientBalanceGroup) and not (
             cmd.generation_id < 0 and group.empty
         )
+        # Per partition this is the hot path of every commit: no call that is not needed
+        # (metadata of at most limit // 2 characters is within the limit in UTF-16 units, so
+        # only longer metadata is measured), and the records are applied together at the end.
+        half_limit = limit // 2
+        v1 = cmd.version == 1
+        group_id = cmd.group_id
+        records: list[OffsetCommitRecord] = []
         topics = []
         for topic in cmd.topics:
+            name = topic.name
             outcomes: list[tuple[int, ErrorCode]] = []
             for p in topic.partitions:
                 metadata = p.metadata if p.metadata is not None else ""
                 if fenced:
                     assert isinstance(group, ClientBalanceGroup)
                     error = ClientBalanceGroupType.commit_error(
-                        group, cmd.member_id, cmd.generation_id, (topic.name, p.partition)
+                        group, cmd.member_id, cmd.generation_id, (name, p.partition)
                     )
                     if error is not ErrorCode.NONE:
                         outcomes.append((p.partition, error))
                         continue
-                if _java_length(metadata) > limit:
+                if len(metadata) > half_limit and _java_length(metadata) > limit:
                     outcomes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
-                explicit = cmd.version == 1 and p.commit_timestamp_ms >= 0  # v1 only
+                explicit = v1 and p.commit_timestamp_ms >= 0  # v1 only
                 stamp = p.commit_timestamp_ms if explicit else now_ms
                 value = OffsetAndMetadata(p.offset, p.leader_epoch, metadata, stamp, expire)
-                self.state.apply(
-                    result, OffsetCommitRecord(cmd.group_id, topic.name, p.partition, value)
-                )
+                records.append(OffsetCommitRecord(group_id, name, p.partition, value))
                 outcomes.append((p.partition, ErrorCode.NONE))
-            topics.append((topic.name, tuple(outcomes)))
+            topics.append((name, tuple(outcomes)))
+        self.state.apply_offsets(result, group_id, records)
         result.reply(token, OffsetCommitReply(tuple(topics)))
         result.event(
             EventType.OFFSET_COMMIT,

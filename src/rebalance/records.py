@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from rebalance.client_balance.records import ClientBalanceRecord
 from rebalance.consumer_group.records import ConsumerGroupRecord
+from rebalance.quick_init import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
     """A committed offset as stored (Kafka `OffsetAndMetadata`)."""
@@ -53,6 +55,7 @@ class GroupMetadataRecord:
     value: GroupMetadataValue | None  # None: tombstone, the group is deleted
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitRecord:
     group_id: str

@@ -73,6 +73,7 @@ class LeaveGroupReply:
         return ErrorCode.NONE
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitReply:
     topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]

@@ -79,6 +79,23 @@ class CoordinatorState:
         result.records.append(record)
         self.replay(record)
 
+    def apply_offsets(
+        self, result: Result, group_id: str, records: list[OffsetCommitRecord]
+    ) -> None:
+        """`apply` of one commit's offset records (all of `group_id`, none a tombstone): the
+        same records emitted and the same replay, the group looked up once."""
+        if not records:
+            return
+        result.records.extend(records)
+        group = self.groups.get(group_id)
+        if group is None:  # a "simple" group: offsets only, no members ever
+            group = self._materialise(group_id)
+        offsets = group.offsets
+        for record in records:
+            value = record.value
+            assert value is not None
+            offsets[record.topic, record.partition] = value
+
     def replay(self, record: Record) -> None:
         """Apply one record: used for live handler output and for loading a partition."""
         if isinstance(record, OffsetCommitRecord):

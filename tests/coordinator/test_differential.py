@@ -38,11 +38,11 @@ from rebalance.classic import ClassicGroupType, expiry
 from rebalance.classic import rebalance as classic_rebalance
 from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.effects import Reply, Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.offsets import Offsets
-from rebalance.replies import HeartbeatReply, JoinGroupReply
+from rebalance.replies import ConsumerGroupDescribeReply, HeartbeatReply, JoinGroupReply
 from rebalance.state import CoordinatorState
 from rebalance.timers import SYNC, TimerKey
 
@@ -320,6 +320,50 @@ def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -
     assert answers[6].startswith("error=none member=c0 epoch=-1")
     assert answers[7].endswith("assignment=t:[0, 1]")
     assert answers[8:] == ["p0=none", "p1=stale_member_epoch", "error=none p0=4 p1=-1"]
+
+
+def test_consumer_group_describe_runs_in_lockstep_and_shows_epochs_and_targets(
+    node: RunningServer,
+) -> None:
+    # After c1 joins, c0 holds both partitions at epoch 1 with p0 as its target, c1 nothing
+    # with p1 as its target; c0 gives p1 up, then both reach the group's epoch: Stable.
+    steps = """
+        describe c; beat c0 join; beat c1 join; describe c
+        beat c0; beat c1; beat c0; beat c1; describe c
+    """
+    report = replay(connect(node), steps)
+    assert report.failure is None
+    answers = [line.split("-> ")[1] for line in report.log]
+    assert answers[0] == "error=group_id_not_found"
+    assert answers[3] == (
+        "error=none state=Reconciling epochs=2/2 assignor=uniform "
+        "members=c0[1|t:[0, 1]|t:[0]],c1[2||t:[1]]"
+    )
+    assert answers[8] == (
+        "error=none state=Stable epochs=2/2 assignor=uniform "
+        "members=c0[2|t:[0]|t:[0]],c1[2|t:[1]|t:[1]]"
+    )
+
+
+def test_a_describe_showing_another_target_diverges(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = node.broker.groups.core  # type: ignore[attr-defined]
+    describe = core._routes[ConsumerGroupDescribe]
+
+    def wrong_epoch(cmd: ConsumerGroupDescribe, now_ms: int, token: Hashable) -> Result:
+        """The fault: the group epoch is shown one behind."""
+        result = describe(cmd, now_ms, token)
+        for i, reply in enumerate(result.replies):
+            groups = reply.response.groups  # type: ignore[union-attr]
+            behind = tuple(dataclasses.replace(g, group_epoch=g.group_epoch - 1) for g in groups)
+            result.replies[i] = Reply(reply.token, ConsumerGroupDescribeReply(behind))
+        return result  # type: ignore[no-any-return]
+
+    monkeypatch.setitem(core._routes, ConsumerGroupDescribe, wrong_epoch)
+    report = replay(connect(node), "beat c0 join; describe c")
+    assert report.failure is not None
+    assert "differ at step 2 (describe c)" in report.failure
 
 
 def test_a_step_on_a_connection_that_waits_is_refused(node: RunningServer) -> None:

@@ -110,8 +110,40 @@ def test_a_write_failure_is_reported_and_close_still_returns(
     started = time.monotonic()
     log.close()
     assert time.monotonic() - started < 30
-    assert "event log writer failed; events from now on are not written" in caplog.text
+    assert "event log writer failed; events are not written until it can write" in caplog.text
     assert "NotADirectoryError" in caplog.text
+
+
+def test_a_writer_that_failed_writes_again_once_it_can(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "events"
+    log = EventLog(directory, node_id=1, max_bytes=1024)
+    log.emit([commit(0)], 0)
+    wait_for(lambda: log.written == 1)
+    shutil.rmtree(directory)  # an operator's mistake: the log directory removed
+    for ts in range(1, 20):  # enough to fill the open file: the next one cannot be created
+        log.emit([commit(ts)], 0)
+    wait_for(lambda: "event log writer failed" in caplog.text)
+    directory.mkdir()  # and put back
+    ts = 20
+    while "writes again" not in caplog.text:  # the writer retries with the events that arrive
+        log.emit([commit(ts)], 0)
+        ts += 1
+        time.sleep(0.05)
+    log.emit([commit(10_000)], 0)
+    log.close()
+    written = [e["ts"] for e in lines(directory)]
+    assert written[-1] == 10_000 and written == sorted(written)
+    assert 19 not in written  # lost, and counted in the warning
+    assert "up to" in caplog.text
+
+
+def wait_for(condition: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_a_bad_directory_fails_when_the_log_is_created(tmp_path: Path) -> None:

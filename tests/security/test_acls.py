@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coordinator.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from coordinator.client_balance import schema
 from coordinator.config import ConfigError, parse_settings
 from coordinator.testing import RunningServer, WireClient, running_server
 from coordinator.wire.acls import (
@@ -45,8 +46,9 @@ JOIN, HEARTBEAT, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 11, 12, 16, 15, 4
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, OFFSET_DELETE = 29, 30, 31, 47
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
+GROUP_ID_NOT_FOUND = 69
 
 
 def acl(
@@ -240,6 +242,18 @@ def join(group: str) -> dict[str, Any]:
     }
 
 
+def offset_commit(group: str, *topics: str, offset: int = 1) -> dict[str, Any]:
+    """An OffsetCommit v8 body outside any generation: partition 0 of each topic at `offset`."""
+    partition = {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [partition]} for topic in topics],
+    }
+
+
 async def test_acls_are_created_described_deleted_and_survive_a_restart(tmp_path: Path) -> None:
     add_users(tmp_path / "data")
     settings = acl_settings()
@@ -294,24 +308,7 @@ async def test_group_apis_need_read_on_the_group(node: RunningServer) -> None:
             {"group_id": "team-a", "generation_id": 1, "member_id": "m", "group_instance_id": None},
         )
         assert (beat.error_code == GROUP_DENIED) is not allowed
-    commit = await bob.request(
-        OFFSET_COMMIT,
-        8,
-        {
-            "group_id": "team-a",
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [
-                {
-                    "name": "visible",
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
-                    ],
-                }
-            ],
-        },
-    )
+    commit = await bob.request(OFFSET_COMMIT, 8, offset_commit("team-a", "visible"))
     assert commit.topics[0].partitions[0].error_code == GROUP_DENIED
     fetched = await bob.request(
         OFFSET_FETCH,
@@ -517,25 +514,7 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
 async def test_offsets_of_topics_the_principal_may_not_see(node: RunningServer) -> None:
     await grant(node)
     alice = await client_of(node, "alice")  # READ on team-* groups, nothing on topic hidden
-    commit = await alice.request(
-        OFFSET_COMMIT,
-        8,
-        {
-            "group_id": "team-a",
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [
-                {
-                    "name": name,
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
-                    ],
-                }
-                for name in ("hidden", "visible")
-            ],
-        },
-    )
+    commit = await alice.request(OFFSET_COMMIT, 8, offset_commit("team-a", "hidden", "visible"))
     codes = {t.name: t.partitions[0].error_code for t in commit.topics}
     assert codes == {"hidden": TOPIC_DENIED, "visible": 0}
     everything = await alice.request(
@@ -609,3 +588,114 @@ async def test_authorized_operations_say_what_the_client_may_do(node: RunningSer
     assert described.groups[0].authorized_operations == (1 << READ) | (1 << DESCRIBE)
     await alice.close()
     await admin.close()
+
+
+def offset_delete(group: str, *topics: str) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "topics": [{"name": t, "partitions": [{"partition_index": 0}]} for t in topics],
+    }
+
+
+def answered(reply: Any) -> tuple[int, dict[str, int]]:
+    return reply.error_code, {t.name: t.partitions[0].error_code for t in reply.topics}
+
+
+async def test_offset_delete_needs_delete_on_the_group_and_read_on_each_topic(
+    node: RunningServer,
+) -> None:
+    await grant(node)
+    admin = await client_of(node, "admin")
+    deleter = acl(GROUP, "team-a", "User:alice", Operation.DELETE)
+    created = await admin.request(CREATE_ACLS, 3, {"creations": [creation(deleter)]})
+    assert created.results[0].error_code == 0
+    for topic in ("visible", "hidden"):  # the admin's commits: an empty group with offsets
+        commit = await admin.request(OFFSET_COMMIT, 8, offset_commit("team-a", topic, offset=5))
+        assert commit.topics[0].partitions[0].error_code == 0
+    alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
+    # bob may READ the group's topics but not DELETE the group.
+    refused = await bob.request(OFFSET_DELETE, 0, offset_delete("team-a", "visible"))
+    assert answered(refused) == (GROUP_DENIED, {})
+    # alice may DELETE the group and READ only "visible": "hidden" and a topic that does not
+    # exist are denied (not UNKNOWN_TOPIC_OR_PARTITION), "visible" is deleted.
+    mixed = await alice.request(
+        OFFSET_DELETE, 0, offset_delete("team-a", "hidden", "visible", "nope")
+    )
+    assert answered(mixed) == (0, {"visible": 0, "hidden": TOPIC_DENIED, "nope": TOPIC_DENIED})
+    # Nothing left to delete is still the coordinator's question: its group error wins.
+    missing = await alice.request(OFFSET_DELETE, 0, offset_delete("team-absent", "hidden"))
+    assert answered(missing) == (GROUP_DENIED, {})  # no DELETE on team-absent either
+    deleter = acl(GROUP, "team-absent", "User:alice", Operation.DELETE)
+    await admin.request(CREATE_ACLS, 3, {"creations": [creation(deleter)]})
+    missing = await alice.request(OFFSET_DELETE, 0, offset_delete("team-absent", "hidden"))
+    assert answered(missing) == (GROUP_ID_NOT_FOUND, {})
+    fetched = await admin.request(
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": "team-a", "topics": None}], "require_stable": False},
+    )
+    left = {t.name: t.partitions[0].committed_offset for t in fetched.groups[0].topics}
+    assert left == {"hidden": 5}
+    for client in (admin, alice, bob):
+        await client.close()
+
+
+async def test_client_balance_apis_need_read_on_the_group_and_topics_they_register(
+    node: RunningServer,
+) -> None:
+    await grant(node)
+    alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
+
+    def heartbeat(member: str) -> dict[str, Any]:
+        return {
+            "group_id": "team-cb",
+            "member_id": member,
+            "member_epoch": 0,
+            "source_count": 1,
+            "node_id": 0,
+            "topics": ["visible"],
+            "session_timeout_ms": 10_000,
+        }
+
+    refused = await bob.request(schema.HEARTBEAT_KEY, 0, heartbeat("bob-node"))
+    assert (refused.error_code, refused.member_epoch) == (GROUP_DENIED, -1)
+    joined = await alice.request(schema.HEARTBEAT_KEY, 0, heartbeat("alice-node"))
+    assert joined.error_code == 0
+
+    def partitions(epoch: int, *topics: str) -> dict[str, Any]:
+        return {
+            "group_id": "team-cb",
+            "member_id": "alice-node",
+            "member_epoch": epoch,
+            "topics": [
+                {"name": t, "partitions": [{"partition_index": 0, "bootstrap_offset": -1}]}
+                for t in topics
+            ],
+        }
+
+    registered = await alice.request(
+        schema.REGISTER_KEY, 0, partitions(joined.member_epoch, "hidden", "visible")
+    )
+    assert registered.error_code == 0
+    assert answered(registered)[1] == {"visible": 0, "hidden": TOPIC_DENIED}
+    released = {
+        "group_id": "team-cb",
+        "member_id": "alice-node",
+        "member_epoch": joined.member_epoch,
+        "topics": [{"name": "visible", "partitions": [0]}],
+    }
+    assert (await bob.request(schema.RELEASE_KEY, 0, released)).error_code == GROUP_DENIED
+    described = await bob.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["team-cb"]})
+    assert [(g.group_id, g.error_code, g.nodes) for g in described.groups] == [
+        ("team-cb", GROUP_DENIED, ())
+    ]
+    described = await alice.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["team-cb", "other"]})
+    assert [(g.group_id, g.error_code) for g in described.groups] == [
+        ("team-cb", 0),
+        ("other", GROUP_DENIED),
+    ]
+    held = [(h.topic, h.partitions) for h in described.groups[0].nodes[0].held]
+    assert held == [("visible", (0,))]
+    assert (await alice.request(schema.RELEASE_KEY, 0, released)).error_code == 0
+    await alice.close()
+    await bob.close()

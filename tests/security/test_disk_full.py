@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,3 +249,42 @@ async def test_a_real_producer_rides_out_a_full_disk(small_disk: Path) -> None:
         client = await WireClient.connect(node.host, node.port)
         assert len(await stored_values(client)) == 2
         await client.close()
+
+
+def test_the_event_log_writes_again_when_space_returns_and_keeps_only_whole_lines(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from coordinator.event_log import EventLog
+    from rebalance.events import Event
+
+    def event(ts: int) -> Event:  # ~3 KB a line: a page of space holds one and a torn one
+        return Event("offset_commit", ts, "g", 1, "m", {"partitions": 1, "pad": "x" * 3000})
+
+    directory = small_disk / "events"
+    log = EventLog(directory, node_id=1)
+    filler = fill(small_disk)
+    size = filler.stat().st_size
+    os.truncate(filler, size - 4096)  # one page free: the next flush is cut short
+    for ts in range(10):
+        log.emit([event(ts)], 0)
+    deadline = time.monotonic() + 10
+    while "event log writer failed" not in caplog.text:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    filler.unlink()
+    ts = 10
+    while "writes again" not in caplog.text:
+        assert time.monotonic() < deadline + 10
+        log.emit([event(ts)], 0)
+        ts += 1
+        time.sleep(0.05)
+    log.emit([event(100_000)], 0)
+    log.close()
+    written = [
+        json.loads(line)["ts"]  # a torn line would not parse
+        for path in sorted(directory.glob("events-*.jsonl"))
+        for line in path.read_bytes().split(b"\n")
+        if line
+    ]
+    assert written[-1] == 100_000 and written == sorted(written)
+    assert len(written) < ts + 1  # some were lost while the disk was full

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from clients import LIBRARIES, Security, admin_topics, consume_and_commit, refused, seed
+from clients import (
+    LIBRARIES,
+    Security,
+    admin_topics,
+    confluent_options,
+    consume_and_commit,
+    refused,
+    seed,
+)
 
 from coordinator.certificates import Pki, make_pki
 from coordinator.testing import RunningServer, server_in_thread
@@ -99,3 +107,39 @@ def test_an_authenticated_admin_client_lists_topics(
 ) -> None:
     security_of = security(protocol, "SCRAM-SHA-256", pki)
     assert TOPIC in admin_topics(lib, node.bootstrap_of(protocol), security_of)
+
+
+def test_confluent_admin_manages_scram_users_that_then_log_in(
+    node: RunningServer, pki: Pki
+) -> None:
+    """librdkafka's AlterUserScramCredentials sends a SaltedPassword it computed; the user can
+    log in with it at once, is described with its mechanism and iterations, and is refused
+    again once its credential is deleted."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    bootstrap = node.bootstrap_of("SASL_PLAINTEXT")
+    alice = security("SASL_PLAINTEXT", "SCRAM-SHA-256", pki)
+    admin = AdminClient({"bootstrap.servers": bootstrap, **confluent_options(alice)})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    upsert = UserScramCredentialUpsertion("erin", info, b"erin-secret")
+    for done in admin.alter_user_scram_credentials([upsert], request_timeout=10).values():
+        done.result()
+    erin = Security(
+        "SASL_PLAINTEXT", mechanism="SCRAM-SHA-512", username="erin", password="erin-secret"
+    )
+    assert TOPIC in admin_topics("confluent", bootstrap, erin)
+    described = admin.describe_user_scram_credentials(["erin"], request_timeout=10)
+    credentials = described["erin"].result().scram_credential_infos
+    assert [(c.mechanism, c.iterations) for c in credentials] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)
+    ]
+    deletion = UserScramCredentialDeletion("erin", ScramMechanism.SCRAM_SHA_512)
+    for done in admin.alter_user_scram_credentials([deletion], request_timeout=10).values():
+        done.result()
+    assert refused("confluent", bootstrap, erin) is not None

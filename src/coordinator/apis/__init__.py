@@ -16,6 +16,7 @@ from types import ModuleType
 
 from coordinator.apis import (
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     client_balance_describe,
     client_balance_heartbeat,
@@ -32,6 +33,7 @@ from coordinator.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -75,6 +77,8 @@ BUILTIN_APIS: tuple[ModuleType, ...] = (
     create_acls,
     describe_acls,
     delete_acls,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 GROUP_APIS: tuple[ModuleType, ...] = (

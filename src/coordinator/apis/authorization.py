@@ -10,7 +10,8 @@ and error codes follow Kafka's KafkaApis:
 - OffsetFetch, FindCoordinator (group keys), DescribeGroups, ConsumerGroupDescribe: DESCRIBE on
   each group, else GROUP_AUTHORIZATION_FAILED for that group; OffsetFetch also DESCRIBE on each
   topic (TOPIC_AUTHORIZATION_FAILED for a named topic, left out of "all topics");
-  DeleteGroups and OffsetDelete: DELETE on the group;
+  DeleteGroups: DELETE on the group; OffsetDelete: DELETE on the group, then READ on each topic
+  (TOPIC_AUTHORIZATION_FAILED on its partitions);
 - ListGroups: every group with DESCRIBE on the cluster, else only those it may DESCRIBE;
 - Metadata: DESCRIBE on each topic: TOPIC_AUTHORIZATION_FAILED for a topic asked for by name,
   left out of "all topics";
@@ -22,15 +23,19 @@ and error codes follow Kafka's KafkaApis:
   the topic (TOPIC_AUTHORIZATION_FAILED) or, for the broker, the cluster
   (CLUSTER_AUTHORIZATION_FAILED);
 - CreateAcls, DeleteAcls / DescribeAcls: ALTER / DESCRIBE on the cluster, else
-  CLUSTER_AUTHORIZATION_FAILED (checked in their own modules).
+  CLUSTER_AUTHORIZATION_FAILED (checked in their own modules);
+- AlterUserScramCredentials / DescribeUserScramCredentials: ALTER / DESCRIBE on the cluster,
+  else CLUSTER_AUTHORIZATION_FAILED.
 
 A request naming several groups or topics is split: the allowed part goes to the handler, the
 denied part is answered with the error (after the allowed entries, or in the request's order for
 the group lists). InitProducerId (idempotent producers) needs IDEMPOTENT_WRITE on the cluster or
 WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED. The authorized-operations fields
 (KIP-430) of Metadata, DescribeGroups, ConsumerGroupDescribe and DescribeCluster list what the
-client may do. Not checked (answered as without an authorizer): the topics of OffsetDelete and
-the client-balance extension APIs.
+client may do. The client-balance extension APIs (ours) follow the Kafka APIs they stand beside:
+ClientBalanceHeartbeat and PartitionRelease need READ on the group, PartitionRegister READ on the
+group and on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions), ClientBalanceDescribe
+DESCRIBE on each group.
 """
 
 from __future__ import annotations
@@ -51,11 +56,14 @@ from coordinator.apis.operations import (
     NOT_REQUESTED,
     TOPIC_OPERATIONS,
 )
+from coordinator.client_balance import schema as client_balance
 from coordinator.wire.access_control import AccessControl
 from coordinator.wire.acls import CLUSTER_NAME, Operation, ResourceType
 
 GROUP_DENIED = ErrorCode.group_authorization_failed
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
+CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
+_CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."
 _GROUP, _TOPIC, _CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
 
 
@@ -223,6 +231,7 @@ def _split(
     key: str,
     order: list[str],
     denied: dict[str, dict[str, Any]],
+    throttle_field: str = "throttle_time",
 ) -> ResponseValue | Narrowed:
     """Answer the denied entries, hand the allowed ones on, keep the request's order."""
 
@@ -231,12 +240,16 @@ def _split(
         return {**answer, answer_field: [denied.get(k) or answered[k] for k in order]}
 
     if not allowed:
-        return merge({"throttle_time": 0, answer_field: []})
+        return merge({throttle_field: 0, answer_field: []})
     return Narrowed(dataclasses.replace(request, **{field: allowed}), merge)
 
 
 def _per_group(
-    field: str, answer_field: str, op: Operation, denied_entry: Callable[[str], dict[str, Any]]
+    field: str,
+    answer_field: str,
+    op: Operation,
+    denied_entry: Callable[[str], dict[str, Any]],
+    throttle_field: str = "throttle_time",
 ) -> Before:
     def before(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
         names = list(getattr(request, field))
@@ -244,7 +257,9 @@ def _per_group(
         if not denied:
             return None
         allowed = tuple(n for n in names if n not in denied)
-        return _split(request, field, allowed, answer_field, "group_id", names, denied)
+        return _split(
+            request, field, allowed, answer_field, "group_id", names, denied, throttle_field
+        )
 
     return before
 
@@ -477,7 +492,7 @@ def _config_resource(op: Operation, with_configs: bool) -> Denial:
         elif kind in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
             if _may(access, ctx, op, _CLUSTER, CLUSTER_NAME):
                 return None
-            code = ErrorCode.cluster_authorization_failed
+            code = CLUSTER_DENIED
         else:
             return None
         answer = {
@@ -552,6 +567,118 @@ def _offset_fetch_topics(
     return {**answer, "groups": groups}
 
 
+def _group_then_topics(
+    group_op: Operation,
+    group_denied: dict[str, Any],
+    partition_denied: Callable[[Any], dict[str, Any]],
+) -> Before:
+    """`group_op` on the group (else `group_denied`), then READ on each topic: a denied topic's
+    partitions are answered `partition_denied` (before any check that the topic exists, as
+    Kafka does), and the handler is asked about the rest even when nothing is left, so that
+    its group error (which replaces every partition's answer) still comes back."""
+
+    def before(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+        if not _may(access, ctx, group_op, _GROUP, request.group_id):
+            return group_denied
+        topics = request.topics
+        denied = [t for t in topics if not _may(access, ctx, Operation.READ, _TOPIC, t.name)]
+        if not denied:
+            return None
+        answers = [
+            {"name": t.name, "partitions": [partition_denied(p) for p in t.partitions]}
+            for t in denied
+        ]
+
+        def merge(answer: dict[str, Any]) -> dict[str, Any]:
+            if answer.get("error_code", ErrorCode.none) != ErrorCode.none:
+                return answer
+            return {**answer, "topics": [*answer.get("topics", []), *answers]}
+
+        allowed = tuple(t for t in topics if all(t is not d for d in denied))
+        return Narrowed(dataclasses.replace(request, topics=allowed), merge)
+
+    return before
+
+
+_offset_delete = _group_then_topics(
+    Operation.DELETE,
+    {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": []},
+    lambda p: {"partition_index": p.partition_index, "error_code": TOPIC_DENIED},
+)
+
+
+# -- SCRAM credentials ---------------------------------------------------------------------------
+def _scram_describe(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """DESCRIBE on the cluster; Kafka's refusal repeats the error once per user named."""
+    if _may(access, ctx, Operation.DESCRIBE, _CLUSTER, CLUSTER_NAME):
+        return None
+    denied = {"error_code": CLUSTER_DENIED, "error_message": _CLUSTER_DENIED_MESSAGE}
+    results = [{"user": "", **denied, "credential_infos": []} for _ in request.users or ()]
+    return {"throttle_time": 0, **denied, "results": results}
+
+
+def _scram_alter(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """ALTER on the cluster, else every user named is refused (in name order, as Kafka)."""
+    if _may(access, ctx, Operation.ALTER, _CLUSTER, CLUSTER_NAME):
+        return None
+    users = sorted({c.name for c in (*request.deletions, *request.upsertions)})
+    results = [
+        {"user": u, "error_code": CLUSTER_DENIED, "error_message": _CLUSTER_DENIED_MESSAGE}
+        for u in users
+    ]
+    return {"throttle_time": 0, "results": results}
+
+
+# -- the client-balance extension APIs (ours, not Kafka's) --------------------------------------
+# They follow the Kafka APIs they stand beside: a node's heartbeat and its partition releases
+# are ConsumerGroupHeartbeat's READ on the group; registering partitions is consuming them,
+# OffsetCommit's READ on the group and on each topic; describing is DESCRIBE on each group.
+_client_balance_group_read = _group_read(
+    lambda r: {
+        "throttle_time_ms": 0,
+        "error_code": GROUP_DENIED,
+        "error_message": "Not authorized to access group",
+        "member_epoch": -1,
+        "heartbeat_interval_ms": 0,
+        "source_count": -1,
+        "held": [],
+    }
+)
+_partition_register = _group_then_topics(
+    Operation.READ,
+    {
+        "throttle_time_ms": 0,
+        "error_code": GROUP_DENIED,
+        "error_message": "Not authorized to access group",
+        "topics": [],
+    },
+    lambda p: {
+        "partition_index": p.partition_index,
+        "error_code": TOPIC_DENIED,
+        "offset": -1,
+        "holder": None,
+    },
+)
+_partition_release = _group_read(
+    lambda r: {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "topics": []}
+)
+_client_balance_describe = _per_group(
+    "group_ids",
+    "groups",
+    Operation.DESCRIBE,
+    lambda g: {
+        "group_id": g,
+        "error_code": GROUP_DENIED,
+        "state": "",
+        "group_epoch": -1,
+        "source_count": -1,
+        "topics": [],
+        "nodes": [],
+    },
+    throttle_field="throttle_time_ms",
+)
+
+
 # -- producers, authorized operations ----------------------------------------------------------
 def _init_producer_id(
     request: Any, version: int, ctx: RequestContext, access: AccessControl
@@ -565,7 +692,7 @@ def _init_producer_id(
         return None
     return {
         "throttle_time": 0,
-        "error_code": ErrorCode.cluster_authorization_failed,
+        "error_code": CLUSTER_DENIED,
         "producer_id": -1,
         "producer_epoch": -1,
     }
@@ -731,12 +858,7 @@ RULES: dict[int, Rule] = {
             lambda g: {"group_id": g, "error_code": GROUP_DENIED},
         )
     ),
-    47: Rule(
-        _group_read(
-            lambda r: {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": []},
-            Operation.DELETE,
-        )
-    ),
+    47: Rule(_offset_delete),
     16: Rule(after=_list_groups),
     3: Rule(
         after=_then(
@@ -748,4 +870,10 @@ RULES: dict[int, Rule] = {
     0: Rule(_per_topic(Operation.WRITE, "topic_data", _produce_denied, "responses")),
     1: Rule(_per_topic(Operation.READ, "topics", _fetch_denied, "responses")),
     2: Rule(_per_topic(Operation.DESCRIBE, "topics", _list_offsets_denied, "topics")),
+    50: Rule(_scram_describe),
+    51: Rule(_scram_alter),
+    client_balance.HEARTBEAT_KEY: Rule(_client_balance_group_read),
+    client_balance.REGISTER_KEY: Rule(_partition_register),
+    client_balance.RELEASE_KEY: Rule(_partition_release),
+    client_balance.DESCRIBE_KEY: Rule(_client_balance_describe),
 }

@@ -16,6 +16,7 @@ answered at once, without the group's checks (generation, member), as Kafka answ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -57,14 +58,20 @@ def to_command(request: Any, api_version: int) -> OffsetCommit:
 
 
 def known_partitions(command: OffsetCommit, broker: Broker) -> OffsetCommit:
-    """`command` without the partitions of topics (or partition numbers) the node lacks."""
+    """`command` without the partitions of topics (or partition numbers) the node lacks
+    (`command` itself when it names none of those)."""
     topics = []
+    dropped = False
     for topic in command.topics:
         count = broker.partition_count(topic.name)
         kept = tuple(p for p in topic.partitions if count is not None and 0 <= p.partition < count)
-        if kept:
-            topics.append(CommitTopic(topic.name, kept))
-    return replace(command, topics=tuple(topics))
+        if len(kept) != len(topic.partitions):
+            dropped = True
+            if kept:
+                topics.append(CommitTopic(topic.name, kept))
+        else:
+            topics.append(topic)
+    return replace(command, topics=tuple(topics)) if dropped else command
 
 
 def merged(command: OffsetCommit, reply: OffsetCommitReply | None) -> OffsetCommitReply:
@@ -96,10 +103,25 @@ def to_response(reply: OffsetCommitReply) -> dict[str, Any]:
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     command = to_command(request, api_version)
     known = known_partitions(command, ctx.broker)
-    if known.topics == command.topics:
+    if known is command:
         return to_response(await _submit(command, ctx))
     coordinated = await _submit(known, ctx) if known.topics else None
     return to_response(merged(command, coordinated))
+
+
+def answer_parked(
+    request: Any, api_version: int, ctx: RequestContext, answer: Callable[[ResponseValue], None]
+) -> None:
+    """On the wire: a slot of its connection until the commit's records are durable (the
+    runtime hands the reply over after their fsync), with no task and no future."""
+    command = to_command(request, api_version)
+    known = known_partitions(command, ctx.broker)
+    if known is command:
+        runtime(ctx).submit_then(command, lambda reply: answer(to_response(reply)))
+    elif known.topics:
+        runtime(ctx).submit_then(known, lambda reply: answer(to_response(merged(command, reply))))
+    else:
+        answer(to_response(merged(command, None)))
 
 
 async def _submit(command: OffsetCommit, ctx: RequestContext) -> OffsetCommitReply:

@@ -20,15 +20,17 @@ VERSIONS = range(0, 6)
 
 
 def to_command(request: Any, api_version: int) -> SyncGroup:
+    assignments = request.assignments
+    # (Positional, as JoinGroup's: built for every SyncGroup.)
     return SyncGroup(
-        group_id=intern(request.group_id),  # (as JoinGroup's: shared by the group's members)
-        generation_id=request.generation_id,
-        member_id=request.member_id,
-        assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
-        group_instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=getattr(request, "protocol_type", None),
-        protocol_name=getattr(request, "protocol_name", None),
-        version=api_version,
+        intern(request.group_id),  # (as JoinGroup's: shared by the group's members)
+        request.generation_id,
+        request.member_id,
+        tuple([(a.member_id, a.assignment) for a in assignments]) if assignments else (),
+        getattr(request, "group_instance_id", None),
+        getattr(request, "protocol_type", None),
+        getattr(request, "protocol_name", None),
+        api_version,
     )
 
 

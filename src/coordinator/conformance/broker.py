@@ -33,6 +33,7 @@ DESCRIBE_CONFIGS = 32
 CREATE_TOPICS = 19
 BROKER_RESOURCE = 4
 CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
 
 #: The newest version of each API whose behaviour the scenarios are written against.
 PREFERRED: Mapping[int, int] = {
@@ -49,6 +50,7 @@ PREFERRED: Mapping[int, int] = {
     DESCRIBE_CONFIGS: 4,
     CREATE_TOPICS: 4,
     CONSUMER_GROUP_HEARTBEAT: 1,
+    CONSUMER_GROUP_DESCRIBE: 1,
 }
 
 #: The settings scenarios may assume, and Kafka's defaults for them.

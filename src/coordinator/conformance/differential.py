@@ -31,6 +31,7 @@ from hypothesis.stateful import (
 )
 
 from coordinator.conformance.broker import (
+    CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
     OFFSET_COMMIT,
     BrokerUnderTest,
@@ -177,6 +178,10 @@ class Session:
     def consumer_groups(self) -> bool:
         return bool(self.topics)
 
+    @property
+    def consumer_group_describe(self) -> bool:
+        return self.consumer_groups and CONSUMER_GROUP_DESCRIBE in self.broker.versions
+
     def start(self) -> Lockstep:
         self.runs += 1
         groups = (*GROUPS, CONSUMER_GROUP) if self.consumer_groups else GROUPS
@@ -285,9 +290,12 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
             self._apply(Beat(slot, kind))
 
         @precondition(_consumer_groups)
-        @rule()
-        def fetch_consumer_group(self) -> None:
-            self._apply(Fetch(CONSUMER_GROUP))
+        @rule(fetch=st.booleans())
+        def observe_consumer_group(self, fetch: bool) -> None:
+            if fetch or not session.consumer_group_describe:
+                self._apply(Fetch(CONSUMER_GROUP))
+            else:
+                self._apply(Describe(CONSUMER_GROUP))
 
         @precondition(_consumer_groups)
         @rule(

@@ -30,6 +30,7 @@ from typing import Any
 
 from assignors.consumer_protocol import Subscription, encode_subscription
 from coordinator.conformance.broker import (
+    CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
     DESCRIBE_GROUPS,
     HEARTBEAT,
@@ -61,9 +62,10 @@ from coordinator.conformance.steps import (
 )
 from rebalance import commands
 from rebalance.commands import Command
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.replies import (
     AnyReply,
+    ConsumerGroupDescribeReply,
     ConsumerGroupHeartbeatReply,
     DescribeGroupsReply,
     HeartbeatReply,
@@ -203,6 +205,10 @@ class Lockstep:
                 f"step {self.steps + 1} ({step}): KIP-848 steps need ConsumerGroupHeartbeat v1 "
                 "and group.consumer.assignment.interval.ms 0 or absent"
             )
+        if step == Describe(CONSUMER_GROUP) and CONSUMER_GROUP_DESCRIBE not in self.versions:
+            raise StepNotPossible(
+                f"step {self.steps + 1} ({step}): the broker has no ConsumerGroupDescribe"
+            )
         if isinstance(step, Join | Sync) and self.busy(step.slot):
             raise StepNotPossible(
                 f"step {self.steps + 1} ({step}): the slot's connection waits for an answer"
@@ -302,6 +308,8 @@ class Lockstep:
             return commands.OffsetFetch(
                 self.group_ids[step.group], ((self.topic, PARTITIONS),), version=v[OFFSET_FETCH]
             )
+        if isinstance(step, Describe) and step.group == CONSUMER_GROUP:
+            return ConsumerGroupDescribe((self.group_ids[step.group],))
         if isinstance(step, Describe):
             assert DESCRIBE_GROUPS in v
             return commands.DescribeGroups((self.group_ids[step.group],))
@@ -546,6 +554,8 @@ class Lockstep:
                 "interval": str(reply.heartbeat_interval_ms),
                 "assignment": assigned if not reply.error else "",
             }
+        if isinstance(reply, ConsumerGroupDescribeReply):
+            return self._consumer_group_described(reply, view)
         assert isinstance(reply, DescribeGroupsReply)
         (g,) = reply.groups
         described = sorted(
@@ -559,6 +569,30 @@ class Lockstep:
             "state": g.state,
             "protocol": _protocol(g.protocol_type, g.protocol_data),
             "members": ",".join(described),
+        }
+
+    def _consumer_group_described(self, reply: ConsumerGroupDescribeReply, view: View) -> Answer:
+        """Epochs, assignor and each member's epoch, assignment and target (not its client id
+        and host: the model's requests come from no connection)."""
+        (g,) = reply.groups
+
+        def assigned(assignment: Any) -> str:
+            return " ".join(
+                f"{'t' if topic_id in self._topic_names else name}:{sorted(ps)}"
+                for topic_id, name, ps in sorted(assignment)
+            )
+
+        members = sorted(
+            f"{view.name(m.member_id)}[{m.member_epoch}|{assigned(m.assignment)}"
+            f"|{assigned(m.target_assignment)}{'|classic' if m.classic else ''}]"
+            for m in g.members
+        )
+        return {
+            "error": _err(g.error),
+            "state": g.state,
+            "epochs": f"{g.group_epoch}/{g.assignment_epoch}" if not g.error else "",
+            "assignor": g.assignor,
+            "members": ",".join(members),
         }
 
     def _members_text(self, members: Any, view: View) -> str:

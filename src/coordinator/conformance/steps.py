@@ -15,7 +15,7 @@ prints and what `--replay` reads back, so a shrunk counterexample can be run aga
                                 its generation minus one; simple: generation -1, no member id);
                                 for c0-c2 OffsetCommit v9 with the member epoch (stale: minus one)
     fetch a                     OffsetFetch of the group's partitions
-    describe a                  DescribeGroups
+    describe a                  DescribeGroups (describe c: ConsumerGroupDescribe)
     beat c0 [join|leave|stale]  ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
                                 epoch acknowledging what it was assigned; join: epoch 0 with
                                 its subscription; leave: -1 (static c2: -2); stale: epoch - 1
@@ -172,10 +172,10 @@ def parse_step(line: str) -> Step:
             return Beat(slot, kind[0] if kind else "")
         if verb in ("fetch", "describe"):
             (group,) = args
-            if group not in (*GROUPS, CONSUMER_GROUP) or (
-                verb == "describe" and group not in GROUPS
-            ):
-                raise StepSyntaxError(f"{line!r}: no group {group!r} (groups: {GROUPS})")
+            if group not in (*GROUPS, CONSUMER_GROUP):
+                raise StepSyntaxError(
+                    f"{line!r}: no group {group!r} (groups: {(*GROUPS, CONSUMER_GROUP)})"
+                )
             return Fetch(group) if verb == "fetch" else Describe(group)
         if verb == "commit" and args and args[0] in CONSUMER_SLOTS:
             slot, rest = args[0], args[1:]  # a KIP-848 member's commit (v9: its epoch)

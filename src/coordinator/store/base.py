@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from coordinator.errors import OperationalError
+from rebalance.quick_init import quick_init
 
 
+@quick_init  # one per committed offset
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
     kind: str

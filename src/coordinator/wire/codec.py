@@ -91,6 +91,9 @@ def register_schemas(api_key: int, schemas: Mapping[int, tuple[type[Any], type[A
         known[version] = (request, response)
     request_class.cache_clear()
     response_class.cache_clear()
+    for version in schemas:
+        _READERS.pop((api_key, version), None)
+        _FRAME_WRITERS.pop((api_key, version), None)
 
 
 def kio_versions(api_key: int) -> range:
@@ -137,16 +140,27 @@ class DecodedRequest:
         return None if client_id is None else str(client_id)
 
 
+#: (api key, version) -> kio's readers of the request's header and body.
+_READERS: dict[tuple[int, int], tuple[Callable[..., Any], Callable[..., Any]]] = {}
+
+
 def decode_request(frame: bytes, prefix: RequestPrefix) -> DecodedRequest:
     """Decode header and body of a request with kio.
 
     Trailing bytes after the body are ignored on purpose: librdkafka pads some Metadata requests
     with zero bytes. Any kio decoding failure is re-raised as `FrameError`.
     """
-    cls = request_class(prefix.api_key, prefix.api_version)
+    readers = _READERS.get((prefix.api_key, prefix.api_version))
+    if readers is None:
+        cls = request_class(prefix.api_key, prefix.api_version)
+        readers = _READERS[prefix.api_key, prefix.api_version] = (
+            entity_reader(cls.__header_schema__),
+            entity_reader(cls),
+        )
+    read_header, read_body = readers
     try:
-        header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
-        request, _body_size = entity_reader(cls)(frame, header_size)
+        header, header_size = read_header(frame, 0)
+        request, _body_size = read_body(frame, header_size)
     except Exception as exc:  # kio raises ValueError, UnicodeDecodeError, its own SerialErrors
         raise FrameError(
             f"cannot decode api_key={prefix.api_key} v{prefix.api_version}: "
@@ -215,10 +229,43 @@ def encode_values(
 ) -> bytes:
     """`encode_response(build_response(api_key, api_version, values), correlation_id)`, the
     same bytes, written straight from the dict (`fast_encode.values_encoder`)."""
+    write = _FRAME_WRITERS.get((api_key, api_version))
+    if write is None:
+        write = _frame_writer(api_key, api_version)
+    return write(values, correlation_id)
+
+
+#: (api key, version) -> the function writing a whole response frame from a handler's dict
+#: (one lookup per answer instead of the class, its encoder and its header).
+_FRAME_WRITERS: dict[tuple[int, int], Callable[[Mapping[str, Any], int], bytes]] = {}
+
+
+def _frame_writer(api_key: int, api_version: int) -> Callable[[Mapping[str, Any], int], bytes]:
     cls = response_class(api_key, api_version)
-    body = values_body_encoder(cls)(values)
     tail = _header_tail(cls)
-    return _FRAME_AND_CORRELATION.pack(4 + len(tail) + len(body), correlation_id) + tail + body
+    try:
+        write_body = fast_encode.values_writer(cls)
+    except fast_encode.UnsupportedSchema:
+        encode_body = values_body_encoder(cls)
+
+        def write_frame(values: Mapping[str, Any], correlation_id: int) -> bytes:
+            body = encode_body(values)
+            size = 4 + len(tail) + len(body)
+            return _FRAME_AND_CORRELATION.pack(size, correlation_id) + tail + body
+
+    else:
+        start = bytes(_FRAME_AND_CORRELATION.size) + tail
+        pack_into = _FRAME_AND_CORRELATION.pack_into
+
+        def write_frame(values: Mapping[str, Any], correlation_id: int) -> bytes:
+            # Length, correlation id and header, then the body appended in the same array.
+            out = bytearray(start)
+            write_body(values, out)
+            pack_into(out, 0, len(out) - 4, correlation_id)
+            return bytes(out)
+
+    _FRAME_WRITERS[(api_key, api_version)] = write_frame
+    return write_frame
 
 
 @cache

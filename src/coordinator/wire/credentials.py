@@ -62,14 +62,27 @@ class CredentialStore:
         """Create or replace the user's credential for each mechanism."""
         if not user:
             raise ValueError("a user name must not be empty")
-        rows = []
-        for mechanism in mechanisms:
-            credential = salted_credential(mechanism, password, iterations=iterations)
-            rows.append(
-                (user, mechanism, credential.salt, credential.stored_key,
-                 credential.server_key, credential.iterations)
-            )  # fmt: skip
+        credentials = [
+            (user, mechanism, salted_credential(mechanism, password, iterations=iterations))
+            for mechanism in mechanisms
+        ]
+        self.alter((), credentials)
+
+    def alter(
+        self,
+        deletions: Iterable[tuple[str, str]],
+        upsertions: Iterable[tuple[str, str, ScramCredential]],
+    ) -> None:
+        """Delete (user, mechanism) credentials and create or replace others, in one
+        transaction: all of it is on disk when this returns, or none of it."""
+        rows = [
+            (user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
+            for user, mechanism, c in upsertions
+        ]
         with self._transaction():
+            self._db.executemany(
+                "DELETE FROM scram_credentials WHERE user = ? AND mechanism = ?", list(deletions)
+            )
             self._db.executemany(
                 "INSERT OR REPLACE INTO scram_credentials VALUES (?, ?, ?, ?, ?, ?)", rows
             )

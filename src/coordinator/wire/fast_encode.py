@@ -111,15 +111,32 @@ def values_encoder(cls: type[Any]) -> Encoder:
     return built
 
 
+ValuesWriter = Callable[[Any, bytearray], None]
+
+
+def values_writer(cls: type[Any]) -> ValuesWriter:
+    """What `values_encoder` calls: it appends the body written from a dict to a `bytearray`
+    (for a caller that puts the frame's length and header in front of it in the same array);
+    raises `UnsupportedSchema` for classes with tagged fields."""
+    built: ValuesWriter = _build_values_writer(typing.cast(Any, cls))
+    return built
+
+
 @cache
-def _build_values(cls: Any) -> Encoder:
+def _build_values_writer(cls: Any) -> ValuesWriter:
     generator = _ValuesGenerator()
     entry = generator.entity_function(cls)
     source = "\n".join(generator.lines)
     namespace: dict[str, Any] = dict(generator.constants)
     name = f"<fast_encode values {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, name, "exec"), namespace)
-    write = namespace[entry]
+    write: ValuesWriter = namespace[entry]
+    return write
+
+
+@cache
+def _build_values(cls: Any) -> Encoder:
+    write = _build_values_writer(cls)
 
     def encode(values: Any) -> bytes:
         out = bytearray()

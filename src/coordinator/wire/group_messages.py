@@ -25,11 +25,14 @@ from rebalance.commands import (
     OffsetFetch,
     SyncGroup,
 )
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.errors import ErrorCode
 from rebalance.replies import (
     AnyReply,
+    ConsumerGroupDescribeReply,
     ConsumerGroupHeartbeatReply,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
     DescribedGroup,
     DescribedMember,
     DescribeGroupsReply,
@@ -46,10 +49,12 @@ from rebalance.replies import (
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT = 8, 9, 11, 12
 LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 13, 14, 15, 68
+CONSUMER_GROUP_DESCRIBE = 69
 API_KEYS: Final[dict[type[Any], int]] = {
     OffsetCommit: OFFSET_COMMIT, OffsetFetch: OFFSET_FETCH, JoinGroup: JOIN_GROUP,
     Heartbeat: HEARTBEAT, LeaveGroup: LEAVE_GROUP, SyncGroup: SYNC_GROUP,
     DescribeGroups: DESCRIBE_GROUPS, ConsumerGroupHeartbeat: CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupDescribe: CONSUMER_GROUP_DESCRIBE,
 }  # fmt: skip
 
 ErrorReader = Callable[[Any], ErrorCode]
@@ -159,6 +164,11 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
             "groups": list(command.group_ids),
             "include_authorized_operations": False,
         }
+    if isinstance(command, ConsumerGroupDescribe):
+        return CONSUMER_GROUP_DESCRIBE, {
+            "group_ids": list(command.group_ids),
+            "include_authorized_operations": False,
+        }
     raise TypeError(f"no wire form for {type(command).__name__}")
 
 
@@ -250,4 +260,34 @@ def reply_of(command: Command[Any], r: Any, error: ErrorReader = strict_error) -
                 for g in r.groups
             )
         )  # fmt: skip
+    if isinstance(command, ConsumerGroupDescribe):
+        return ConsumerGroupDescribeReply(
+            tuple(
+                DescribedConsumerGroup(
+                    g.group_id, error(g.error_code), g.error_message, g.group_state,
+                    int(g.group_epoch), int(g.assignment_epoch), g.assignor_name,
+                    tuple(_described_consumer_member(m) for m in g.members),
+                )
+                for g in r.groups
+            )
+        )  # fmt: skip
     raise TypeError(f"no reply form for {type(command).__name__}")
+
+
+#: ConsumerGroupDescribe v1's MemberType of a classic member (online migration).
+_CLASSIC_MEMBER_TYPE = 0
+
+
+def _described_consumer_member(m: Any) -> DescribedConsumerMember:
+    def named(assignment: Any) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
+        return tuple(
+            (str(t.topic_id), t.topic_name, tuple(int(p) for p in t.partitions))
+            for t in assignment.topic_partitions
+        )
+
+    return DescribedConsumerMember(
+        m.member_id, m.instance_id, m.rack_id, int(m.member_epoch), m.client_id, m.client_host,
+        tuple(m.subscribed_topic_names), m.subscribed_topic_regex, named(m.assignment),
+        named(m.target_assignment),
+        classic=getattr(m, "member_type", -1) == _CLASSIC_MEMBER_TYPE,
+    )  # fmt: skip

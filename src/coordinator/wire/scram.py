@@ -27,6 +27,10 @@ from typing import Final
 MECHANISMS: Final = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS: Final = 4096
 """Kafka's minimum for both mechanisms (and its default)."""
+MAX_ITERATIONS: Final = 16384
+"""Kafka's maximum for a credential set through AlterUserScramCredentials."""
+MECHANISM_CODES: Final = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+"""The mechanisms' codes in the SCRAM credential APIs (Kafka's `ScramMechanism`; 0 is unknown)."""
 
 
 class ScramError(Exception):
@@ -50,13 +54,21 @@ def salted_credential(
     if iterations < MIN_ITERATIONS:
         raise ValueError(f"{mechanism} needs at least {MIN_ITERATIONS} iterations")
     salt = os.urandom(32) if salt is None else salt
+    salted = hashlib.pbkdf2_hmac(MECHANISMS[mechanism], password.encode(), salt, iterations)
+    return credential_of_salted(mechanism, salted, salt, iterations)
+
+
+def credential_of_salted(
+    mechanism: str, salted_password: bytes, salt: bytes, iterations: int
+) -> ScramCredential:
+    """The credential of a SaltedPassword a client computed itself (AlterUserScramCredentials
+    sends it, so that the password never reaches the server)."""
     digest = MECHANISMS[mechanism]
-    salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
-    client_key = hmac.digest(salted, b"Client Key", digest)
+    client_key = hmac.digest(salted_password, b"Client Key", digest)
     return ScramCredential(
         salt,
         hashlib.new(digest, client_key).digest(),
-        hmac.digest(salted, b"Server Key", digest),
+        hmac.digest(salted_password, b"Server Key", digest),
         iterations,
     )
 
