@@ -21,9 +21,11 @@ import argparse
 import asyncio
 import collections
 import cProfile
+import ctypes
 import gc
 import multiprocessing
 import os
+import re
 import sqlite3
 import statistics
 import struct
@@ -52,6 +54,9 @@ from coordinator.wire.codec import (
 from rebalance.config import CoordinatorConfig
 
 LENGTH = struct.Struct(">i")
+#: Seconds the server is left to settle after a group formed before its memory is read: the
+#: serving process trims its heap (`coordinator.heap_trim`) within a second of a burst.
+SETTLE = 1.5
 NO_ERROR = b"\x00\x00"
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
 GROUP_CONFIG = CoordinatorConfig.from_properties(
@@ -98,6 +103,11 @@ async def _serve(kind: str, ready: Connection) -> None:
                         if len(snapshots) == 2:
                             _write_allocations(snapshots, trace_to)
                     ready.send(_rss_bytes())
+                elif command == "memory":  # where this process's memory is (--only memory)
+                    ready.send(memory_breakdown())
+                elif command == "trim":  # glibc's malloc_trim(0), then the breakdown again
+                    _malloc_trim()
+                    ready.send(memory_breakdown())
                 elif command == "all_rss":  # this process and its event log writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -106,7 +116,17 @@ async def _serve(kind: str, ready: Connection) -> None:
                     store = groups.runtime.store if groups.runtime else None
                     assert isinstance(store, SqliteStore)
                     stats = store.stats
-                    ready.send((str(store.path), stats.transactions, stats.appends, stats.records))
+                    writer = store._writer.native_id or 0  # its CPU: /proc/PID/task/TID
+                    ready.send(
+                        StoreReading(
+                            str(store.path),
+                            stats.transactions,
+                            stats.records,
+                            stats.transaction_seconds,
+                            stats.commit_seconds,
+                            writer,
+                        )
+                    )
                 elif command == "writer_cpu":  # seconds of CPU of the event log's writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -147,10 +167,81 @@ def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None
                 out.write(f"    {line}\n")
 
 
-def _process_cpu(pid: int) -> float:
+def _process_cpu(pid: int | str) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_breakdown() -> dict[str, int]:
+    """This process's resident memory and where its allocators hold it (bytes): `pymalloc`,
+    the 1 MiB arenas of Python's small-object allocator, of which `pymalloc_used` is in
+    allocated blocks; `malloc_used` and `malloc_free`, glibc's heap in use and free (all its
+    arenas, mmapped chunks counted as used); `traced`, the live Python allocations when
+    tracemalloc runs."""
+    figures = {"rss": _rss_bytes()}
+    figures.update(_pymalloc_stats())
+    figures.update(_mallinfo())
+    if tracemalloc.is_tracing():
+        figures["traced"] = tracemalloc.get_traced_memory()[0]
+    return figures
+
+
+def _pymalloc_stats() -> dict[str, int]:
+    """`sys._debugmallocstats` (written by C to stderr) parsed for its arena totals."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile("w+") as out:
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    figures = {}
+    for name, pattern in (
+        ("pymalloc", r"arenas \* \d+ bytes/arena\s+=\s+([\d,]+)"),
+        ("pymalloc_used", r"# bytes in allocated blocks\s+=\s+([\d,]+)"),
+        ("pymalloc_free_blocks", r"# bytes in available blocks\s+=\s+([\d,]+)"),
+        ("pymalloc_free_pools", r"unused pools \* \d+ bytes\s+=\s+([\d,]+)"),
+    ):
+        found = re.search(pattern, text)
+        figures[name] = int(found.group(1).replace(",", "")) if found else 0
+    return figures
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):  # not glibc >= 2.33
+        return None
+    return libc
+
+
+def _mallinfo() -> dict[str, int]:
+    libc = _libc()
+    if libc is None:
+        return {}
+    info = libc.mallinfo2()
+    return {"malloc_used": info.uordblks + info.hblkhd, "malloc_free": info.fordblks}
+
+
+def _malloc_trim() -> None:
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def _rss_bytes(pid: int | None = None) -> int:
@@ -165,6 +256,19 @@ def _server_process(kind: str, use_uvloop: bool, ready: Connection) -> None:
         uvloop.run(_serve(kind, ready))
     else:
         asyncio.run(_serve(kind, ready))
+
+
+class StoreReading(typing.NamedTuple):
+    """The server's store: its file, its counters so far, its writer thread's id."""
+
+    path: str
+    transactions: int
+    """One fsync each (WAL, synchronous=FULL)."""
+    records: int
+    transaction_seconds: float
+    """Wall time inside transactions, and of it in COMMIT (the fsync)."""
+    commit_seconds: float
+    writer: int
 
 
 class Server:
@@ -182,6 +286,12 @@ class Server:
         under BENCH_TRACEMALLOC)."""
         self.pipe.send("rss" if snapshot else "rss_only")
         value: int = self.pipe.recv()
+        return value
+
+    def memory(self, trim: bool = False) -> dict[str, int]:
+        """`memory_breakdown` of the server process (`trim`: after glibc's malloc_trim)."""
+        self.pipe.send("trim" if trim else "memory")
+        value: dict[str, int] = self.pipe.recv()
         return value
 
     def all_rss(self) -> int:
@@ -206,12 +316,14 @@ class Server:
         value: tuple[float, float, float] = self.pipe.recv()
         return value
 
-    def store(self) -> tuple[str, int, int, int]:
-        """The server's store: its file, and how many transactions (one fsync each), appends
-        and records it has written."""
+    def store(self) -> StoreReading:
         self.pipe.send("store")
-        value: tuple[str, int, int, int] = self.pipe.recv()
+        value: StoreReading = self.pipe.recv()
         return value
+
+    def thread_cpu(self, thread: int) -> float:
+        """CPU seconds of one thread of the server process."""
+        return _process_cpu(f"{self.process.pid}/task/{thread}")
 
     def writer_cpu(self) -> float:
         self.pipe.send("writer_cpu")
@@ -495,6 +607,13 @@ class CommitRun:
     offsets_per_fsync: float
     cpu_us: float
     """Server CPU per commit request (µs; the process, its SQLite writer thread included)."""
+    writer_cpu_us: float
+    """Of which the store's writer thread (SQLite's statements, commit and fsync call)."""
+    transaction_ms: float
+    """Wall time of one transaction, BEGIN to the end of COMMIT, and of it in COMMIT."""
+    commit_ms: float
+    generator_cpu_us: float
+    """The load generator's CPU per commit (this process)."""
 
 
 async def commit_load(server: Server, writers: int, seconds: float, partitions: int) -> CommitRun:
@@ -541,8 +660,10 @@ async def commit_load(server: Server, writers: int, seconds: float, partitions: 
         if len(codes) != partitions or any(codes):
             raise RuntimeError(f"a commit was refused: {response}")
     counts: list[int] = []
-    _path, transactions, _appends, records = server.store()
+    store = server.store()
     cpu_before = server.cpu()  # (under BENCH_PROFILE, the profile starts here)
+    writer_before = server.thread_cpu(store.writer)
+    own_before = os.times()
     started = time.perf_counter()
     stop_at = started + seconds
 
@@ -556,18 +677,26 @@ async def commit_load(server: Server, writers: int, seconds: float, partitions: 
 
     await asyncio.gather(*(loop(*c) for c in zip(conns, frames, firsts, strict=True)))
     elapsed = time.perf_counter() - started
+    own_after = os.times()
     cpu = server.cpu() - cpu_before
-    _path, transactions_after, _appends, records_after = server.store()
+    writer_cpu = server.thread_cpu(store.writer) - writer_before
+    after = server.store()
     for c in conns:
         c.close()
     commits = sum(counts)
-    fsyncs = transactions_after - transactions
+    fsyncs = after.transactions - store.transactions
     return CommitRun(
         commits * partitions / elapsed,
         commits / elapsed,
         fsyncs / elapsed,
-        (records_after - records) / max(fsyncs, 1),
+        (after.records - store.records) / max(fsyncs, 1),
         cpu * 1e6 / max(commits, 1),
+        writer_cpu * 1e6 / max(commits, 1),
+        (after.transaction_seconds - store.transaction_seconds) * 1000 / max(fsyncs, 1),
+        (after.commit_seconds - store.commit_seconds) * 1000 / max(fsyncs, 1),
+        (own_after.user + own_after.system - own_before.user - own_before.system)
+        * 1e6
+        / max(commits, 1),
     )
 
 
@@ -632,6 +761,7 @@ async def latency_and_memory(server: Server, members: int, rounds: int) -> Round
     conns = [await Conn.open(server.port) for _ in range(members)]
     connected = server.rss(snapshot=False)
     ids, generation, leader = await form_group(conns, f"round-{members}")
+    await asyncio.sleep(SETTLE)
     after = server.rss()
     samples, cpu, loop_cpu, gc_cpu = [], [], [], []
     for _ in range(rounds):
@@ -723,9 +853,16 @@ def main() -> None:
         "--commit-offsets", type=int, nargs="*", default=[1, 8], help="offsets per OffsetCommit"
     )
     parser.add_argument(
-        "--only", choices=["heartbeats", "commits", "rebalance"], nargs="*", default=None
+        "--only",
+        choices=["heartbeats", "commits", "rebalance", "memory"],
+        nargs="*",
+        default=None,
+        help="memory: per-member memory alone, a fresh server per run (--runs) and size",
     )
     args = parser.parse_args()
+    if args.only == ["memory"]:
+        memory_rows(args)
+        return
     wanted = set(args.only or ["heartbeats", "commits", "rebalance"])
     print(f"# group coordinator over loopback — {machine()}")
     loops = [False, True] if args.uvloop else [False]
@@ -755,7 +892,7 @@ def main() -> None:
 def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
     """Durable commits beside the disk's own fsync rate, measured in the same runs (each run:
     the commits, then the two disk peers at the batch size the server reached)."""
-    directory = Path(ours.store()[0]).parent
+    directory = Path(ours.store().path).parent
     for per_request in args.commit_offsets:
         for writers in args.commit_connections or [args.members]:
             runs: list[tuple[CommitRun, DiskRun]] = []
@@ -775,7 +912,11 @@ def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
                 f"connections): {median(r.offsets_per_second for r in commits):,.0f} "
                 f"[goal >= 25,000 at 8]; commits/s "
                 f"{median(r.commits_per_second for r in commits):,.0f}, server CPU per commit "
-                f"{median(r.cpu_us for r in commits):.1f} us; server fsyncs/s {fsyncs:,.0f}, "
+                f"{median(r.cpu_us for r in commits):.1f} us (SQLite writer thread "
+                f"{median(r.writer_cpu_us for r in commits):.1f} us), load generator's "
+                f"{median(r.generator_cpu_us for r in commits):.1f} us; server fsyncs/s "
+                f"{fsyncs:,.0f} ({median(r.transaction_ms for r in commits):.1f} ms each, "
+                f"{median(r.commit_ms for r in commits):.1f} ms of it in COMMIT), "
                 f"offsets per fsync {median(r.offsets_per_fsync for r in commits):.1f}; disk "
                 f"beside it: write+fsync/s {median(d.fsyncs_per_second for _, d in runs):,.0f}, "
                 f"SQLite transactions/s of that many rows {sqlite_tx:,.0f} (server's fsyncs "
@@ -802,6 +943,58 @@ def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
             f"[{label}] growth 1000 -> 5000 members: {figures[5000] / figures[1000]:.1f}x "
             "[goal <= 5.5x]"
         )
+
+
+async def _form_measured(server: Server, members: int) -> list[dict[str, int]]:
+    """Memory breakdowns of the server: before connecting `members`, once connected, as soon
+    as their group formed, once settled (`SETTLE` s later), and after a malloc_trim."""
+    readings = [server.memory()]
+    conns = [await Conn.open(server.port) for _ in range(members)]
+    readings.append(server.memory())
+    await form_group(conns, f"memory-{members}")
+    readings.append(server.memory())
+    await asyncio.sleep(SETTLE)
+    readings.append(server.memory())
+    readings.append(server.memory(trim=True))
+    for c in conns:
+        c.close()
+    return readings
+
+
+def memory_rows(args: argparse.Namespace) -> None:
+    """Server memory per member, each run on a fresh server: RSS growth from before the
+    members connect to their group formed, and where it is (see `memory_breakdown`)."""
+    print(f"# server memory per member — {machine()}; load {os.getloadavg()[0]:.1f}")
+    for members in args.sizes:
+        runs = []
+        for _ in range(args.runs):
+            server = Server("groups")
+            try:
+                time.sleep(1.0)  # let the node settle (event log writer started)
+                runs.append(asyncio.run(_form_measured(server, members)))
+            finally:
+                server.stop()
+
+        def per_member(
+            key: str, reading: int, runs: list[list[dict[str, int]]] = runs, members: int = members
+        ) -> str:
+            grown = [(r[reading].get(key, 0) - r[0].get(key, 0)) / members for r in runs]
+            return f"{statistics.median(grown) / 1024:.2f}"
+
+        print(
+            f"{members} members, KiB per member (median of {len(runs)} fresh servers): "
+            f"RSS {per_member('rss', 3)} settled [goal <= 4 KB], {per_member('rss', 2)} as "
+            f"soon as formed, {per_member('rss', 1)} connected before joining, "
+            f"{per_member('rss', 4)} after one more malloc_trim; settled: pymalloc arenas "
+            f"{per_member('pymalloc', 3)}, in allocated blocks {per_member('pymalloc_used', 3)}, "
+            f"free blocks {per_member('pymalloc_free_blocks', 3)}, free pools "
+            f"{per_member('pymalloc_free_pools', 3)}; glibc malloc in use "
+            f"{per_member('malloc_used', 3)}, free {per_member('malloc_free', 3)}"
+        )
+        print("   settled RSS per run: " + ", ".join(
+            f"{(r[3]['rss'] - r[0]['rss']) / members / 1024:.2f}" for r in runs
+        ))  # fmt: skip
+    print(f"# load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""`kill -9` loses no acknowledged commit: `rebalance serve` is SIGKILLed while many connections
-commit, several requests pipelined on each; after a restart every group's offsets are at least
-the last ones acknowledged, and each connection's answers came back in request order."""
+"""Durable commits: `kill -9` loses no acknowledged commit (`rebalance serve` is SIGKILLed while
+many connections commit, several requests pipelined on each; after a restart every group's
+offsets are at least the last ones acknowledged, and each connection's answers came back in
+request order), and commits of many connections and groups that arrive while a write is under
+way share the next transaction (one fsync), answered only once it is done."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from pathlib import Path
 
 from serve_process import start_serve, stop
 
-from coordinator.testing import WireClient
+from coordinator.groups import GroupCoordinatorExtension
+from coordinator.store.sqlite import SqliteStore
+from coordinator.testing import WireClient, running_server
 
 CONNECTIONS = 24
 IN_FLIGHT = 4
@@ -93,3 +97,30 @@ async def test_kill_9_loses_no_acknowledged_commit(tmp_path: Path) -> None:
         )
     await client.close()
     await stop(restarted)
+
+
+async def test_commits_arriving_during_a_write_share_the_next_fsync() -> None:
+    groups = GroupCoordinatorExtension()
+    async with running_server(topics=[("orders", PARTITIONS)], groups=groups) as node:
+        assert groups.runtime is not None
+        store = groups.runtime.store
+        assert isinstance(store, SqliteStore)
+        clients = [await WireClient.connect(node.host, node.port) for _ in range(CONNECTIONS)]
+        before = store.stats.transactions, store.stats.records
+        with store._lock:  # the writer thread cannot write meanwhile
+            for i, client in enumerate(clients):
+                await client.send(commit(client, f"shared-{i}", 7))
+                await asyncio.sleep(0.005)  # each its own loop iteration, its own append
+            first = asyncio.ensure_future(clients[0].read_response(8, 8))
+            await asyncio.sleep(0.3)  # every commit reaches the server and is handled
+            assert not first.done(), "a commit was answered before its write"
+        answers = [await first] + [await c.read_response(8, 8) for c in clients[1:]]
+        for _correlation_id, response in answers:
+            codes = [p.error_code for t in response.topics for p in t.partitions]
+            assert codes == [0] * PARTITIONS
+        # The first write may have taken some commits alone; everything queued behind it
+        # went into one transaction.
+        assert store.stats.transactions - before[0] <= 2
+        assert store.stats.records - before[1] == CONNECTIONS * PARTITIONS
+        for client in clients:
+            await client.close()

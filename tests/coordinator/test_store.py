@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.store import MemoryStore, RecordStore, SqliteStore, StoredRecord, StoreError
 from coordinator.store.sqlite import SCHEMA_VERSION
@@ -64,6 +67,48 @@ async def test_concurrent_appends_share_transactions(tmp_path: Path) -> None:
     assert store.stats.transactions < writers
     assert len(list(store.load())) == writers
     store.close()
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 40), st.none() | st.binary(min_size=1, max_size=3)),
+            max_size=300,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+@settings(max_examples=25, deadline=None)
+def test_writes_in_one_transaction_apply_in_order(
+    appends: list[list[tuple[int, bytes | None]]],
+) -> None:
+    """Upserts and tombstones, runs of each of any length and keys repeated, in appends that
+    share one transaction (queued while the writer was held): the file holds what applying
+    them one by one gives, in last-write order."""
+    with tempfile.TemporaryDirectory() as scratch:
+        store = SqliteStore(Path(scratch) / "groups.sqlite")
+
+        async def write_all() -> None:
+            with store._lock:  # the writer waits: every append queues behind the first
+                writes = [
+                    asyncio.ensure_future(store.append([offset("g", k, v) for k, v in rows]))
+                    for rows in appends
+                ]
+                await asyncio.sleep(0.01)
+            await asyncio.gather(*writes)
+
+        asyncio.run(write_all())
+        model: dict[str, bytes] = {}
+        for rows in appends:
+            for k, v in rows:
+                key = offset("g", k, v).key
+                model.pop(key, None)
+                if v is not None:
+                    model[key] = v
+        assert [(r.key, r.value) for r in store.load()] == list(model.items())
+        assert store.stats.transactions <= 2
+        store.close()
 
 
 async def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
