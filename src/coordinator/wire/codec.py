@@ -20,7 +20,7 @@ import types
 import typing
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any, Final
@@ -172,20 +172,28 @@ def decode_request(frame: bytes, prefix: RequestPrefix) -> DecodedRequest:
 @dataclass(frozen=True, slots=True)
 class EncodedBody:
     """A response body already written by kio, for answers that are the same for many requests
-    (ApiVersions): only the header, which carries the correlation id, is written per request."""
+    (ApiVersions, Heartbeat): only the header, which carries the correlation id, is written per
+    request."""
 
     response_type: type[ResponsePayload]
     body: bytes
+    #: What follows the correlation id in the frame: the header's rest and the body.
+    after_correlation: bytes = field(default=b"", compare=False, repr=False)
 
 
 def encode_body(response: ResponsePayload) -> EncodedBody:
-    return EncodedBody(type(response), body_encoder(type(response))(response))
+    cls = type(response)
+    body = body_encoder(cls)(response)
+    return EncodedBody(cls, body, _header_tail(cls) + body)
 
 
 def encode_response(response: ResponsePayload | EncodedBody, correlation_id: int) -> bytes:
     """Length-prefixed bytes of a response: its header (the version's, as kio chooses it) and
     its body (`fast_encode`, byte-identical to kio's writer)."""
     if isinstance(response, EncodedBody):
+        rest = response.after_correlation
+        if rest:  # (made by `encode_body`)
+            return _FRAME_AND_CORRELATION.pack(4 + len(rest), correlation_id) + rest
         cls, body = response.response_type, response.body
     else:
         cls = type(response)
