@@ -299,7 +299,7 @@ class Group:
             return False
         n = len(self.members)
         supported = self.supported_protocols
-        for name in names:  # (a loop, not `any` over a generator: checked on every JoinGroup)
+        for name in names:  # noqa: SIM110 (a loop, not `any` over a generator: on every JoinGroup)
             if supported.get(name, 0) == n:
                 return True
         return False
