@@ -21,9 +21,11 @@ import argparse
 import asyncio
 import collections
 import cProfile
+import ctypes
 import gc
 import multiprocessing
 import os
+import re
 import sqlite3
 import statistics
 import struct
@@ -52,6 +54,9 @@ from coordinator.wire.codec import (
 from rebalance.config import CoordinatorConfig
 
 LENGTH = struct.Struct(">i")
+#: Seconds the server is left to settle after a group formed before its memory is read: the
+#: serving process trims its heap (`coordinator.heap_trim`) within a second of a burst.
+SETTLE = 1.5
 NO_ERROR = b"\x00\x00"
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
 GROUP_CONFIG = CoordinatorConfig.from_properties(
@@ -98,6 +103,11 @@ async def _serve(kind: str, ready: Connection) -> None:
                         if len(snapshots) == 2:
                             _write_allocations(snapshots, trace_to)
                     ready.send(_rss_bytes())
+                elif command == "memory":  # where this process's memory is (--only memory)
+                    ready.send(memory_breakdown())
+                elif command == "trim":  # glibc's malloc_trim(0), then the breakdown again
+                    _malloc_trim()
+                    ready.send(memory_breakdown())
                 elif command == "all_rss":  # this process and its event log writer
                     events = groups.runtime.events if groups.runtime else None
                     pid = events.writer_pid if events else None
@@ -165,6 +175,77 @@ def _process_cpu(pid: int | str) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def memory_breakdown() -> dict[str, int]:
+    """This process's resident memory and where its allocators hold it (bytes): `pymalloc`,
+    the 1 MiB arenas of Python's small-object allocator, of which `pymalloc_used` is in
+    allocated blocks; `malloc_used` and `malloc_free`, glibc's heap in use and free (all its
+    arenas, mmapped chunks counted as used); `traced`, the live Python allocations when
+    tracemalloc runs."""
+    figures = {"rss": _rss_bytes()}
+    figures.update(_pymalloc_stats())
+    figures.update(_mallinfo())
+    if tracemalloc.is_tracing():
+        figures["traced"] = tracemalloc.get_traced_memory()[0]
+    return figures
+
+
+def _pymalloc_stats() -> dict[str, int]:
+    """`sys._debugmallocstats` (written by C to stderr) parsed for its arena totals."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile("w+") as out:
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    figures = {}
+    for name, pattern in (
+        ("pymalloc", r"arenas \* \d+ bytes/arena\s+=\s+([\d,]+)"),
+        ("pymalloc_used", r"# bytes in allocated blocks\s+=\s+([\d,]+)"),
+        ("pymalloc_free_blocks", r"# bytes in available blocks\s+=\s+([\d,]+)"),
+        ("pymalloc_free_pools", r"unused pools \* \d+ bytes\s+=\s+([\d,]+)"),
+    ):
+        found = re.search(pattern, text)
+        figures[name] = int(found.group(1).replace(",", "")) if found else 0
+    return figures
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):  # not glibc >= 2.33
+        return None
+    return libc
+
+
+def _mallinfo() -> dict[str, int]:
+    libc = _libc()
+    if libc is None:
+        return {}
+    info = libc.mallinfo2()
+    return {"malloc_used": info.uordblks + info.hblkhd, "malloc_free": info.fordblks}
+
+
+def _malloc_trim() -> None:
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
 def _rss_bytes(pid: int | None = None) -> int:
     with open(f"/proc/{pid or os.getpid()}/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -207,6 +288,12 @@ class Server:
         under BENCH_TRACEMALLOC)."""
         self.pipe.send("rss" if snapshot else "rss_only")
         value: int = self.pipe.recv()
+        return value
+
+    def memory(self, trim: bool = False) -> dict[str, int]:
+        """`memory_breakdown` of the server process (`trim`: after glibc's malloc_trim)."""
+        self.pipe.send("trim" if trim else "memory")
+        value: dict[str, int] = self.pipe.recv()
         return value
 
     def all_rss(self) -> int:
@@ -676,6 +763,7 @@ async def latency_and_memory(server: Server, members: int, rounds: int) -> Round
     conns = [await Conn.open(server.port) for _ in range(members)]
     connected = server.rss(snapshot=False)
     ids, generation, leader = await form_group(conns, f"round-{members}")
+    await asyncio.sleep(SETTLE)
     after = server.rss()
     samples, cpu, loop_cpu, gc_cpu = [], [], [], []
     for _ in range(rounds):
@@ -767,9 +855,16 @@ def main() -> None:
         "--commit-offsets", type=int, nargs="*", default=[1, 8], help="offsets per OffsetCommit"
     )
     parser.add_argument(
-        "--only", choices=["heartbeats", "commits", "rebalance"], nargs="*", default=None
+        "--only",
+        choices=["heartbeats", "commits", "rebalance", "memory"],
+        nargs="*",
+        default=None,
+        help="memory: per-member memory alone, a fresh server per run (--runs) and size",
     )
     args = parser.parse_args()
+    if args.only == ["memory"]:
+        memory_rows(args)
+        return
     wanted = set(args.only or ["heartbeats", "commits", "rebalance"])
     print(f"# group coordinator over loopback — {machine()}")
     loops = [False, True] if args.uvloop else [False]
@@ -856,6 +951,58 @@ def rebalance_rows(label: str, ours: Server, args: argparse.Namespace) -> None:
             f"[{label}] growth 1000 -> 5000 members: {figures[5000] / figures[1000]:.1f}x "
             "[goal <= 5.5x]"
         )
+
+
+async def _form_measured(server: Server, members: int) -> list[dict[str, int]]:
+    """Memory breakdowns of the server: before connecting `members`, once connected, as soon
+    as their group formed, once settled (`SETTLE` s later), and after a malloc_trim."""
+    readings = [server.memory()]
+    conns = [await Conn.open(server.port) for _ in range(members)]
+    readings.append(server.memory())
+    await form_group(conns, f"memory-{members}")
+    readings.append(server.memory())
+    await asyncio.sleep(SETTLE)
+    readings.append(server.memory())
+    readings.append(server.memory(trim=True))
+    for c in conns:
+        c.close()
+    return readings
+
+
+def memory_rows(args: argparse.Namespace) -> None:
+    """Server memory per member, each run on a fresh server: RSS growth from before the
+    members connect to their group formed, and where it is (see `memory_breakdown`)."""
+    print(f"# server memory per member — {machine()}; load {os.getloadavg()[0]:.1f}")
+    for members in args.sizes:
+        runs = []
+        for _ in range(args.runs):
+            server = Server("groups")
+            try:
+                time.sleep(1.0)  # let the node settle (event log writer started)
+                runs.append(asyncio.run(_form_measured(server, members)))
+            finally:
+                server.stop()
+
+        def per_member(
+            key: str, reading: int, runs: list[list[dict[str, int]]] = runs, members: int = members
+        ) -> str:
+            grown = [(r[reading].get(key, 0) - r[0].get(key, 0)) / members for r in runs]
+            return f"{statistics.median(grown) / 1024:.2f}"
+
+        print(
+            f"{members} members, KiB per member (median of {len(runs)} fresh servers): "
+            f"RSS {per_member('rss', 3)} settled [goal <= 4 KB], {per_member('rss', 2)} as "
+            f"soon as formed, {per_member('rss', 1)} connected before joining, "
+            f"{per_member('rss', 4)} after one more malloc_trim; settled: pymalloc arenas "
+            f"{per_member('pymalloc', 3)}, in allocated blocks {per_member('pymalloc_used', 3)}, "
+            f"free blocks {per_member('pymalloc_free_blocks', 3)}, free pools "
+            f"{per_member('pymalloc_free_pools', 3)}; glibc malloc in use "
+            f"{per_member('malloc_used', 3)}, free {per_member('malloc_free', 3)}"
+        )
+        print("   settled RSS per run: " + ", ".join(
+            f"{(r[3]['rss'] - r[0]['rss']) / members / 1024:.2f}" for r in runs
+        ))  # fmt: skip
+    print(f"# load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

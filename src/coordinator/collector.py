@@ -1,4 +1,4 @@
-"""How a serving process sets up CPython's garbage collector.
+"""How a serving process sets up CPython's garbage collector (and gives memory back).
 
 A coordinator holds many long-lived objects (groups, members, offsets, connections) and creates
 many short-lived ones per request (commands, replies, results, futures), none of which form
@@ -16,6 +16,10 @@ collection every 700 net allocations) the collector ran a hundred times during o
   over loopback, `benchmarks/bench_groups.py`), at 50,000 about one round in five or more
   triggers it. A young collection then scans up to ~50,000 objects (a few ms).
 
+Called on a running loop, it also starts `coordinator.heap_trim`: glibc's heaps trimmed once a
+second when the resident memory grew by a MiB since the last trim (what a burst of joins left
+freed but resident).
+
 Library use (`coordinator.testing.running_server`, tests, embedding) leaves the collector as
 the host process set it: this is for processes that serve, `rebalance serve` and the
 benchmarks' server processes.
@@ -23,19 +27,28 @@ benchmarks' server processes.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from typing import Final
+
+from coordinator.heap_trim import HeapTrimmer, start_heap_trimming
 
 YOUNG_THRESHOLD: Final = 50_000
 """Net allocations between young-generation collections (CPython's default: 700)."""
 
 
-def tune_for_serving() -> None:
-    """Call once the node has loaded its state and is about to serve."""
+def tune_for_serving() -> HeapTrimmer | None:
+    """Call once the node has loaded its state and is about to serve; on a running loop,
+    returns the heap trimmer it started (None: not on glibc, or no loop)."""
     gc.collect()
     gc.freeze()
     _young, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return start_heap_trimming()
 
 
 __all__ = ["YOUNG_THRESHOLD", "tune_for_serving"]

@@ -243,6 +243,10 @@ class GroupRuntime:
     def _carry_out(
         self, result: Result, encode: Callable[[Record], StoredRecord] = record_codec.encode
     ) -> None:
+        if not (
+            result.replies or result.timers or result.records or result.events or result.offloaded
+        ):
+            return  # a request parked with nothing else to do (most of a round's)
         self._log_events(result)
         self._carry_out_timers(result)
         self._offload(result)
