@@ -147,6 +147,38 @@ async def test_closed_store_refuses_appends(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.append([offset("g", 0, b"1")])
+    with pytest.raises(StoreError, match="closed"):
+        store.append_then([offset("g", 0, b"1")], lambda error: None)
+
+
+async def test_append_then_calls_back_on_the_loop_once_durable_or_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteStore(tmp_path / "groups.sqlite")
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[BaseException | None, bool, list[StoredRecord]]] = []
+    called = asyncio.Event()
+
+    def done(error: BaseException | None) -> None:
+        on_loop = asyncio.get_running_loop() is loop
+        seen.append((error, on_loop, list(store.load())))
+        called.set()
+
+    store.append_then([offset("g", 0, b"1")], done)
+    await called.wait()
+    assert seen == [(None, True, [offset("g", 0, b"1")])]
+
+    def broken(batch: object) -> tuple[int, int]:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store, "_write", broken)
+    called.clear()
+    store.append_then([offset("g", 1, b"1")], done)
+    await called.wait()
+    error, on_loop, rows = seen[-1]
+    assert isinstance(error, StoreError) and "disk I/O error" in str(error)
+    assert on_loop and rows == [offset("g", 0, b"1")]
+    store.close()
 
 
 async def test_close_commits_what_was_queued(tmp_path: Path) -> None:

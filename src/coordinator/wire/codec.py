@@ -20,7 +20,7 @@ import types
 import typing
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any, Final
@@ -150,6 +150,20 @@ def decode_request(frame: bytes, prefix: RequestPrefix) -> DecodedRequest:
     Trailing bytes after the body are ignored on purpose: librdkafka pads some Metadata requests
     with zero bytes. Any kio decoding failure is re-raised as `FrameError`.
     """
+    return DecodedRequest(*_read(frame, prefix))
+
+
+def read_request(frame: bytes, prefix: RequestPrefix) -> tuple[str | None, RequestPayload]:
+    """`decode_request`'s client id and body, all the server needs of a request (without the
+    `DecodedRequest` and its property: this runs for every request)."""
+    header, request = _read(frame, prefix)
+    client_id = getattr(header, "client_id", None)
+    if client_id is None or client_id.__class__ is str:
+        return client_id, request
+    return str(client_id), request
+
+
+def _read(frame: bytes, prefix: RequestPrefix) -> tuple[Any, RequestPayload]:
     readers = _READERS.get((prefix.api_key, prefix.api_version))
     if readers is None:
         cls = request_class(prefix.api_key, prefix.api_version)
@@ -166,26 +180,34 @@ def decode_request(frame: bytes, prefix: RequestPrefix) -> DecodedRequest:
             f"cannot decode api_key={prefix.api_key} v{prefix.api_version}: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
-    return DecodedRequest(header, request)
+    return header, request
 
 
 @dataclass(frozen=True, slots=True)
 class EncodedBody:
     """A response body already written by kio, for answers that are the same for many requests
-    (ApiVersions): only the header, which carries the correlation id, is written per request."""
+    (ApiVersions, Heartbeat): only the header, which carries the correlation id, is written per
+    request."""
 
     response_type: type[ResponsePayload]
     body: bytes
+    #: What follows the correlation id in the frame: the header's rest and the body.
+    after_correlation: bytes = field(default=b"", compare=False, repr=False)
 
 
 def encode_body(response: ResponsePayload) -> EncodedBody:
-    return EncodedBody(type(response), body_encoder(type(response))(response))
+    cls = type(response)
+    body = body_encoder(cls)(response)
+    return EncodedBody(cls, body, _header_tail(cls) + body)
 
 
 def encode_response(response: ResponsePayload | EncodedBody, correlation_id: int) -> bytes:
     """Length-prefixed bytes of a response: its header (the version's, as kio chooses it) and
     its body (`fast_encode`, byte-identical to kio's writer)."""
     if isinstance(response, EncodedBody):
+        rest = response.after_correlation
+        if rest:  # (made by `encode_body`)
+            return _FRAME_AND_CORRELATION.pack(4 + len(rest), correlation_id) + rest
         cls, body = response.response_type, response.body
     else:
         cls = type(response)
@@ -448,6 +470,7 @@ __all__ = [
     "kio_versions",
     "read_frame_length",
     "read_prefix",
+    "read_request",
     "register_schemas",
     "request_class",
     "response_class",

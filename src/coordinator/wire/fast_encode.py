@@ -270,6 +270,7 @@ class _Generator:
             "_legacy_bytes": _legacy_bytes,
             "_legacy_bytes_nullable": _legacy_bytes_nullable,
             "_tagged": _tagged,
+            "_I16": _I16,
             "_I32": _I32,
         }
         self._names: dict[type[Any], str] = {}
@@ -381,15 +382,35 @@ class _Generator:
         helper = _VARIABLE.get((family, flexible, nullable))
         if helper is None:
             raise UnsupportedSchema(f"field {field.name}: kafka_type {kind!r}")
+        if helper in ("_legacy_string", "_legacy_bytes"):
+            return _inlined(helper, value, indent)
         return f"{indent}{helper}(out, {value})"
+
+
+def _inlined(helper: str, value: str, indent: str) -> str:
+    """`_legacy_string` or `_legacy_bytes`, the lines of its body in place of the call (a
+    1000-member JoinGroup leader's answer writes 2000 of them, and every JoinGroup and SyncGroup
+    answer a few)."""
+    lines = [
+        f"_s = {value}",
+        "if _s is None:",
+        '    raise TypeError("Unexpectedly received None value")',
+    ]
+    if helper == "_legacy_string":
+        lines += ["_s = _s.encode()", "out += _I16.pack(len(_s))"]
+    else:
+        lines.append("out += _I32.pack(len(_s))")
+    lines.append("out += _s")
+    return "\n".join(indent + line for line in lines)
 
 
 #: kafka_type -> expression of a dict's value `{v}` to pack, for fixed-width fields (the
 #: conversions `codec.build_response` makes: ints for error codes and durations).
 _FIXED_VALUES: dict[str, str] = {
     "error_code": "{v}",  # an `ErrorCode` is an int
-    "timedelta_i32": "_millis({v})",
-    "timedelta_i64": "_millis({v})",
+    # (an int, the usual value, without the call)
+    "timedelta_i32": "({v} if {v}.__class__ is int else _millis({v}))",
+    "timedelta_i64": "({v} if {v}.__class__ is int else _millis({v}))",
     "uuid": "_uuid_any({v})",
 }
 

@@ -72,10 +72,10 @@ from coordinator.wire.codec import (
     FrameError,
     RequestPrefix,
     build_response,
-    decode_request,
     encode_response,
     encode_values,
     read_frame_length,
+    read_request,
     response_class,
 )
 from coordinator.wire.connection_quotas import ConnectionQuotas, parse_overrides
@@ -586,15 +586,13 @@ class _Connection(asyncio.Protocol):
             self._answered(encode_response(response, correlation_id))
             return
         try:
-            decoded = decode_request(frame, prefix)
+            client_id, body = read_request(frame, prefix)
         except FrameError as exc:
             raise _CloseConnection(str(exc)) from None
-        context = RequestContext(
-            self.server.broker, correlation_id, decoded.client_id, self.peer, self.session
-        )
+        context = RequestContext(self.server.broker, correlation_id, client_id, self.peer, session)
         if spec.answer_now is not None:
             try:
-                value = spec.answer_now(decoded.body, api_version, context)
+                value = spec.answer_now(body, api_version, context)
             except Exception:
                 value = None  # the asynchronous path answers, and logs, any failure
             if value is not None:
@@ -610,13 +608,13 @@ class _Connection(asyncio.Protocol):
             self._pending(parked)
             self.parked += 1
             try:
-                spec.answer_parked(decoded.body, api_version, context, parked)
+                spec.answer_parked(body, api_version, context, parked)
             except Exception as exc:
                 parked.fail(exc)
             return
         slot = _Slot()
         self._pending(slot)
-        task = asyncio.create_task(self._answer(slot, spec, prefix, decoded.body, context))
+        task = asyncio.create_task(self._answer(slot, spec, prefix, body, context))
         if self._tasks is None:
             self._tasks = {}
         self._tasks[task] = None

@@ -298,7 +298,11 @@ class Group:
         if protocol_type != self.protocol_type:
             return False
         n = len(self.members)
-        return any(self.supported_protocols.get(name, 0) == n for name in names)
+        supported = self.supported_protocols
+        for name in names:  # noqa: SIM110 (a loop, not `any` over a generator: on every JoinGroup)
+            if supported.get(name, 0) == n:
+                return True
+        return False
 
     def select_protocol(self) -> str:
         """Vote among protocols every member supports; most votes wins.
