@@ -2,8 +2,10 @@
 descriptors.
 
 Why not `loop.create_server`: its accept loop cannot be told to wait, and it counts nothing.
-This one (a reader callback on the listening socket; each accepted socket handed to
-`loop.connect_accepted_socket`, which does the TLS handshake as `create_server` would):
+This one (a reader callback on the listening socket; each accepted plaintext socket served by
+`coordinator.wire.socket_transport.SocketTransport`, a transport a third the size of asyncio's,
+and each TLS one handed to `loop.connect_accepted_socket`, which does the TLS handshake as
+`create_server` would):
 - closes at once a connection over its address's `max.connections.per.ip` limit, before any TLS
   handshake, as Kafka does;
 - stops accepting while the node holds `max.connections`, so that new clients wait in the listen
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from typing import Final
 
 from coordinator.wire.connection_quotas import ConnectionQuotas
+from coordinator.wire.socket_transport import SocketTransport
 
 logger = logging.getLogger("coordinator.wire")
 
@@ -196,6 +199,15 @@ class Acceptor:
             sock.close()
             return
         ticket = Ticket(address, self._on_release)
+        if self._tls is None:
+            # Plaintext: served by the lean transport, opened here (no task, no handshake).
+            try:
+                SocketTransport.open(self._loop, sock, self._protocol_factory(ticket))
+            except Exception as exc:
+                logger.info("connection from %s failed to open: %s", address, exc)
+                sock.close()
+                ticket.release()
+            return
         connecting = self._loop.create_task(
             self._loop.connect_accepted_socket(
                 lambda: self._protocol_factory(ticket), sock, ssl=self._tls
