@@ -163,7 +163,7 @@ def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None
     with open(path, "w") as out:
         total = sum(stat.size_diff for stat in grown)
         out.write(f"{total} bytes in all\n")
-        for stat in grown[:40]:
+        for stat in grown[: int(os.environ.get("BENCH_TRACE_LINES", "40"))]:
             out.write(f"{stat.size_diff:>10} bytes {stat.count_diff:>7} blocks\n")
             for line in stat.traceback.format():
                 out.write(f"    {line}\n")

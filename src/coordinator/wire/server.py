@@ -384,9 +384,12 @@ class _Connection(asyncio.Protocol):
     def _new_session(self, transport: asyncio.BaseTransport, peer: object) -> Session:
         tls = transport.get_extra_info("ssl_object")
         certificate = tls.getpeercert() if isinstance(tls, ssl.SSLObject) else None
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        if host == self.ticket.address:
+            host = self.ticket.address  # one string per connection for both, not two
         return Session(
             self.listener,
-            peer[0] if isinstance(peer, tuple) else str(peer),
+            host,
             tls_principal(certificate),
             authenticated=not self.listener.uses_sasl,
         )
