@@ -6,8 +6,8 @@ complete frame out of the bytes at hand and handles them one after another, with
 of what a coordinator is asked) is answered synchronously. A request that must wait gets a
 pending slot in the connection's in-order queue: a JoinGroup or SyncGroup parked until its round
 completes (`answer_parked`) is that slot and nothing more, the slot being the callback the group
-runtime answers through once the round's records are durable; any other (a commit waiting for
-its fsync, a long-polling Fetch) also gets a task running its handler. Responses are written
+runtime answers through once the round's records are durable (an OffsetCommit waiting for its
+fsync likewise); any other (a long-polling Fetch) also gets a task running its handler. Responses are written
 strictly in request order: an answer ready while an earlier request is still pending waits in
 the queue behind it. Kafka clients match responses to requests by order as well as by
 correlation id, and a parked JoinGroup must not be overtaken by a later Heartbeat's response.
