@@ -181,3 +181,19 @@ async def test_a_closed_connection_is_freed_without_the_collector() -> None:
     finally:
         gc.enable()
         client.close()
+
+
+async def test_the_server_serves_plaintext_connections_with_it() -> None:
+    from coordinator.testing import WireClient, running_server
+
+    async with running_server(groups=False) as node:
+        client = await WireClient.connect(node.host, node.port)
+        try:
+            assert node.app.server is not None
+            while not node.app.server._connections:
+                await asyncio.sleep(0.01)
+            (conn,) = node.app.server._connections
+            assert isinstance(conn.transport, SocketTransport)
+            assert conn.session is not None and conn.session.client_host == "127.0.0.1"
+        finally:
+            await client.close()
