@@ -181,8 +181,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--writers", type=int, nargs="*", default=[1, 16, 128, 512])
+    parser.add_argument("--store-only", action="store_true", help="only the SqliteStore part")
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    if args.store_only:
+        store_rows(args)
+        return
     print(f"{args.connections} connections, {args.runs} runs x {args.seconds}s, medians\n")
 
     try:
@@ -217,6 +221,10 @@ def main() -> None:
     else:
         print("uvloop not installed: skipped")
 
+    store_rows(args)
+
+
+def store_rows(args: argparse.Namespace) -> None:
     print("\nSqliteStore.append, one offset record per append, concurrent writers (medians)")
     for writers in args.writers:
         results = [asyncio.run(_store_run(writers, args.seconds)) for _ in range(args.runs)]

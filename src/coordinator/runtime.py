@@ -356,8 +356,19 @@ class GroupRuntime:
         assert done is not None
         self._batch, self._batch_future = [], None
         self._last_write = done
-        write = self._running_loop().create_task(self.store.append(batch))
-        write.add_done_callback(lambda task: _settle(task, done))
+        append_then = getattr(self.store, "append_then", None)
+        if append_then is None:  # a store with only the coroutine (`RecordStore`)
+            write = self._running_loop().create_task(self.store.append(batch))
+            write.add_done_callback(lambda task: _settle(task, done))
+            return
+        # Straight to the store's queue, and `done` settled from the loop callback that the
+        # store's writer makes once per transaction: the replies a write releases go out
+        # in the loop iteration after its fsync, not several iterations (of other requests'
+        # work) later behind a task, a shield and their futures.
+        try:
+            append_then(batch, functools.partial(_written, done))
+        except Exception as exc:  # a closed store: the same as a failed write
+            done.set_exception(exc)
 
     def _after_write(self, write: asyncio.Future[None], result: Result) -> None:
         if write.cancelled() or write.exception() is None:
@@ -424,6 +435,16 @@ def _hand_over(deliver: Callable[[Any], None], reply: AnyReply) -> None:
         deliver(reply)
     except Exception:
         log.exception("delivering a reply failed")
+
+
+def _written(done: asyncio.Future[None], error: BaseException | None) -> None:
+    """A store write's outcome, passed on to the future the batch's results wait on."""
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
 
 
 def _settle(task: asyncio.Task[None], done: asyncio.Future[None]) -> None:

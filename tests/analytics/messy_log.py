@@ -74,10 +74,10 @@ def _group_events(rng: random.Random, group: str) -> list[dict[str, Any]]:
     return events
 
 
-def messy_log(seed: int) -> list[dict[str, Any]]:
-    """Groups interleaved line by line, with a partition event now and then (no group)."""
+def messy_log(seed: int, groups: int = GROUPS) -> list[dict[str, Any]]:
+    """`groups` groups interleaved line by line, with a partition event now and then (no group)."""
     rng = random.Random(seed)
-    streams = [_group_events(rng, f"g{i:03d}") for i in range(GROUPS)]
+    streams = [_group_events(rng, f"g{i:03d}") for i in range(groups)]
     log: list[dict[str, Any]] = []
     while any(streams):
         stream = rng.choice([s for s in streams if s])

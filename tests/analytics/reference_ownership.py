@@ -105,3 +105,12 @@ def ownership(events: list[Event], episode_rows: list[dict[str, Any]]) -> list[d
         row["partition_count"] = len(row["partitions"])
     rows.sort(key=lambda r: (r["group"], r["member"], r["start_ts"], r["start_episode"], r["kept"]))
     return rows
+
+
+def drawn_groups(metrics: list[dict[str, Any]], requested: list[str], count: int = 8) -> list[str]:
+    """The groups whose ownership the report's table holds (docs/analytics.md): the `count` that
+    rebalance most, ties by name, then those `requested` that rebalanced, in the order asked."""
+    ranked = sorted(metrics, key=lambda m: (-m["rebalances"], m["group"]))
+    drawn = [m["group"] for m in ranked[:count] if m["rebalances"]]
+    rebalanced = {m["group"] for m in metrics if m["rebalances"]}
+    return drawn + [g for g in dict.fromkeys(requested) if g in rebalanced and g not in drawn]

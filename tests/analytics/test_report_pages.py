@@ -33,7 +33,8 @@ LOCAL_IMAGE = re.compile(r'<img src="([^"]+)"')
 @pytest.fixture(scope="module")
 def demo_report(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("demo-report")
-    run_pipeline(spark, str(DEMO_LOG), str(out), out, show_progress=False, partitions=True)
+    run_pipeline(spark, str(DEMO_LOG), str(out), out, show_progress=False, partitions=True,
+                 groups=["demo-billing", "nobody"])  # fmt: skip
     yield out
 
 
@@ -46,6 +47,9 @@ def test_every_section_and_image_is_there(demo_report: Path) -> None:
         for image in LOCAL_IMAGE.findall((demo_report / page).read_text()):
             assert (demo_report / image).read_bytes().startswith(b"\x89PNG"), image
     assert '<a href="group-01.html">demo-billing</a>' in index
+    # the busiest group asked for again is drawn once; one not in the log is named
+    assert "group-02.html" not in index
+    assert "Asked for, without a rebalance in this log: nobody" in index
 
 
 @pytest.mark.spark

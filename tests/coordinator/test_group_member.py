@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import re
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +19,7 @@ import pytest
 
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.member import CommitFailed, GroupMember
+from coordinator.store.sqlite import SqliteStore
 from coordinator.testing import RunningServer, running_server
 from rebalance.config import CoordinatorConfig
 from rebalance.member import Assigned, Lost, Revoked
@@ -404,16 +405,19 @@ async def test_a_commit_answered_not_coordinator_is_retried_at_the_rediscovered_
         await until(lambda: split(members))
         assert groups.runtime is not None
         store = groups.runtime.store
-        write = store.append
+        assert isinstance(store, SqliteStore)
+        write = store.append_then  # (how the runtime writes)
         refused: list[object] = []
 
-        async def fail_once(records: Any) -> None:
+        def fail_once(records: Any, done: Callable[[BaseException | None], None]) -> None:
             if not refused:
                 refused.append(records)
-                raise OSError("injected: the disk refused the write")
-            await write(records)
+                error = OSError("injected: the disk refused the write")
+                asyncio.get_running_loop().call_soon(done, error)
+                return
+            write(records, done)
 
-        store.append = fail_once  # type: ignore[method-assign]
+        store.append_then = fail_once  # type: ignore[method-assign]
         tp = min(members[0].owned())
         found = members[0].sent["FindCoordinator"]
         await members[0].commit({tp: 11})

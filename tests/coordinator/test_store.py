@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.store import MemoryStore, RecordStore, SqliteStore, StoredRecord, StoreError
-from coordinator.store.sqlite import SCHEMA_VERSION
+from coordinator.store.sqlite import SCHEMA_VERSION, statement_sizes
 
 
 def offset(group: str, partition: int, value: bytes | None) -> StoredRecord:
@@ -111,6 +111,23 @@ def test_writes_in_one_transaction_apply_in_order(
         store.close()
 
 
+async def test_an_sqlite_allowing_999_values_a_statement_gets_smaller_statements(
+    tmp_path: Path,
+) -> None:
+    """SQLite before 3.32 allows 999 values in a statement: a 256-row upsert (1,024 values)
+    fails there, so the sizes used are those that fit, and the rows all arrive."""
+    assert statement_sizes(250_000)[0] == 256
+    assert statement_sizes(999) == (64, 16, 4, 1)
+    store = SqliteStore(tmp_path / "groups.sqlite")
+    store._db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # as such an SQLite
+    with pytest.raises(StoreError, match="too many SQL variables"):
+        await store.append([offset("g", p, b"x") for p in range(300)])
+    store._sizes = statement_sizes(999)  # what the store chooses when it opens one
+    await store.append([offset("g", p, b"x") for p in range(300)])
+    assert len(list(store.load())) == 300
+    store.close()
+
+
 async def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "groups.sqlite"
     SqliteStore(path).close()
@@ -147,6 +164,38 @@ async def test_closed_store_refuses_appends(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.append([offset("g", 0, b"1")])
+    with pytest.raises(StoreError, match="closed"):
+        store.append_then([offset("g", 0, b"1")], lambda error: None)
+
+
+async def test_append_then_calls_back_on_the_loop_once_durable_or_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteStore(tmp_path / "groups.sqlite")
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[BaseException | None, bool, list[StoredRecord]]] = []
+    called = asyncio.Event()
+
+    def done(error: BaseException | None) -> None:
+        on_loop = asyncio.get_running_loop() is loop
+        seen.append((error, on_loop, list(store.load())))
+        called.set()
+
+    store.append_then([offset("g", 0, b"1")], done)
+    await called.wait()
+    assert seen == [(None, True, [offset("g", 0, b"1")])]
+
+    def broken(batch: object) -> tuple[int, int]:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store, "_write", broken)
+    called.clear()
+    store.append_then([offset("g", 1, b"1")], done)
+    await called.wait()
+    error, on_loop, rows = seen[-1]
+    assert isinstance(error, StoreError) and "disk I/O error" in str(error)
+    assert on_loop and rows == [offset("g", 0, b"1")]
+    store.close()
 
 
 async def test_close_commits_what_was_queued(tmp_path: Path) -> None:

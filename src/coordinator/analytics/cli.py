@@ -41,7 +41,7 @@ def _add_spark_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `rebalance report EVENTS --out DIR [--master URL] [--partitions]
-    [--self-contained]`."""
+    [--group GROUP]... [--self-contained]`."""
     parser.add_argument("events", help="event log: a .jsonl file, a directory, a glob or Parquet")
     parser.add_argument("--out", required=True, help="output directory (local or a Spark URI)")
     _add_spark_arguments(parser)
@@ -55,6 +55,13 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         "--partitions",
         action="store_true",
         help="on each group page, which member held each partition when",
+    )
+    parser.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="also draw this group's page and ownership, besides the busiest (repeatable)",
     )
     parser.add_argument(
         "--self-contained",
@@ -107,7 +114,7 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         counts = run_pipeline(
             spark, args.events, out, report_dir, show_progress=not args.quiet,
-            partitions=args.partitions, self_contained=args.self_contained,
+            partitions=args.partitions, self_contained=args.self_contained, groups=args.group,
         )  # fmt: skip
     except InputError as error:  # a Parquet input without the event columns
         print(f"rebalance report: {error}", file=sys.stderr)

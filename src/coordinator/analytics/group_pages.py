@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,21 @@ class GroupPage:
     group: str
     page: str
     timeline: str
+
+
+def drawn_groups(metrics: DataFrame, requested: Sequence[str] = ()) -> list[str]:
+    """The groups that get a page and an ownership timeline: the `PAGE_GROUPS` that rebalance
+    most (ties by name), then the `requested` ones (`report --group`) that are not among them,
+    in the order asked; only groups that rebalanced (`metrics` is the `groups` table). The
+    pipeline computes the `ownership` table for these groups only."""
+    rows = metrics.orderBy(F.desc("rebalances"), "group").limit(PAGE_GROUPS).collect()
+    drawn = [r["group"] for r in rows if r["rebalances"]]
+    extra = [g for g in dict.fromkeys(requested) if g not in drawn]
+    if extra:
+        found = metrics.where(F.col("group").isin(extra) & (F.col("rebalances") > 0))
+        rebalanced = {r["group"] for r in found.select("group").collect()}
+        drawn += [g for g in extra if g in rebalanced]
+    return drawn
 
 
 def collect_stories(

@@ -10,6 +10,7 @@ to build and to read than Parquet itself, and each scan reads only the columns i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark import StorageLevel
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 
 from coordinator.analytics import client_balance, consumer_groups
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
+from coordinator.analytics.group_pages import drawn_groups
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.ownership import NOTE_TYPES, build_ownership, member_notes
@@ -62,9 +64,12 @@ def run_pipeline(
     show_progress: bool = True,
     partitions: bool = False,
     self_contained: bool = False,
+    groups: Sequence[str] = (),
 ) -> LogCounts:
     """Write the Parquet tables under `out` and, if `report_dir` is given, the HTML report
-    (with `partitions`, a per-partition view on each group page; `self_contained`, one file)."""
+    (with `partitions`, a per-partition view on each group page; `self_contained`, one file;
+    `groups`, pages for these groups besides the busiest). The `ownership` table holds the
+    groups that get a page (`drawn_groups`), whether or not the report is drawn."""
     source = resolve_input(events_path)
     loaded = load_events(spark, source)
     context = spark.sparkContext
@@ -94,10 +99,14 @@ def run_pipeline(
         with spark_progress(context, "computing group metrics", enabled=show_progress):
             group_metrics(activity, episodes).write.mode("overwrite").parquet(f"{base}/groups")
         with spark_progress(context, "computing partition ownership", enabled=show_progress):
-            notes = member_notes(loaded.events_of(NOTE_TYPES))
-            ownership = build_ownership(episodes, notes)
+            # Only the groups the report draws: the filter reaches the scans of the episodes and
+            # of the membership events, so the table costs next to nothing on a large log.
+            metrics = spark.read.parquet(f"{base}/groups")
+            drawn = F.col("group").isin(drawn_groups(metrics, groups))
+            notes = member_notes(loaded.events_of(NOTE_TYPES).where(drawn))
+            ownership = build_ownership(episodes.where(drawn), notes)
             if has_zookeeper:
-                runs = spark.read.parquet(f"{base}/zookeeper_runs")
+                runs = spark.read.parquet(f"{base}/zookeeper_runs").where(drawn)
                 ownership = ownership.unionByName(zookeeper_ownership(runs, notes))
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
             protocols = protocol_comparison(activity, episodes)
@@ -129,6 +138,7 @@ def run_pipeline(
                     spark.read.parquet(f"{base}/ownership"),
                     loaded.events,
                     spark.read.parquet(f"{base}/protocols"),
+                    tuple(groups),
                 ),
                 partitions=partitions,
                 self_contained=self_contained,

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from coordinator.analytics.group_pages import PAGE_GROUPS, collect_stories, write_group_pages
+from coordinator.analytics.group_pages import collect_stories, drawn_groups, write_group_pages
 from coordinator.analytics.protocols import protocols_section
 from coordinator.analytics.report_html import html_table, inline_images, page
 from coordinator.analytics.report_style import (
@@ -56,6 +56,8 @@ class ReportInputs:
     ownership: DataFrame
     events: DataFrame
     protocols: DataFrame | None = None
+    requested: tuple[str, ...] = ()
+    """Groups asked for (`report --group`) to draw besides the busiest."""
 
 
 def _date_number(ts_ms: int) -> float:
@@ -165,10 +167,16 @@ def _ownership_section(
 ) -> tuple[str, str]:  # fmt: skip
     """The index's ownership section and, for a self-contained report, the group pages' bodies
     to append to it."""
-    groups = _busiest(metrics, PAGE_GROUPS)
+    groups = drawn_groups(metrics, inputs.requested)
+    missing = [g for g in dict.fromkeys(inputs.requested) if g not in groups]
+    absent = (
+        f"<p>Asked for, without a rebalance in this log: {html.escape(', '.join(missing))}</p>"
+        if missing
+        else ""
+    )
     if not groups:
         return '<section id="ownership"><h2>Who owned what, when</h2><p>no rebalances</p>' \
-            "</section>", ""  # fmt: skip
+            f"{absent}</section>", ""  # fmt: skip
     last_ts = {
         r["group"]: r["last_ts"]
         for r in metrics.where(F.col("group").isin(groups)).select("group", "last_ts").collect()
@@ -189,9 +197,10 @@ def _ownership_section(
             body = body.replace('<a href="index.html">← report</a>', '<a href="#">↑ top</a>')
             appended.append(f'<section id="{p.page.removesuffix(".html")}">{body}</section>')
     section = f"""<section id="ownership"><h2>Who owned what, when</h2>
-<p>The {len(pages)} groups that rebalance most: one row per member, a bar while it owns
-partitions (labelled with them where they fit), blank while it owns none; rebalances shaded with
-their trigger. Each title opens the group's page with its episodes.</p>
+<p>The {len(pages)} groups that rebalance most (and those asked for with <code>--group</code>):
+one row per member, a bar while it owns partitions (labelled with them where they fit), blank
+while it owns none; rebalances shaded with their trigger. Each title opens the group's page with
+its episodes.</p>{absent}
 {"".join(items)}</section>"""
     return section, "".join(appended)
 

@@ -8,10 +8,12 @@ file. Nothing is ever reset silently.
 
 Durability and group commit: WAL journal with `synchronous=FULL`, so a commit is on disk when
 it returns. All writes go through one writer thread. `append` puts its records on a queue and
-awaits a future; the writer takes *everything* queued at that moment, applies it in a single
-transaction and commits once, then resolves all those futures. Under load many concurrent
-appends therefore share one fsync, while a lone append still commits at once (no timer).
-`stats` counts appends and transactions so this can be measured.
+awaits a future (`append_then`: and returns, its callback called once they are durable); the
+writer takes *everything* queued at that moment, applies it in a single transaction (rows in
+multi-row statements) and commits once, then wakes each waiting event loop once for all of
+them. Under load many concurrent appends therefore share one fsync, while a lone append still
+commits at once (no timer). `stats` counts appends, transactions, records and the time spent
+in transactions so this can be measured.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import queue
 import sqlite3
 import threading
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import Final
 
 from coordinator.store.base import StoredRecord, StoreError
+
+log = logging.getLogger("coordinator.store")
 
 SCHEMA_VERSION: Final = 1
 MAX_RECORDS_PER_TRANSACTION: Final = 50_000
@@ -45,7 +50,13 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 """
 _STATEMENT_SIZES: Final = (256, 64, 16, 4, 1)
-"""Rows per write statement, largest first (256 x 4 values is within any SQLite's limit)."""
+"""Rows per write statement, largest first; those of more values than the linked SQLite
+allows in one statement (999 before SQLite 3.32) are not used."""
+
+
+def statement_sizes(variable_limit: int) -> tuple[int, ...]:
+    """The `_STATEMENT_SIZES` whose upserts (4 values a row) fit SQLite's variable limit."""
+    return tuple(size for size in _STATEMENT_SIZES if size * 4 <= variable_limit)
 
 
 @functools.cache
@@ -77,7 +88,8 @@ class StoreStats:
 @dataclass(eq=False)
 class _Pending:
     records: Sequence[StoredRecord]
-    future: asyncio.Future[None]
+    #: Called on `loop` once the records are durable (None) or failed to be (the error).
+    done: Callable[[BaseException | None], None]
     loop: asyncio.AbstractEventLoop
 
 
@@ -92,6 +104,7 @@ class SqliteStore:
         self.stats = StoreStats()
         self._lock = threading.Lock()
         self._db = self._open(path)
+        self._sizes = statement_sizes(self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
         self._seq = self._query_max_seq()
         self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()
         self._closed = False
@@ -148,16 +161,26 @@ class SqliteStore:
         return int(seq)
 
     async def append(self, records: Sequence[StoredRecord]) -> None:
-        if self._closed:
-            raise StoreError(f"{self.path}: store is closed")
         if not records:
+            if self._closed:
+                raise StoreError(f"{self.path}: store is closed")
             return
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        self._queue.put(_Pending(list(records), future, loop))
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.append_then(records, functools.partial(_settle, future))
         # Shielded: once queued the write happens; a cancelled caller must not make it look
         # undone, and the writer must still be able to resolve the future.
         await asyncio.shield(future)
+
+    def append_then(
+        self, records: Sequence[StoredRecord], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """`append` without a coroutine: queue `records` and return; `done` is called on
+        this event loop once they are durable (with None) or could not be written (with the
+        error). The group runtime writes this way: no task, future or shield per write, and
+        the loop is woken once per transaction for everything it made durable."""
+        if self._closed:
+            raise StoreError(f"{self.path}: store is closed")
+        self._queue.put(_Pending(list(records), done, asyncio.get_running_loop()))
 
     def load(self) -> Iterator[StoredRecord]:
         with self._lock:
@@ -223,12 +246,13 @@ class SqliteStore:
                     self._db.execute("ROLLBACK")
                 error = StoreError(f"{self.path}: write failed: {exc}")
         # One wake-up per event loop (usually the only one), not one per append.
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        by_loop: dict[asyncio.AbstractEventLoop, list[Callable[[BaseException | None], None]]]
+        by_loop = {}
         for pending in batch:
-            by_loop.setdefault(pending.loop, []).append(pending.future)
-        for loop, futures in by_loop.items():
+            by_loop.setdefault(pending.loop, []).append(pending.done)
+        for loop, callbacks in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the caller's event loop is already closed
-                loop.call_soon_threadsafe(_settle, futures, error)
+                loop.call_soon_threadsafe(_call_all, callbacks, error)
 
     def _write(self, batch: list[_Pending]) -> tuple[int, int]:
         """Apply `batch` in order inside the open transaction: each run of upserts (and of
@@ -269,22 +293,31 @@ class SqliteStore:
         self, statement: Callable[[int], str], width: int, values: Sequence[str | bytes | int]
     ) -> None:
         """`statement(n)` for every row of `values` (`width` values a row), in order, in
-        statements of the `_STATEMENT_SIZES` (a few fixed sizes, so that SQLite's statement
-        cache keeps them prepared)."""
+        statements of the `_STATEMENT_SIZES` the linked SQLite allows (a few fixed sizes, so
+        that SQLite's statement cache keeps them prepared)."""
         position, end = 0, len(values)
         while position < end:
             rows = (end - position) // width
-            size = next(s for s in _STATEMENT_SIZES if s <= rows)
+            size = next(s for s in self._sizes if s <= rows)
             step = size * width
             self._db.execute(statement(size), values[position : position + step])
             position += step
 
 
-def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
-    for future in futures:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
+def _call_all(
+    callbacks: list[Callable[[BaseException | None], None]], error: BaseException | None
+) -> None:
+    for done in callbacks:
+        try:
+            done(error)
+        except Exception:  # one failing receiver must not cost the others their answer
+            log.exception("a store write's callback failed")
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)

@@ -6,11 +6,12 @@ complete frame out of the bytes at hand and handles them one after another, with
 of what a coordinator is asked) is answered synchronously. A request that must wait gets a
 pending slot in the connection's in-order queue: a JoinGroup or SyncGroup parked until its round
 completes (`answer_parked`) is that slot and nothing more, the slot being the callback the group
-runtime answers through once the round's records are durable; any other (a commit waiting for
-its fsync, a long-polling Fetch) also gets a task running its handler. Responses are written
-strictly in request order: an answer ready while an earlier request is still pending waits in
-the queue behind it. Kafka clients match responses to requests by order as well as by
-correlation id, and a parked JoinGroup must not be overtaken by a later Heartbeat's response.
+runtime answers through once the round's records are durable (an OffsetCommit waiting for its
+fsync likewise); any other (a long-polling Fetch) also gets a task running its handler.
+Responses are written strictly in request order: an answer ready while an earlier request is
+still pending waits in the queue behind it. Kafka clients match responses to requests by order
+as well as by correlation id, and a parked JoinGroup must not be overtaken by a later
+Heartbeat's response.
 Every response that became ready during one pass over the input (or, for parked requests and
 tasks that finish, during one loop iteration) goes out with a single `transport.write`; the
 connections answered during one loop iteration are written in one pass at its end.
@@ -384,9 +385,12 @@ class _Connection(asyncio.Protocol):
     def _new_session(self, transport: asyncio.BaseTransport, peer: object) -> Session:
         tls = transport.get_extra_info("ssl_object")
         certificate = tls.getpeercert() if isinstance(tls, ssl.SSLObject) else None
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        if host == self.ticket.address:
+            host = self.ticket.address  # one string per connection for both, not two
         return Session(
             self.listener,
-            peer[0] if isinstance(peer, tuple) else str(peer),
+            host,
             tls_principal(certificate),
             authenticated=not self.listener.uses_sasl,
         )
