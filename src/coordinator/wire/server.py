@@ -68,6 +68,7 @@ from coordinator.store.base import StoreError
 from coordinator.wire.acceptor import Acceptor, Ticket
 from coordinator.wire.codec import (
     FRAME_LENGTH,
+    FRAME_WRITERS,
     REQUEST_PREFIX,
     EncodedBody,
     FrameError,
@@ -260,8 +261,19 @@ class _ParkedSlot(_Slot):
         if connection._closing:  # nobody to write to
             self._settle(None)
             return
+        data: bytes | None
         try:
-            data = None if value is None else _encode(value, self.prefix)
+            if value.__class__ is dict:  # the usual answer (`_encode`'s first case, inlined)
+                prefix = self.prefix
+                write = FRAME_WRITERS.get((prefix.api_key, prefix.api_version))
+                if write is None:
+                    data = encode_values(
+                        prefix.api_key, prefix.api_version, value, prefix.correlation_id
+                    )
+                else:
+                    data = write(value, prefix.correlation_id)
+            else:
+                data = None if value is None else _encode(value, self.prefix)
         except Exception as exc:
             self.fail(exc)
             return
@@ -281,7 +293,7 @@ class _ParkedSlot(_Slot):
         connection = self.connection
         connection.parked -= 1
         connection._complete(self, data)
-        if not connection.parked:
+        if not connection.parked and connection._parked_done is not None:
             connection._parked_settled()
 
 
@@ -726,7 +738,8 @@ class _Connection(asyncio.Protocol):
         if self._closing:
             return
         self._flush()
-        self._resume()
+        if self._buffer or self._more or self._reading_paused:
+            self._resume()  # (otherwise it would find nothing to do: a round's 2000 answers)
 
     def _flush(self) -> None:
         out = self._out
