@@ -744,6 +744,8 @@ def _encode(
 ) -> bytes:
     if isinstance(value, dict):  # the usual answer: written straight from the dict
         return encode_values(prefix.api_key, prefix.api_version, value, prefix.correlation_id)
+    if isinstance(value, EncodedBody):  # a reused answer (heartbeats), before the ABC check
+        return encode_response(_check_response(value, prefix), prefix.correlation_id)
     response = (
         build_response(prefix.api_key, prefix.api_version, value)
         if isinstance(value, Mapping)
