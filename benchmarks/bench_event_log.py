@@ -72,7 +72,8 @@ def main() -> None:
         for _ in range(args.runs):
             for name, server in servers.items():
                 cpu, writer = server.cpu(), server.writer_cpu()
-                rate = asyncio.run(commit_load(server.port, args.members, args.seconds))
+                run = asyncio.run(commit_load(server, args.members, args.seconds, 1))
+                rate = run.commits_per_second
                 done = rate * args.seconds
                 commits[name].append(rate)
                 cpu_us[name].append((server.cpu() - cpu) / done * 1e6)

@@ -163,7 +163,7 @@ def _write_allocations(snapshots: list[tracemalloc.Snapshot], path: str) -> None
     with open(path, "w") as out:
         total = sum(stat.size_diff for stat in grown)
         out.write(f"{total} bytes in all\n")
-        for stat in grown[:40]:
+        for stat in grown[: int(os.environ.get("BENCH_TRACE_LINES", "40"))]:
             out.write(f"{stat.size_diff:>10} bytes {stat.count_diff:>7} blocks\n")
             for line in stat.traceback.format():
                 out.write(f"    {line}\n")
@@ -862,10 +862,10 @@ def main() -> None:
         help="memory: per-member memory alone, a fresh server per run (--runs) and size",
     )
     args = parser.parse_args()
-    if args.only == ["memory"]:
+    wanted = set(args.only or ["heartbeats", "commits", "rebalance"])
+    if wanted == {"memory"}:
         memory_rows(args)
         return
-    wanted = set(args.only or ["heartbeats", "commits", "rebalance"])
     print(f"# group coordinator over loopback — {machine()}")
     loops = [False, True] if args.uvloop else [False]
     echo = Server("echo")
@@ -889,6 +889,8 @@ def main() -> None:
                 ours.stop()
     finally:
         echo.stop()
+    if "memory" in wanted:  # (fresh servers of its own)
+        memory_rows(args)
 
 
 def commit_rows(label: str, ours: Server, args: argparse.Namespace) -> None:

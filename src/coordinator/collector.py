@@ -11,10 +11,10 @@ collection every 700 net allocations) the collector ran a hundred times during o
 - collects the young generation every 50,000 net allocations instead of 700: cycles are still
   collected, just in fewer, larger passes. A 1000-member round's 999 parked JoinGroups alone
   count 10,000 net allocations of container objects (`gc.get_count()`), nearly all freed by
-  reference counting when the round ends (the round leaves ~5,400 counted); at 10,000 the
-  collector ran in every round and scanned them to no avail (3.4-3.9 ms of a 75-80 ms round
-  over loopback, `benchmarks/bench_groups.py`), at 50,000 about one round in five or more
-  triggers it. A young collection then scans up to ~50,000 objects (a few ms).
+  reference counting when the round ends; at 10,000 the collector ran in every round and
+  scanned them to no avail (3.4-4.6 ms of a 73-83 ms round over loopback,
+  `benchmarks/bench_groups.py`), at 50,000 it ran in none of 30 rounds in a row. A young
+  collection then scans up to ~50,000 objects (a few ms).
 
 Called on a running loop, it also starts `coordinator.heap_trim`: glibc's heaps trimmed once a
 second when the resident memory grew by a MiB since the last trim (what a burst of joins left

@@ -163,25 +163,32 @@ class EventLog:
         fd = pipe.fileno()
         broken = False
         while (item := self._frames.get()) is not None:
-            if broken:
-                continue  # the reporter counts what the writer never got
-            batches, count = item
-            try:
-                payload = event_frames.dumps(batches)
-            except ValueError as exc:  # a field that is not a plain value: a bug in the core
-                log.error("event log: %d events not written: %s", count, exc)
-                with self._counting:
-                    self.accepted -= count
-                continue
-            try:
-                for part in (event_log_writer.FRAME_HEADER.pack(len(payload)), payload):
-                    view = memoryview(part)
-                    while view:
-                        view = view[os.write(fd, view) :]
-            except OSError:  # the writer is gone; the reporter says so
-                broken = True
+            if not broken:
+                broken = self._send_frame(fd, *item)
+            # Nothing of this frame is kept while waiting for the next (a large group's
+            # assignments, and their marshalled bytes in `_send_frame`'s locals, are freed).
+            item = None
         with contextlib.suppress(OSError):
             pipe.close()
+
+    def _send_frame(self, fd: int, batches: list[Batch], count: int) -> bool:
+        """Marshal one frame and write it into the pipe; True if the writer is gone (the
+        reporter counts what it never got)."""
+        try:
+            payload = event_frames.dumps(batches)
+        except ValueError as exc:  # a field that is not a plain value: a bug in the core
+            log.error("event log: %d events not written: %s", count, exc)
+            with self._counting:
+                self.accepted -= count
+            return False
+        try:
+            for part in (event_log_writer.FRAME_HEADER.pack(len(payload)), payload):
+                view = memoryview(part)
+                while view:
+                    view = view[os.write(fd, view) :]
+        except OSError:  # the writer is gone; the reporter says so
+            return True
+        return False
 
     def _report(self) -> None:
         """The reporter thread: the writer's progress and failures, and its end."""

@@ -73,7 +73,11 @@ async def test_kill_9_loses_no_acknowledged_commit(tmp_path: Path) -> None:
     groups = [f"durable-{i}" for i in range(CONNECTIONS)]
     acked: dict[str, int] = {}
     committers = [asyncio.create_task(committer(port, g, acked)) for g in groups]
-    while len(acked) < CONNECTIONS or min(acked.values()) < 20:
+    for _ in range(600):  # every connection has had 20 commits answered (at most 30 s)
+        if len(acked) == CONNECTIONS and min(acked.values()) >= 20:
+            break
+        if any(c.done() for c in committers):  # a committer failed: its error is raised below
+            break
         await asyncio.sleep(0.05)
     process.send_signal(signal.SIGKILL)  # commits in flight on every connection
     assert await process.wait() == -signal.SIGKILL
@@ -112,7 +116,12 @@ async def test_commits_arriving_during_a_write_share_the_next_fsync() -> None:
                 await client.send(commit(client, f"shared-{i}", 7))
                 await asyncio.sleep(0.005)  # each its own loop iteration, its own append
             first = asyncio.ensure_future(clients[0].read_response(8, 8))
-            await asyncio.sleep(0.3)  # every commit reaches the server and is handled
+            core = groups.runtime.core
+            for _ in range(1000):  # until the core has taken every commit (and queued its write)
+                if all(core.group(f"shared-{i}") is not None for i in range(CONNECTIONS)):
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)  # (the last iteration's records reach the store's queue)
             assert not first.done(), "a commit was answered before its write"
         answers = [await first] + [await c.read_response(8, 8) for c in clients[1:]]
         for _correlation_id, response in answers:

@@ -4,8 +4,10 @@ buffer kept by an idle connection."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import sys
+import weakref
 
 import pytest
 
@@ -15,11 +17,13 @@ from coordinator.wire.socket_transport import HIGH_WATER, SocketTransport
 class Recorder(asyncio.Protocol):
     def __init__(self, keep_open_on_eof: bool = False) -> None:
         self.events: list[object] = []
+        self.transport: asyncio.BaseTransport | None = None
         self.received = bytearray()
         self.keep_open_on_eof = keep_open_on_eof
         self.lost = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # (as a server's protocol does: a cycle while connected)
         self.events.append("made")
 
     def data_received(self, data: bytes) -> None:
@@ -158,3 +162,38 @@ async def test_a_failing_protocol_ends_only_its_connection() -> None:
     (lost,) = [event for event in protocol.events if isinstance(event, tuple)]
     assert isinstance(lost[1], RuntimeError)
     client.close()
+
+
+async def test_a_closed_connection_is_freed_without_the_collector() -> None:
+    served, client = pair()
+    loop = asyncio.get_running_loop()
+    protocol = Recorder()
+    transport = SocketTransport.open(loop, served, protocol)
+    lost = protocol.lost
+    gone = weakref.ref(protocol)
+    gc.disable()
+    try:
+        transport.close()
+        await lost
+        del protocol, transport
+        await asyncio.sleep(0)
+        assert gone() is None
+    finally:
+        gc.enable()
+        client.close()
+
+
+async def test_the_server_serves_plaintext_connections_with_it() -> None:
+    from coordinator.testing import WireClient, running_server
+
+    async with running_server(groups=False) as node:
+        client = await WireClient.connect(node.host, node.port)
+        try:
+            assert node.app.server is not None
+            while not node.app.server._connections:
+                await asyncio.sleep(0.01)
+            (conn,) = node.app.server._connections
+            assert isinstance(conn.transport, SocketTransport)
+            assert conn.session is not None and conn.session.client_host == "127.0.0.1"
+        finally:
+            await client.close()

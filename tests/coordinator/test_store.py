@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.store import MemoryStore, RecordStore, SqliteStore, StoredRecord, StoreError
-from coordinator.store.sqlite import SCHEMA_VERSION
+from coordinator.store.sqlite import SCHEMA_VERSION, statement_sizes
 
 
 def offset(group: str, partition: int, value: bytes | None) -> StoredRecord:
@@ -109,6 +109,23 @@ def test_writes_in_one_transaction_apply_in_order(
         assert [(r.key, r.value) for r in store.load()] == list(model.items())
         assert store.stats.transactions <= 2
         store.close()
+
+
+async def test_an_sqlite_allowing_999_values_a_statement_gets_smaller_statements(
+    tmp_path: Path,
+) -> None:
+    """SQLite before 3.32 allows 999 values in a statement: a 256-row upsert (1,024 values)
+    fails there, so the sizes used are those that fit, and the rows all arrive."""
+    assert statement_sizes(250_000)[0] == 256
+    assert statement_sizes(999) == (64, 16, 4, 1)
+    store = SqliteStore(tmp_path / "groups.sqlite")
+    store._db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # as such an SQLite
+    with pytest.raises(StoreError, match="too many SQL variables"):
+        await store.append([offset("g", p, b"x") for p in range(300)])
+    store._sizes = statement_sizes(999)  # what the store chooses when it opens one
+    await store.append([offset("g", p, b"x") for p in range(300)])
+    assert len(list(store.load())) == 300
+    store.close()
 
 
 async def test_newer_schema_version_is_refused(tmp_path: Path) -> None:

@@ -107,7 +107,14 @@ def consume_and_commit(
 def _kafka_python_commit(consumer: Any, deadline: float) -> None:
     """Commit as kafka-python's users must: a commit refused because the consumer is rejoining
     (RebalanceInProgressError; on a loaded machine its 2 s session can lapse while its own loop
-    is blocked) is retried after a poll, which completes the rebalance, as the error says."""
+    is blocked) is retried after a poll, which completes the rebalance, as the error says.
+
+    Unless kafka-python 3.0.12 abandoned that rebalance: a poll whose timer ran out mid round
+    leaves the round's task to a later poll, which awaits it only if the client still needs a
+    rejoin; when it no longer does, the client stays "rejoining" and every commit is refused
+    (seen once in CI at load 10-14: 30 s of refusals). That state is detected as in
+    tests/interop/consumer_proc.py (`resume_abandoned_rebalance`, which explains it) and the
+    client's own `request_rejoin` makes the next poll finish the round."""
     from kafka.errors import RebalanceInProgressError
 
     while True:
@@ -117,6 +124,9 @@ def _kafka_python_commit(consumer: Any, deadline: float) -> None:
         except RebalanceInProgressError:
             if time.monotonic() > deadline:
                 raise
+            coordinator = consumer._coordinator
+            if coordinator.rejoining and not coordinator.need_rejoin():
+                coordinator.request_rejoin()
             consumer.poll(timeout_ms=200)
 
 

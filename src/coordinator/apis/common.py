@@ -18,11 +18,22 @@ def runtime(ctx: RequestContext) -> GroupRuntime:
 _MILLISECOND = timedelta(milliseconds=1)
 
 
+#: Timeouts already converted, each kept once: every member of a group sends the same few
+#: (session and rebalance timeouts), and each member keeps both, so a thousand members hold two
+#: int objects instead of two thousand. Bounded: past `_SHARED_MAX` values, no more are added.
+_SHARED: dict[int, int] = {}
+_SHARED_MAX = 1024
+
+
 def millis(value: timedelta | int) -> int:
     """kio gives timeouts as `timedelta`; the core works in integer milliseconds."""
-    if isinstance(value, timedelta):
-        return value // _MILLISECOND
-    return int(value)
+    ms = value // _MILLISECOND if isinstance(value, timedelta) else int(value)
+    shared = _SHARED.get(ms)
+    if shared is not None:
+        return shared
+    if len(_SHARED) < _SHARED_MAX:
+        _SHARED[ms] = ms
+    return ms
 
 
 def name_for_version(name: str | None, nullable: bool) -> str | None:

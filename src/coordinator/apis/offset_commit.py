@@ -32,28 +32,33 @@ VERSIONS = range(2, 10)
 
 def to_command(request: Any, api_version: int) -> OffsetCommit:
     retention = getattr(request, "retention_time", None)
+    with_epoch = api_version >= 6  # CommittedLeaderEpoch
     return OffsetCommit(
-        group_id=request.group_id,
-        topics=tuple(
-            CommitTopic(
-                t.name,
-                tuple(
-                    CommitPartition(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                        metadata=p.committed_metadata,
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in request.topics
+        request.group_id,
+        tuple(
+            [
+                CommitTopic(
+                    t.name,
+                    tuple(
+                        [
+                            CommitPartition(
+                                p.partition_index,
+                                p.committed_offset,
+                                p.committed_leader_epoch if with_epoch else -1,
+                                p.committed_metadata,
+                            )
+                            for p in t.partitions
+                        ]
+                    ),
+                )
+                for t in request.topics
+            ]
         ),
-        generation_id=request.generation_id_or_member_epoch,
-        member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        retention_time_ms=-1 if retention is None else millis(retention),
-        version=api_version,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        -1 if retention is None else millis(retention),
+        api_version,
     )
 
 

@@ -50,7 +50,13 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 """
 _STATEMENT_SIZES: Final = (256, 64, 16, 4, 1)
-"""Rows per write statement, largest first (256 x 4 values is within any SQLite's limit)."""
+"""Rows per write statement, largest first; those of more values than the linked SQLite
+allows in one statement (999 before SQLite 3.32) are not used."""
+
+
+def statement_sizes(variable_limit: int) -> tuple[int, ...]:
+    """The `_STATEMENT_SIZES` whose upserts (4 values a row) fit SQLite's variable limit."""
+    return tuple(size for size in _STATEMENT_SIZES if size * 4 <= variable_limit)
 
 
 @functools.cache
@@ -98,6 +104,7 @@ class SqliteStore:
         self.stats = StoreStats()
         self._lock = threading.Lock()
         self._db = self._open(path)
+        self._sizes = statement_sizes(self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
         self._seq = self._query_max_seq()
         self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()
         self._closed = False
@@ -286,12 +293,12 @@ class SqliteStore:
         self, statement: Callable[[int], str], width: int, values: Sequence[str | bytes | int]
     ) -> None:
         """`statement(n)` for every row of `values` (`width` values a row), in order, in
-        statements of the `_STATEMENT_SIZES` (a few fixed sizes, so that SQLite's statement
-        cache keeps them prepared)."""
+        statements of the `_STATEMENT_SIZES` the linked SQLite allows (a few fixed sizes, so
+        that SQLite's statement cache keeps them prepared)."""
         position, end = 0, len(values)
         while position < end:
             rows = (end - position) // width
-            size = next(s for s in _STATEMENT_SIZES if s <= rows)
+            size = next(s for s in self._sizes if s <= rows)
             step = size * width
             self._db.execute(statement(size), values[position : position + step])
             position += step

@@ -21,6 +21,7 @@ and each TLS one handed to `loop.connect_accepted_socket`, which does the TLS ha
 from __future__ import annotations
 
 import asyncio
+import asyncio.selector_events
 import errno
 import logging
 import os
@@ -103,6 +104,9 @@ class Acceptor:
         self._retry: asyncio.TimerHandle | None = None
         self._handshakes: set[asyncio.Task[object]] = set()
         self._spare = _open_spare()
+        #: Plaintext connections get `SocketTransport` on asyncio's own selector loops; another
+        #: loop (uvloop) keeps its native transports, which are cheaper than any in Python.
+        self._lean = isinstance(self._loop, asyncio.selector_events.BaseSelectorEventLoop)
         listener.setblocking(False)
 
     def __repr__(self) -> str:
@@ -199,7 +203,7 @@ class Acceptor:
             sock.close()
             return
         ticket = Ticket(address, self._on_release)
-        if self._tls is None:
+        if self._tls is None and self._lean:
             # Plaintext: served by the lean transport, opened here (no task, no handshake).
             try:
                 SocketTransport.open(self._loop, sock, self._protocol_factory(ticket))

@@ -93,7 +93,7 @@ def register_schemas(api_key: int, schemas: Mapping[int, tuple[type[Any], type[A
     response_class.cache_clear()
     for version in schemas:
         _READERS.pop((api_key, version), None)
-        _FRAME_WRITERS.pop((api_key, version), None)
+        FRAME_WRITERS.pop((api_key, version), None)
 
 
 def kio_versions(api_key: int) -> range:
@@ -251,15 +251,16 @@ def encode_values(
 ) -> bytes:
     """`encode_response(build_response(api_key, api_version, values), correlation_id)`, the
     same bytes, written straight from the dict (`fast_encode.values_encoder`)."""
-    write = _FRAME_WRITERS.get((api_key, api_version))
+    write = FRAME_WRITERS.get((api_key, api_version))
     if write is None:
         write = _frame_writer(api_key, api_version)
     return write(values, correlation_id)
 
 
 #: (api key, version) -> the function writing a whole response frame from a handler's dict
-#: (one lookup per answer instead of the class, its encoder and its header).
-_FRAME_WRITERS: dict[tuple[int, int], Callable[[Mapping[str, Any], int], bytes]] = {}
+#: (one lookup per answer instead of the class, its encoder and its header); filled by
+#: `encode_values`, which the server calls when a key is missing.
+FRAME_WRITERS: dict[tuple[int, int], Callable[[Mapping[str, Any], int], bytes]] = {}
 
 
 def _frame_writer(api_key: int, api_version: int) -> Callable[[Mapping[str, Any], int], bytes]:
@@ -286,7 +287,7 @@ def _frame_writer(api_key: int, api_version: int) -> Callable[[Mapping[str, Any]
             pack_into(out, 0, len(out) - 4, correlation_id)
             return bytes(out)
 
-    _FRAME_WRITERS[(api_key, api_version)] = write_frame
+    FRAME_WRITERS[(api_key, api_version)] = write_frame
     return write_frame
 
 
@@ -452,6 +453,7 @@ def _zero_value(kind: Any) -> Any:
 
 __all__ = [
     "FRAME_LENGTH",
+    "FRAME_WRITERS",
     "REQUEST_PREFIX",
     "DecodedRequest",
     "EncodedBody",

@@ -6,11 +6,12 @@ complete frame out of the bytes at hand and handles them one after another, with
 of what a coordinator is asked) is answered synchronously. A request that must wait gets a
 pending slot in the connection's in-order queue: a JoinGroup or SyncGroup parked until its round
 completes (`answer_parked`) is that slot and nothing more, the slot being the callback the group
-runtime answers through once the round's records are durable; any other (a commit waiting for
-its fsync, a long-polling Fetch) also gets a task running its handler. Responses are written
-strictly in request order: an answer ready while an earlier request is still pending waits in
-the queue behind it. Kafka clients match responses to requests by order as well as by
-correlation id, and a parked JoinGroup must not be overtaken by a later Heartbeat's response.
+runtime answers through once the round's records are durable (an OffsetCommit waiting for its
+fsync likewise); any other (a long-polling Fetch) also gets a task running its handler.
+Responses are written strictly in request order: an answer ready while an earlier request is
+still pending waits in the queue behind it. Kafka clients match responses to requests by order
+as well as by correlation id, and a parked JoinGroup must not be overtaken by a later
+Heartbeat's response.
 Every response that became ready during one pass over the input (or, for parked requests and
 tasks that finish, during one loop iteration) goes out with a single `transport.write`; the
 connections answered during one loop iteration are written in one pass at its end.
@@ -67,6 +68,7 @@ from coordinator.store.base import StoreError
 from coordinator.wire.acceptor import Acceptor, Ticket
 from coordinator.wire.codec import (
     FRAME_LENGTH,
+    FRAME_WRITERS,
     REQUEST_PREFIX,
     EncodedBody,
     FrameError,
@@ -259,8 +261,19 @@ class _ParkedSlot(_Slot):
         if connection._closing:  # nobody to write to
             self._settle(None)
             return
+        data: bytes | None
         try:
-            data = None if value is None else _encode(value, self.prefix)
+            if value.__class__ is dict:  # the usual answer (`_encode`'s first case, inlined)
+                prefix = self.prefix
+                write = FRAME_WRITERS.get((prefix.api_key, prefix.api_version))
+                if write is None:
+                    data = encode_values(
+                        prefix.api_key, prefix.api_version, value, prefix.correlation_id
+                    )
+                else:
+                    data = write(value, prefix.correlation_id)
+            else:
+                data = None if value is None else _encode(value, self.prefix)
         except Exception as exc:
             self.fail(exc)
             return
@@ -280,7 +293,7 @@ class _ParkedSlot(_Slot):
         connection = self.connection
         connection.parked -= 1
         connection._complete(self, data)
-        if not connection.parked:
+        if not connection.parked and connection._parked_done is not None:
             connection._parked_settled()
 
 
@@ -384,9 +397,12 @@ class _Connection(asyncio.Protocol):
     def _new_session(self, transport: asyncio.BaseTransport, peer: object) -> Session:
         tls = transport.get_extra_info("ssl_object")
         certificate = tls.getpeercert() if isinstance(tls, ssl.SSLObject) else None
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        if host == self.ticket.address:
+            host = self.ticket.address  # one string per connection for both, not two
         return Session(
             self.listener,
-            peer[0] if isinstance(peer, tuple) else str(peer),
+            host,
             tls_principal(certificate),
             authenticated=not self.listener.uses_sasl,
         )
@@ -722,7 +738,8 @@ class _Connection(asyncio.Protocol):
         if self._closing:
             return
         self._flush()
-        self._resume()
+        if self._buffer or self._more or self._reading_paused:
+            self._resume()  # (otherwise it would find nothing to do: a round's 2000 answers)
 
     def _flush(self) -> None:
         out = self._out
@@ -740,6 +757,8 @@ def _encode(
 ) -> bytes:
     if isinstance(value, dict):  # the usual answer: written straight from the dict
         return encode_values(prefix.api_key, prefix.api_version, value, prefix.correlation_id)
+    if isinstance(value, EncodedBody):  # a reused answer (heartbeats), before the ABC check
+        return encode_response(_check_response(value, prefix), prefix.correlation_id)
     response = (
         build_response(prefix.api_key, prefix.api_version, value)
         if isinstance(value, Mapping)

@@ -35,6 +35,10 @@ HIGH_WATER: Final = 64 * 1024
 LOW_WATER: Final = 16 * 1024
 
 
+#: The protocol of a transport whose connection is lost (every callback does nothing).
+_GONE: Final = asyncio.Protocol()
+
+
 class SocketTransport(asyncio.Transport):
     """One accepted plaintext TCP socket (see the module docstring)."""
 
@@ -276,6 +280,9 @@ class SocketTransport(asyncio.Transport):
             if self._sock is not None:
                 self._sock.close()
                 self._sock = None
+            # The protocol holds its transport: the cycle is broken here, as asyncio does, so
+            # that a closed connection is freed at once, not at the collector's next pass.
+            self._protocol = _GONE
 
     # -- protocol -------------------------------------------------------------------------------
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
