@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from coordinator.analytics import client_balance, consumer_groups
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
-from coordinator.analytics.group_pages import drawn_groups
+from coordinator.analytics.group_pages import MEMBER_EVENT_TYPES, drawn_groups
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.ownership import NOTE_TYPES, build_ownership, member_notes
@@ -136,7 +136,7 @@ def run_pipeline(
                 sections=sections,
                 inputs=ReportInputs(
                     spark.read.parquet(f"{base}/ownership"),
-                    loaded.events,
+                    loaded.events_of(MEMBER_EVENT_TYPES),
                     spark.read.parquet(f"{base}/protocols"),
                     tuple(groups),
                 ),

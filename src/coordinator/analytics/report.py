@@ -51,7 +51,8 @@ class LogCounts:
 @dataclass(frozen=True)
 class ReportInputs:
     """The tables the ownership and comparison parts of the report read: `ownership/`, the valid
-    events (only the busiest groups' member events are collected from them), `protocols/`."""
+    events (only the busiest groups' member events, `group_pages.MEMBER_EVENT_TYPES`, are
+    collected from them: the pipeline passes only those types), `protocols/`."""
 
     ownership: DataFrame
     events: DataFrame
