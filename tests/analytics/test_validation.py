@@ -148,6 +148,24 @@ def test_a_clean_log_gets_an_empty_quarantine_table(spark: SparkSession, tmp_pat
     assert spark.read.parquet(str(out / "quarantine_summary")).count() == 0
 
 
+def test_a_job_of_some_types_reads_their_lines_however_they_are_written(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # JSON Lines: lines that cannot hold those types are dropped before parsing (`events_of`);
+    # a type spelled with an escape is still read, a member id that names a type is not enough.
+    joined = BASE | {"type": "member_joined", "member": "m", "client_id": "c",
+                     "instance_id": None, "protocols": ["range"]}  # fmt: skip
+    commit = BASE | {"type": "offset_commit", "partitions": 1, "member": "member_joined"}
+    escaped = json.dumps(joined).replace('"member_joined"', '"member\\u005fjoined"')
+    path = tmp_path / "events.jsonl"
+    path.write_text(f"{json.dumps(joined)}\n{escaped}\n{json.dumps(commit)}\n{{broken\n")
+    loaded = load_events(spark, resolve_input(str(path)))
+    joins = loaded.events_of(["member_joined"]).collect()
+    assert [(r["type"], r["member"]) for r in joins] == [("member_joined", "m")] * 2
+    assert loaded.events_of(["offset_commit"]).count() == 1
+    assert loaded.events.count() == 3
+
+
 def test_partition_events_are_not_a_group(spark: SparkSession, tmp_path: Path) -> None:
     # `group` is null from the coordinator now; logs written before say "", a valid group id.
     partition_events = [LOADED | {"groups": 0}, LOADED | {"groups": 0, "group": ""}]

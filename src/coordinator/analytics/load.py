@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import reduce
 from urllib.parse import urlparse
@@ -66,6 +66,9 @@ class LoadedLog:
     """
 
     rows: DataFrame
+    rows_of: Callable[[Collection[str]], DataFrame] | None = None
+    """For a JSON Lines input: the rows of the lines that can hold an event of the given types,
+    the others dropped before they are parsed (`_may_be_of_type`)."""
 
     @property
     def events(self) -> DataFrame:
@@ -75,7 +78,8 @@ class LoadedLog:
     def events_of(self, types: Collection[str]) -> DataFrame:
         """The valid events of some types: the type is tested first, so a job that needs few of
         the rows validates only those."""
-        of_type = self.rows.where(F.col("type").isin(*types))
+        rows = self.rows if self.rows_of is None else self.rows_of(types)
+        of_type = rows.where(F.col("type").isin(*types))
         return of_type.where(_is_valid()).select(*_EVENT_COLUMNS)
 
     @property
@@ -134,14 +138,37 @@ def load_events(spark: SparkSession, source: EventInput) -> LoadedLog:
     """Read the log and validate every line (lazily: nothing runs until an output is written)."""
     if source.format == "parquet":
         return LoadedLog(_read_parquet(spark, source.paths))
-    return LoadedLog(_read_jsonl(spark, source.paths))
+    return LoadedLog(
+        _read_jsonl(spark, source.paths),
+        lambda types: _read_jsonl(spark, source.paths, _may_be_of_type(types)),
+    )
 
 
-def _read_jsonl(spark: SparkSession, paths: tuple[str, ...]) -> DataFrame:
+def _may_be_of_type(types: Collection[str]) -> Column:
+    """A test of the raw line that keeps every line whose event can be of one of `types`: the
+    type's name is written in it, or it has a `\\u` escape (which could spell the name). The
+    others are not parsed at all: parsing is most of the cost of a JSON Lines scan, and a job
+    that reads one type in six (the rebalance events) or a few membership events would
+    otherwise parse every line. A superset: the type is still tested after parsing."""
+    line = F.col("value")
+    test = line.contains("\\u")
+    for name in types:
+        test = test | line.contains(name)
+    return test
+
+
+def _read_jsonl(
+    spark: SparkSession, paths: tuple[str, ...], lines: Column | None = None
+) -> DataFrame:
     # Parsing and numbering happen in one projection on purpose: `source_row` is
     # non-deterministic, so the optimizer cannot push the validation filters below it and inline
-    # `from_json` into every rule that reads a field (which parsed each line ~90 times).
-    parsed = spark.read.text(list(paths)).select(
+    # `from_json` into every rule that reads a field (which parsed each line ~90 times). For the
+    # same reason a test of the line (`lines`) must come before that projection: it numbers the
+    # lines it keeps, in the same order, which is all `source_row` is used for (a tiebreak).
+    text = spark.read.text(list(paths))
+    if lines is not None:
+        text = text.where(lines)
+    parsed = text.select(
         F.col("value").alias("line"),
         F.col("_metadata.file_path").alias("source_file"),
         F.col("_metadata.file_block_start").alias("source_offset"),
