@@ -36,9 +36,10 @@ PARTITIONS = 12
 
 def _episode(group: str, generation: int, ts: int, members: list[str]) -> list[dict[str, object]]:
     base = {"v": 1, "node": 0, "group": group, "member": None}
-    owners: dict[str, list[list[object]]] = {m: [["orders", []]] for m in members}
+    owned: dict[str, list[int]] = {m: [] for m in members}
     for p in range(PARTITIONS):
-        owners[members[p % len(members)]][0][1].append(p)  # type: ignore[union-attr]
+        owned[members[p % len(members)]].append(p)
+    owners = {m: [["orders", partitions]] for m, partitions in owned.items()}
     return [
         base | {"ts": ts, "type": "rebalance_started", "generation": generation,
                 "trigger": "member_joined", "members": len(members) - 1},
@@ -147,7 +148,7 @@ def run_stages(master: str, source: Path, out: Path, runs: int) -> list[dict[str
         name = Path(path).name
         stages[name] = stages.get(name, 0.0) + _jvm_cpu_s(pid) - before
 
-    DataFrameWriter.parquet = timed_write  # type: ignore[assignment,method-assign]
+    DataFrameWriter.parquet = timed_write  # type: ignore[method-assign]
     results = []
     for _ in range(runs):
         shutil.rmtree(out, ignore_errors=True)

@@ -181,8 +181,8 @@ async def one_run(
     await store.append(rows)
     core = GroupCoordinatorCore(config(mode != "loop", args.assignor), SplitMix64(1))
     core.topics_changed(metadata(args), 0)  # known before the load, as a node's topics are
-    worker: Literal["process", "thread"] = "thread" if mode == "thread" else "process"
-    runtime = GroupRuntime(core, store, assignor_worker=worker)
+    placement: Literal["process", "thread"] = "thread" if mode == "thread" else "process"
+    runtime = GroupRuntime(core, store, assignor_worker=placement)
     await runtime.start()
     tune_for_serving()  # as `rebalance serve` does once loaded
     try:

@@ -186,7 +186,9 @@ def process_cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def write_event(log: EventLog, directory: Path, events: list[Event]) -> tuple[float, ...]:
+def write_event(
+    log: EventLog, directory: Path, events: list[Event]
+) -> tuple[float, float, float, float]:
     """(emit ms, ms until written, writer CPU ms, MB appended) for `events` through `log`."""
     pid = log.writer_pid
     assert pid is not None and len(events) == 1
@@ -226,7 +228,7 @@ def main() -> None:
         f"{'assignor':<8} {'case':<6} {'core ms':>9} {'(CPU)':>8} {'assignor ms':>12} "
         f"{'core/assignor':>14} {'Java ms':>8} {'goal <= 2 s':>12} {'form s':>7}"
     )
-    written: dict[str, list[tuple[float, ...]]] = {}
+    written: dict[str, list[tuple[float, float, float, float]]] = {}
     cores: dict[str, list[float]] = {}
     for assignor in args.assignor or ["uniform", "range"]:
         rows: dict[str, list[tuple[float, float, float]]] = {"fresh": [], "leaves": [], "joins": []}
@@ -270,8 +272,8 @@ def main() -> None:
             f"{'assignor':<8} {'emit ms':>8} {'written ms':>11} {'writer CPU ms':>14} "
             f"{'line MB':>8} {'core ms':>8} {'written/core':>13}"
         )
-    for assignor, measured in written.items():
-        emit, done, cpu, size = (statistics.median(m[i] for m in measured) for i in range(4))
+    for assignor, logged in written.items():
+        emit, done, cpu, size = (statistics.median(m[i] for m in logged) for i in range(4))
         core = statistics.median(cores[assignor])
         print(
             f"{assignor:<8} {emit:>8,.0f} {done:>11,.0f} {cpu:>14,.0f} {size:>8.1f} "

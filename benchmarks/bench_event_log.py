@@ -30,9 +30,10 @@ PARTITIONS = 3000
 def real_assignments(ids: list[str]) -> dict[str, bytes]:
     """Range-like: PARTITIONS partitions of one topic in contiguous runs, one run per member."""
     share = PARTITIONS // len(ids)
+    runs = [range(i * share, (i + 1) * share) for i in range(len(ids))]
     return {
-        m: encode_assignment(Assignment([("orders", p) for p in range(i * share, (i + 1) * share)]))
-        for i, m in enumerate(ids)
+        m: encode_assignment(Assignment(tuple(("orders", p) for p in run)))
+        for m, run in zip(ids, runs, strict=True)
     }
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordinator.event_log import EventLog
+from rebalance.event_schema import EventType
 from rebalance.events import Event
 
 
@@ -32,10 +33,10 @@ def target_event(members: int, topics: int) -> Event:
         for m in range(members)
     }
     fields = {"group_type": "consumer", "assignor": "uniform", "assignments": assignments}
-    return Event("target_assignment", 1, "big", 7, None, fields)
+    return Event(EventType.TARGET_ASSIGNMENT, 1, "big", 7, None, fields)
 
 
-async def largest_lateness_ms(hand_over: Callable[[], None], settle_s: float) -> float:
+async def largest_lateness_ms(hand_over: Callable[[], object], settle_s: float) -> float:
     """The ticker's largest lateness (ms) from the hand-over until `settle_s` later."""
     lateness: list[float] = []
     running = True

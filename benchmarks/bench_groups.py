@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from kio.schema.offset_commit.v8.response import OffsetCommitResponse
+
 from bench_wire import _echo, machine
 from coordinator.collector import tune_for_serving
 from coordinator.groups import GroupCoordinatorExtension
@@ -389,7 +391,7 @@ class Conn(asyncio.Protocol):
     async def next_frame(self) -> bytes:
         if self._frames:
             return self._frames.popleft()
-        waiter = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         return await waiter
 
@@ -658,6 +660,7 @@ async def commit_load(server: Server, writers: int, seconds: float, partitions: 
     firsts = await asyncio.gather(*(c.raw(f) for c, f in zip(conns, frames, strict=True)))
     for first in firsts:
         response = decode_response(first, 8, 8)[1]
+        assert isinstance(response, OffsetCommitResponse)
         codes = [p.error_code for t in response.topics for p in t.partitions]
         if len(codes) != partitions or any(codes):
             raise RuntimeError(f"a commit was refused: {response}")

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from kio.schema.join_group.v3.response import JoinGroupResponse
+
 from bench_groups import GROUP_CONFIG, join_values
 from bench_wire import machine
 from coordinator.collector import tune_for_serving
@@ -39,6 +41,13 @@ from coordinator.wire.codec import build_request, decode_response, encode_reques
 from coordinator.wire.server import WireServer
 
 LENGTH = struct.Struct(">i")
+
+
+def join_response(frame: bytes) -> JoinGroupResponse:
+    """The JoinGroup v3 response in `frame`."""
+    response = decode_response(frame, 11, 3)[1]
+    assert isinstance(response, JoinGroupResponse)
+    return response
 
 
 class Tally:
@@ -149,9 +158,10 @@ async def run(members: int, rounds: int, profile_to: str | None) -> None:
             for conn in conns:
                 conn.data_received(joins[0])
             replies = await settle(transports, written)
-            first = [decode_response(r[0], 11, 3)[1] for r in replies]
+            first = [join_response(r[0]) for r in replies]
             ids = [r.member_id for r in first]
-            generation, leader = first[0].generation_id, first[0].leader
+            generation: int = first[0].generation_id
+            leader = first[0].leader
             written = tally.expect(members)
             for conn, member in zip(conns, ids, strict=True):
                 conn.data_received(sync_frame(group, generation, member, leader, ids))

@@ -103,7 +103,8 @@ def run_load(port: int, connections: int, seconds: float) -> float:
     try:
         import uvloop
 
-        return uvloop.run(_load(port, connections, seconds))
+        rate: float = uvloop.run(_load(port, connections, seconds))
+        return rate
     except ImportError:
         return asyncio.run(_load(port, connections, seconds))
 

@@ -64,25 +64,40 @@ def encode(record: Record) -> StoredRecord:
     if isinstance(record, cb.ClientBalanceRecord):
         return _encode_client_balance(record)
     if isinstance(record, OffsetCommitRecord):
-        key = json.dumps([record.group_id, record.topic, record.partition], ensure_ascii=False)
-        offset = record.value
-        if offset is None:
-            return StoredRecord(OFFSET_KIND, key, None)
-        value: dict[str, Any] = {
-            "v": VALUE_VERSION,
-            "offset": offset.offset,
-            "leader_epoch": offset.leader_epoch,
-            "metadata": offset.metadata,
-            "commit_ts": offset.commit_timestamp_ms,
-            "expire_ts": offset.expire_timestamp_ms,
-        }
-        return StoredRecord(OFFSET_KIND, key, json.dumps(value).encode())
+        return json_offset_row(record)
     group = record.value
     if group is None:
         return StoredRecord(GROUP_KIND, record.group_id, None)
     fast_value = _group_value(group)
     if fast_value is not None:
         return StoredRecord(GROUP_KIND, record.group_id, fast_value)
+    return json_group_row(record)
+
+
+def json_offset_row(record: OffsetCommitRecord) -> StoredRecord:
+    """An offset's row written by `json.dumps`: the format's definition, which `_offset_row`
+    reproduces byte for byte (and falls back to for values it does not handle)."""
+    key = json.dumps([record.group_id, record.topic, record.partition], ensure_ascii=False)
+    offset = record.value
+    if offset is None:
+        return StoredRecord(OFFSET_KIND, key, None)
+    value: dict[str, Any] = {
+        "v": VALUE_VERSION,
+        "offset": offset.offset,
+        "leader_epoch": offset.leader_epoch,
+        "metadata": offset.metadata,
+        "commit_ts": offset.commit_timestamp_ms,
+        "expire_ts": offset.expire_timestamp_ms,
+    }
+    return StoredRecord(OFFSET_KIND, key, json.dumps(value).encode())
+
+
+def json_group_row(record: GroupMetadataRecord) -> StoredRecord:
+    """A group's row written by `json.dumps`: the format's definition, which `_group_value`
+    reproduces byte for byte (and falls back to for values it does not handle)."""
+    group = record.value
+    if group is None:
+        return StoredRecord(GROUP_KIND, record.group_id, None)
     value = {
         "v": VALUE_VERSION,
         "protocol_type": group.protocol_type,

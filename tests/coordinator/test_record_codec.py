@@ -4,15 +4,17 @@ record."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.record_codec import GROUP_KIND, OFFSET_KIND, VALUE_VERSION, decode, encode
-from coordinator.store.base import StoredRecord
+from coordinator.record_codec import (
+    decode,
+    encode,
+    json_group_row,
+    json_offset_row,
+)
 from rebalance.records import (
     GroupMetadataRecord,
     GroupMetadataValue,
@@ -26,23 +28,6 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 INTS = st.integers(min_value=-(2**70), max_value=2**70)
 
 
-def json_row(record: OffsetCommitRecord) -> StoredRecord:
-    """The row as `record_codec` wrote it with `json.dumps` (the reference)."""
-    key = json.dumps([record.group_id, record.topic, record.partition], ensure_ascii=False)
-    value = record.value
-    if value is None:
-        return StoredRecord(OFFSET_KIND, key, None)
-    body = {
-        "v": VALUE_VERSION,
-        "offset": value.offset,
-        "leader_epoch": value.leader_epoch,
-        "metadata": value.metadata,
-        "commit_ts": value.commit_timestamp_ms,
-        "expire_ts": value.expire_timestamp_ms,
-    }
-    return StoredRecord(OFFSET_KIND, key, json.dumps(body).encode())
-
-
 @given(
     TEXT,
     TEXT,
@@ -54,7 +39,7 @@ def test_offset_rows_are_the_bytes_json_wrote(
 ) -> None:
     record = OffsetCommitRecord(group, topic, partition, value)
     row = encode(record)
-    assert row == json_row(record)
+    assert row == json_offset_row(record)
     if value is not None:
         assert decode(row) == record
 
@@ -73,35 +58,7 @@ def test_values_json_writes_otherwise_take_json() -> None:
         OffsetCommitRecord("g", "t", 0, OffsetAndMetadata(1, -1, "", 5, True)),
     ]
     for record in odd:
-        assert encode(record) == json_row(record)
-
-
-def json_group_row(record: GroupMetadataRecord) -> StoredRecord:
-    """A group's row as `record_codec` wrote it with `json.dumps` (the reference)."""
-    group = record.value
-    assert group is not None
-    body = {
-        "v": VALUE_VERSION,
-        "protocol_type": group.protocol_type,
-        "generation": group.generation,
-        "protocol_name": group.protocol_name,
-        "leader": group.leader_id,
-        "state_ts": group.current_state_timestamp_ms,
-        "members": [
-            {
-                "id": m.member_id,
-                "instance": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "rebalance_timeout": m.rebalance_timeout_ms,
-                "session_timeout": m.session_timeout_ms,
-                "subscription": base64.b64encode(m.subscription).decode("ascii"),
-                "assignment": base64.b64encode(m.assignment).decode("ascii"),
-            }
-            for m in group.members
-        ],
-    }
-    return StoredRecord(GROUP_KIND, record.group_id, json.dumps(body).encode())
+        assert encode(record) == json_offset_row(record)
 
 
 MEMBERS = st.builds(
