@@ -8,6 +8,7 @@ Events are the JSON objects of a valid log, in file order (the position breaks t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 Event = dict[str, Any]
@@ -165,3 +166,16 @@ def group_metrics(events: list[Event], episode_rows: list[dict[str, Any]]) -> li
             "top_triggers": sorted(triggers.items(), key=lambda tc: (-tc[1], tc[0]))[:3],
         })  # fmt: skip
     return rows
+
+
+def compared_types(
+    episode_rows: list[dict[str, Any]], without_episodes: Collection[str] = ()
+) -> set[str]:
+    """The group types of the `protocols` table: each group's episodes' type, "classic-cooperative"
+    for a classic group with a cooperative episode, and the types whose rows come from their own
+    events (`without_episodes`); none when that makes fewer than two, nothing to compare."""
+    cooperative = {e["group"] for e in episode_rows if e["group_type"] == "classic"
+                   and e["protocol"] is not None and "cooperative" in e["protocol"]}  # fmt: skip
+    types = {"classic-cooperative" if e["group"] in cooperative else e["group_type"]
+             for e in episode_rows} | set(without_episodes)  # fmt: skip
+    return types if len(types) > 1 else set()

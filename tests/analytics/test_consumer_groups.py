@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from reference_episodes import compared_types
 from reference_episodes import episodes as reference_episodes
 
 from coordinator.analytics.metrics import CHURN_EVENT_TYPES
 from coordinator.analytics.pipeline import run_pipeline
+from coordinator.analytics.protocols import COLUMNS
 
 pytestmark = pytest.mark.spark
 
@@ -112,6 +114,12 @@ def test_the_comparison_has_consumer_and_cooperative_rows(
         r["group_type"]: r.asDict() for r in spark.read.parquet(str(out / "protocols")).collect()
     }
     assert set(rows) == {"classic", "classic-cooperative", "consumer"}
+    classic_lines = [
+        json.loads(line)
+        for name in ("classic", "cooperative")
+        for line in (source / f"{name}.jsonl").read_text().splitlines()
+    ]
+    assert set(rows) == compared_types(reference_episodes(classic_lines), ["consumer"])
     lines = [json.loads(line) for line in CONSUMER_LOG.read_text().splitlines()]
     expected = reference(lines)
     # The demo's story: targets some member never reached (the last one's member left first).
@@ -135,3 +143,17 @@ def test_the_comparison_has_consumer_and_cooperative_rows(
         rows["classic-cooperative"]["member_seconds_without_partitions_per_churn_event"]
         < rows["classic"]["member_seconds_without_partitions_per_churn_event"]
     )
+
+
+def test_one_group_type_writes_an_empty_comparison(spark: SparkSession, tmp_path: Path) -> None:
+    """One group type: nothing to compare, so `protocols/` holds its columns and no row (the
+    pipeline skips its aggregation), as the reference's rule says, and the report has no
+    comparison section."""
+    out = tmp_path / "out"
+    run_pipeline(spark, str(CLASSIC_LOG), str(out), tmp_path / "report", show_progress=False)
+    table = spark.read.parquet(str(out / "protocols"))
+    assert table.columns == COLUMNS
+    lines = [json.loads(line) for line in CLASSIC_LOG.read_text().splitlines()]
+    assert {r["group_type"] for r in table.collect()} == compared_types(reference_episodes(lines))
+    assert compared_types(reference_episodes(lines)) == set()
+    assert 'id="protocols"' not in (tmp_path / "report" / "index.html").read_text()

@@ -55,6 +55,24 @@ def comparison_types(episodes: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
+def episode_type_count(episodes: DataFrame) -> int:
+    """How many rows of the comparison the episodes make (the distinct `comparison_types`),
+    by one global aggregate over the episodes table; the per-group query runs only when that
+    cannot tell (some classic episodes cooperative and some not: one group or two)."""
+    classic = F.col("group_type") == CLASSIC_GROUP_TYPE
+    cooperative = F.coalesce(classic & is_cooperative(F.col("protocol")), F.lit(False))
+    row = episodes.agg(
+        F.collect_set(F.when(~classic, F.col("group_type"))).alias("others"),
+        F.max(cooperative).alias("cooperative"),
+        F.max(classic & ~cooperative).alias("eager"),
+    ).first()
+    if row is None:
+        return 0
+    if row["cooperative"] and row["eager"]:
+        return int(comparison_types(episodes).select("group_type").distinct().count())
+    return len(row["others"]) + bool(row["cooperative"]) + bool(row["eager"])
+
+
 def protocol_comparison(activity: DataFrame, episodes: DataFrame) -> DataFrame:
     """One row per group type (columns: `COLUMNS`), from `group_activity` and `episodes`."""
     # A group's type is its episodes' (one per group): the activity scan aggregates no strings,
