@@ -11,8 +11,9 @@ Settings that only matter on a cluster (`coordinator.cluster_settings`) are acce
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
@@ -112,6 +113,10 @@ class ServerConfig(BaseModel):
         default="", alias="max.connections.per.ip.overrides"
     )
 
+    listener_limits: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Per-listener limits, by upper-cased listener name: `listener.name.NAME.max.connections`
+    and `listener.name.NAME.max.connection.creation.rate` (Kafka's listener-prefixed names)."""
+
     @field_validator("max_connections_per_ip_overrides")
     @classmethod
     def _overrides(cls, value: str) -> str:
@@ -183,10 +188,17 @@ def parse_settings(
     own_keys = ServerConfig.kafka_keys()
     values: dict[str, Any] = dict(base or {})
     cluster_only: dict[str, str] = dict(values.pop("cluster_only", {}))
+    listener_limits: dict[str, dict[str, int]] = {
+        name: dict(limits) for name, limits in values.pop("listener_limits", {}).items()
+    }
     for text in assignments:
         key, raw = split_assignment(text)
         if key in own_keys:
             values[_KEY_ALIASES.get(key, key)] = raw
+            continue
+        limit = _LISTENER_LIMIT.fullmatch(key)
+        if limit is not None:
+            listener_limits.setdefault(limit[1].upper(), {})[limit[2]] = _limit_value(key, raw)
             continue
         if key in CLUSTER_ONLY:
             try:
@@ -202,10 +214,46 @@ def parse_settings(
             raise ConfigError(f"unknown setting {key!r}")
     if cluster_only:
         values["cluster_only"] = cluster_only
+    if listener_limits:
+        values["listener_limits"] = listener_limits
     try:
-        return ServerConfig.model_validate(values)
+        config = ServerConfig.model_validate(values)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"]) or "?"
         message = str(first["msg"]).removeprefix("Value error, ")
         raise ConfigError(f"bad value for {key}: {message}") from exc
+    _check_listener_limits(config)
+    return config
+
+
+#: Kafka's listener-prefixed connection limits (`listener.name.internal.max.connections`).
+_LISTENER_LIMIT: Final = re.compile(
+    r"listener\.name\.([^.]+)\.(max\.connections|max\.connection\.creation\.rate)"
+)
+
+
+def _limit_value(key: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"bad value for {key}: {raw!r} is not a whole number") from None
+    if not 1 <= value <= UNLIMITED:
+        raise ConfigError(f"bad value for {key}: {value} is not in 1-{UNLIMITED}")
+    return value
+
+
+def _check_listener_limits(config: ServerConfig) -> None:
+    """A per-listener limit must name a listener the node serves (PLAINTEXT without
+    `listeners`, as `--bind` serves)."""
+    if not config.listener_limits:
+        return
+    served = (
+        [e.name for e in parse_endpoints(config.listeners, "listeners")]
+        if config.listeners
+        else ["PLAINTEXT"]
+    )
+    for name, limits in config.listener_limits.items():
+        if name not in served:
+            key = f"listener.name.{name.lower()}.{next(iter(limits))}"
+            raise ConfigError(f"{key}: no listener named {name} (listeners: {', '.join(served)})")

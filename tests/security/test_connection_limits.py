@@ -127,3 +127,37 @@ async def test_connections_over_the_creation_rate_wait_their_turn() -> None:
         assert all([await served(client) for client in opened])
         # 20 at once, then 20 a second: the last 10 take half a second at least.
         assert loop.time() - started >= 0.45
+
+
+async def test_a_listener_limit_holds_its_clients_back_and_no_other_listeners() -> None:
+    settings = [
+        "listeners=PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+        "listener.name.internal.max.connections=2",
+    ]
+    async with running_server(settings=settings) as node, clients() as opened:
+
+        async def to(listener: str) -> WireClient:
+            host, port = node.bootstrap_of(listener).rsplit(":", 1)
+            reader, writer = await asyncio.open_connection(host, int(port))
+            opened.append(WireClient(reader, writer))
+            return opened[-1]
+
+        first, second = await to("INTERNAL"), await to("INTERNAL")
+        assert await served(first) and await served(second)
+        waiting = await to("INTERNAL")  # in the listener's backlog, not yet accepted
+        pending = asyncio.ensure_future(served(waiting, wait=5.0))
+        # The node's other listener is not held back: three more clients served at once.
+        assert all([await served(await to("PLAINTEXT")) for _ in range(3)])
+        assert not pending.done()
+        await first.close()
+        assert await pending
+
+
+def test_listener_limits_are_checked_at_start() -> None:
+    config = parse_settings(["listener.name.plaintext.max.connection.creation.rate=50"])
+    assert config.listener_limits == {"PLAINTEXT": {"max.connection.creation.rate": 50}}
+    with pytest.raises(ConfigError, match=r"listener\.name\.ssl\.max\.connections: no listener"):
+        parse_settings(["listener.name.ssl.max.connections=5"])
+    with pytest.raises(ConfigError, match=r"0 is not in 1-2147483647"):
+        parse_settings(["listener.name.plaintext.max.connections=0"])

@@ -92,10 +92,14 @@ class Acceptor:
         quotas: ConnectionQuotas,
         protocol_factory: Callable[[Ticket], asyncio.Protocol],
         on_release: Callable[[Ticket], None],
+        listener_quotas: ConnectionQuotas | None = None,
     ) -> None:
         self._listener = listener
         self._tls = tls
         self._quotas = quotas
+        #: This listener's own limits (`listener.name.NAME.max.connections`, its creation
+        #: rate), counted besides the node's: a connection takes a place in both.
+        self._listener_quotas = listener_quotas
         self._protocol_factory = protocol_factory
         self._on_release = on_release
         self._loop = asyncio.get_running_loop()
@@ -139,11 +143,15 @@ class Acceptor:
             self._spare = None
 
     def _on_readable(self) -> None:
+        own = self._listener_quotas
         for _ in range(_ACCEPTS_PER_WAKEUP):
-            if self._quotas.full:
+            if self._quotas.full or (own is not None and own.full):
                 self.pause()  # the server resumes every acceptor once a connection closes
                 return
-            delay = self._quotas.accept_delay(time.monotonic())
+            now = time.monotonic()
+            delay = self._quotas.accept_delay(now)
+            if own is not None:
+                delay = max(delay, own.accept_delay(now))
             if delay > 0:
                 self._retry_in(delay)
                 return
@@ -197,11 +205,14 @@ class Acceptor:
 
     def _accepted(self, sock: socket.socket, peer: object) -> None:
         address = peer[0] if isinstance(peer, tuple) else str(peer)
-        refused = self._quotas.admit(address, time.monotonic())
+        now = time.monotonic()
+        refused = self._quotas.admit(address, now)
         if refused is not None:
             warn_refused("per-ip", "refusing a connection: %s (max.connections.per.ip)", refused)
             sock.close()
             return
+        if self._listener_quotas is not None:
+            self._listener_quotas.admit(address, now)  # no per-address limit: never refuses
         ticket = Ticket(address, self._on_release)
         if self._tls is None and self._lean:
             # Plaintext: served by the lean transport, opened here (no task, no handshake).

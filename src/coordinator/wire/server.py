@@ -80,7 +80,7 @@ from coordinator.wire.codec import (
     read_request,
     response_class,
 )
-from coordinator.wire.connection_quotas import ConnectionQuotas, parse_overrides
+from coordinator.wire.connection_quotas import UNLIMITED, ConnectionQuotas, parse_overrides
 from coordinator.wire.listener import is_wildcard
 from coordinator.wire.sasl import refusal
 from coordinator.wire.session import ServedListener, Session
@@ -151,12 +151,20 @@ class WireServer:
             logger.info("listener %s (%s) on %s:%d, advertised as %s:%d", served.name,
                         served.protocol, bound_host, bound_port, *served.advertised)  # fmt: skip
         self.listeners.append(served)
+        limits = self.broker.config.listener_limits.get(served.name.upper())
+        own = None
+        if limits:
+            own = ConnectionQuotas(
+                limits.get("max.connections", UNLIMITED),
+                creation_rate=limits.get("max.connection.creation.rate", UNLIMITED),
+            )
         acceptor = Acceptor(
             listener,
             served.tls,
             self.quotas,
             lambda ticket: self._new_connection(served, ticket),
-            self._released,
+            lambda ticket: self._released(ticket, own),
+            own,
         )
         self._acceptors.append(acceptor)
         acceptor.resume()
@@ -207,10 +215,12 @@ class WireServer:
         self._next_connection_id += 1
         return _Connection(self, self._next_connection_id, listener, ticket)
 
-    def _released(self, ticket: Ticket) -> None:
-        was_full = self.quotas.full
+    def _released(self, ticket: Ticket, listener_quotas: ConnectionQuotas | None) -> None:
+        was_full = self.quotas.full or (listener_quotas is not None and listener_quotas.full)
         self.quotas.release(ticket.address)
-        if was_full and not self.quotas.full:
+        if listener_quotas is not None:
+            listener_quotas.release(ticket.address)
+        if was_full:  # an acceptor paused on a limit this connection held a place in
             for acceptor in self._acceptors:
                 acceptor.resume()
 
