@@ -243,15 +243,7 @@ async def test_the_runtime_primes_the_worker_with_each_big_group_it_loads(
     runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), store)
     await runtime.start()
     try:
-        runtime.topics_changed(metadata)
-        for member in ("m1", "m2"):
-            await runtime.submit(join(member))
-        group = runtime.core.group("g")
-        assert isinstance(group, ConsumerGroup)
-        for _ in range(500):
-            if group.target_epoch == 2:
-                break
-            await asyncio.sleep(0.01)
+        group = await two_members_joined(runtime)
         assert group.target_epoch == 2
     finally:
         await runtime.close()
