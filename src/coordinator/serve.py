@@ -120,8 +120,7 @@ async def run_serve(
     app = ServerApp(config, args.data_dir, topics=args.topic, extensions=extensions)
     host, port = args.bind
     await app.start(host, port)
-    if tune_collector:
-        tune_for_serving()
+    trimmer = tune_for_serving() if tune_collector else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -134,6 +133,8 @@ async def run_serve(
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+        if trimmer is not None:
+            trimmer.stop()
         await app.stop()
     logger.info("stopped")
     return 0
