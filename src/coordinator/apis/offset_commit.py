@@ -105,13 +105,28 @@ def to_response(reply: OffsetCommitReply) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": topic_partition_errors(reply.topics)}
 
 
-async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+def _asked(
+    request: Any, api_version: int, ctx: RequestContext
+) -> tuple[OffsetCommit, OffsetCommit | None]:
+    """The command as requested, and what of it goes to the coordinator (None: nothing, every
+    partition is unknown to the node)."""
     command = to_command(request, api_version)
     known = known_partitions(command, ctx.broker)
-    if known is command:
-        return to_response(await _submit(command, ctx))
-    coordinated = await _submit(known, ctx) if known.topics else None
-    return to_response(merged(command, coordinated))
+    return command, (known if known.topics else None)
+
+
+def _response(
+    command: OffsetCommit, asked: OffsetCommit | None, reply: OffsetCommitReply | None
+) -> ResponseValue:
+    """The coordinator's reply as is when it was asked about every partition (the common
+    case, no merge), else merged with UNKNOWN_TOPIC_OR_PARTITION for the others."""
+    return to_response(reply if asked is command and reply is not None else merged(command, reply))
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    command, asked = _asked(request, api_version, ctx)
+    reply = None if asked is None else await runtime(ctx).submit(asked)
+    return _response(command, asked, reply)
 
 
 def answer_parked(
@@ -119,15 +134,8 @@ def answer_parked(
 ) -> None:
     """On the wire: a slot of its connection until the commit's records are durable (the
     runtime hands the reply over after their fsync), with no task and no future."""
-    command = to_command(request, api_version)
-    known = known_partitions(command, ctx.broker)
-    if known is command:
-        runtime(ctx).submit_then(command, lambda reply: answer(to_response(reply)))
-    elif known.topics:
-        runtime(ctx).submit_then(known, lambda reply: answer(to_response(merged(command, reply))))
+    command, asked = _asked(request, api_version, ctx)
+    if asked is None:
+        answer(_response(command, None, None))
     else:
-        answer(to_response(merged(command, None)))
-
-
-async def _submit(command: OffsetCommit, ctx: RequestContext) -> OffsetCommitReply:
-    return await runtime(ctx).submit(command)
+        runtime(ctx).submit_then(asked, lambda reply: answer(_response(command, asked, reply)))
