@@ -24,8 +24,8 @@ from rebalance.state import CoordinatorState
 from rebalance.timers import session_key, sync_key
 
 _SUPERSEDED_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
-#: (An alias for the leader's fan-out, one reply per member: on Python 3.11 reading an enum
-#: member goes through the enum class's `__getattr__` hook, four times a global's cost.)
+#: (An alias for the replies of a round, one per member: on Python 3.11 reading an enum member
+#: goes through the enum class's `__getattr__` hook, four times a global's cost.)
 _NONE = ErrorCode.NONE
 
 
@@ -81,7 +81,7 @@ def _sync(
             parked = m.sync_token
             if parked is not None:
                 reply = SyncGroupReply(_NONE, m.assignment, protocol_type, protocol_name)
-                result.reply(parked, reply)
+                result.reply(parked, reply)  # (`_sync_reply`, with the fields read once)
                 m.sync_token = None
                 state.schedule(
                     result, session_key(group_id, m.member_id), now_ms + m.session_timeout_ms
@@ -89,9 +89,5 @@ def _sync(
 
 
 def _sync_reply(group: Group, member: Member) -> SyncGroupReply:
-    return SyncGroupReply(
-        ErrorCode.NONE,
-        assignment=member.assignment,
-        protocol_type=group.protocol_type,
-        protocol_name=group.protocol_name,
-    )
+    # (Positional: the SyncGroups that come after the leader's all get theirs here.)
+    return SyncGroupReply(_NONE, member.assignment, group.protocol_type, group.protocol_name)
