@@ -251,9 +251,14 @@ class GroupRuntime:
             result.replies or result.timers or result.records or result.events or result.offloaded
         ):
             return  # a request parked with nothing else to do (most of a round's)
-        self._log_events(result)
-        self._carry_out_timers(result)
-        self._offload(result)
+        # (Each step only when it has something to do: a SyncGroup after the leader's has a
+        # reply and nothing else.)
+        if result.events:
+            self._log_events(result)
+        if result.timers:
+            self._carry_out_timers(result)
+        if result.offloaded:
+            self._offload(result)
         if result.records:
             barrier: asyncio.Future[None] | None = self._enqueue_write(result.records, encode)
         else:
