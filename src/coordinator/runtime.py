@@ -85,6 +85,10 @@ class GroupRuntime:
         #: error reply if the store fails).
         self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[AnyReply]]] = {}
         self._last_write: asyncio.Future[None] | None = None
+        #: The results whose replies wait for a write, with that write (`_carry_out`): one
+        #: callback on the write for all of them, not one each (while the leader's record of a
+        #: round is written, the SyncGroups that come after it are answered behind it).
+        self._held: tuple[asyncio.Future[None], list[Result]] | None = None
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reloading: set[int] = set()
@@ -258,8 +262,21 @@ class GroupRuntime:
             return
         if barrier is None:
             self._deliver(result)
-        else:
-            barrier.add_done_callback(lambda done: self._after_write(done, result))
+            return
+        held = self._held
+        if held is not None and held[0] is barrier:
+            held[1].append(result)  # answered after the results before it, as before
+            return
+        results = [result]
+        self._held = (barrier, results)
+        barrier.add_done_callback(functools.partial(self._after_writes, results))
+
+    def _after_writes(self, results: list[Result], write: asyncio.Future[None]) -> None:
+        """`write` is done: the results that waited for it, in the order they came."""
+        if self._held is not None and self._held[1] is results:
+            self._held = None
+        for result in results:
+            self._after_write(write, result)
 
     def _offload(self, result: Result) -> None:
         """Start the result's offloaded target assignments in the assignor worker."""
