@@ -85,6 +85,10 @@ class GroupRuntime:
         #: error reply if the store fails).
         self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[AnyReply]]] = {}
         self._last_write: asyncio.Future[None] | None = None
+        #: The results whose replies wait for a write, with that write (`_carry_out`): one
+        #: callback on the write for all of them, not one each (while the leader's record of a
+        #: round is written, the SyncGroups that come after it are answered behind it).
+        self._held: tuple[asyncio.Future[None], list[Result]] | None = None
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reloading: set[int] = set()
@@ -247,9 +251,14 @@ class GroupRuntime:
             result.replies or result.timers or result.records or result.events or result.offloaded
         ):
             return  # a request parked with nothing else to do (most of a round's)
-        self._log_events(result)
-        self._carry_out_timers(result)
-        self._offload(result)
+        # (Each step only when it has something to do: a SyncGroup after the leader's has a
+        # reply and nothing else.)
+        if result.events:
+            self._log_events(result)
+        if result.timers:
+            self._carry_out_timers(result)
+        if result.offloaded:
+            self._offload(result)
         if result.records:
             barrier: asyncio.Future[None] | None = self._enqueue_write(result.records, encode)
         else:
@@ -258,8 +267,21 @@ class GroupRuntime:
             return
         if barrier is None:
             self._deliver(result)
-        else:
-            barrier.add_done_callback(lambda done: self._after_write(done, result))
+            return
+        held = self._held
+        if held is not None and held[0] is barrier:
+            held[1].append(result)  # answered after the results before it, as before
+            return
+        results = [result]
+        self._held = (barrier, results)
+        barrier.add_done_callback(functools.partial(self._after_writes, results))
+
+    def _after_writes(self, results: list[Result], write: asyncio.Future[None]) -> None:
+        """`write` is done: the results that waited for it, in the order they came."""
+        if self._held is not None and self._held[1] is results:
+            self._held = None
+        for result in results:
+            self._after_write(write, result)
 
     def _offload(self, result: Result) -> None:
         """Start the result's offloaded target assignments in the assignor worker."""

@@ -75,6 +75,10 @@ from rebalance.timers import RETENTION, TimerKey, retention_key
 
 _Route = Callable[[Any, int, Hashable], Result]
 
+#: (An alias: read on every JoinGroup, SyncGroup and Heartbeat, and on Python 3.11 an enum
+#: member costs a class `__getattr__` hook, four times a module global's lookup.)
+_ACTIVE = PartitionStatus.ACTIVE
+
 
 class GroupCoordinatorCore:
     """Kafka's classic group coordinator, pure. See the module docstring for the contract."""
@@ -216,6 +220,17 @@ class GroupCoordinatorCore:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
+    def _live_classic(self, group_id: str) -> bool:
+        """Whether `group_id` is a loaded classic group on a live partition: what nearly every
+        classic request finds, and then `_availability`, `_not_classic` and `_consumer_group`
+        all pass (one lookup instead of their three, on every JoinGroup, SyncGroup and
+        Heartbeat)."""
+        group = self.state.groups.get(group_id)
+        if group.__class__ is not Group:
+            return False
+        owned = self.state.partitions.get(group.partition)
+        return owned is not None and owned.status is _ACTIVE
+
     # ========================================================================= dispatch
     def handle(self, command: Command[Any], now_ms: int, token: Hashable) -> Result:
         """Route any command to its handler (the dispatch table in `__init__`)."""
@@ -304,6 +319,8 @@ class GroupCoordinatorCore:
             <= cfg.group_max_session_timeout_ms
         ):
             error = ErrorCode.INVALID_SESSION_TIMEOUT
+        elif self._live_classic(cmd.group_id):
+            return self._classic.join(cmd, now_ms, token)
         else:
             error = self._availability(cmd.group_id)
         if error is ErrorCode.NONE:
@@ -332,6 +349,8 @@ class GroupCoordinatorCore:
         elif cmd.version >= 5 and (cmd.protocol_type is None or cmd.protocol_name is None):
             # Mandatory from v5; rejected before the coordinator is consulted (spec §1.8).
             error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        elif self._live_classic(cmd.group_id):
+            return self._classic.sync(cmd, now_ms, token)
         else:
             error = self._availability(cmd.group_id)
         if error is ErrorCode.NONE:
@@ -343,6 +362,8 @@ class GroupCoordinatorCore:
         return self._classic.sync(cmd, now_ms, token)
 
     def heartbeat(self, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:
+        if cmd.group_id and self._live_classic(cmd.group_id):
+            return self._classic.heartbeat(cmd, now_ms, token)
         error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # Both Kafka coordinators answer blindly OK while loading.

@@ -25,6 +25,7 @@ class OffsetAndMetadata:
     expire_timestamp_ms: int | None = None
 
 
+@quick_init  # built for every member of a group each time its record is written (every round)
 @dataclass(frozen=True, slots=True)
 class MemberMetadataValue:
     """A member as persisted: only the selected protocol's metadata is kept (as in Kafka)."""

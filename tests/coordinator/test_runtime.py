@@ -255,10 +255,12 @@ async def test_submit_then_hands_over_each_reply_once_and_only_when_durable() ->
     store.gate.clear()
     store.fail_next = True
     runtime.submit_then(commit(member, generation, 8), got.append)
+    runtime.submit_then(Heartbeat("g", generation, member), got.append)  # behind it too
     store.gate.set()
     await asyncio.sleep(0.1)
-    failed = got[-1]
+    failed, beat = got[-2:]
     assert isinstance(failed, OffsetCommitReply)
     assert failed.topics[0][1][0][1] is ErrorCode.NOT_COORDINATOR
-    assert len(got) == 4
+    assert isinstance(beat, HeartbeatReply) and beat.error is ErrorCode.NOT_COORDINATOR
+    assert len(got) == 5
     await runtime.close()

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import html
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from coordinator.analytics.ownership_plot import GroupStory, draw_partitions, draw_timeline
@@ -35,14 +35,38 @@ class GroupPage:
     timeline: str
 
 
-def drawn_groups(metrics: DataFrame, requested: Sequence[str] = ()) -> list[str]:
+def drawn_groups_flags(requested: Sequence[str] = ()) -> list[Column]:
+    """Aggregates over the `groups` rows that pick the drawn groups (see `drawn_groups`): the
+    `PAGE_GROUPS` that rebalance most (`busiest`: bounded, whatever the number of groups) and
+    those of `requested` that rebalanced (`asked`). The pipeline observes them on the groups
+    write (`DataFrame.observe`), so that the pick costs no job of its own."""
+    rebalanced = F.col("rebalances") > 0
+    rank = F.struct((-F.col("rebalances")).alias("rank"), F.col("group").alias("group"))
+    asked = F.col("group").isin(list(dict.fromkeys(requested))) if requested else F.lit(False)
+    return [
+        F.min_by(rank, F.when(rebalanced, rank), PAGE_GROUPS).alias("busiest"),
+        F.collect_set(F.when(rebalanced & asked, F.col("group"))).alias("asked"),
+    ]
+
+
+def drawn_groups(
+    metrics: DataFrame, requested: Sequence[str] = (), flags: Mapping[str, Any] | None = None
+) -> list[str]:
     """The groups that get a page and an ownership timeline: the `PAGE_GROUPS` that rebalance
     most (ties by name), then the `requested` ones (`report --group`) that are not among them,
-    in the order asked; only groups that rebalanced (`metrics` is the `groups` table). The
-    pipeline computes the `ownership` table for these groups only."""
+    in the order asked; only groups that rebalanced (`metrics` is the `groups` table). From
+    `flags` (the `drawn_groups_flags` of every row of `metrics`, observed when it was written)
+    or else by querying `metrics`. The pipeline computes the `ownership` table for these
+    groups only."""
+    extra = list(dict.fromkeys(requested))
+    if flags is not None:
+        busiest = sorted((r["rank"], r["group"]) for r in flags.get("busiest") or [] if r)
+        drawn = [group for _, group in busiest]
+        rebalanced = set(flags.get("asked") or [])
+        return drawn + [g for g in extra if g not in drawn and g in rebalanced]
     rows = metrics.orderBy(F.desc("rebalances"), "group").limit(PAGE_GROUPS).collect()
     drawn = [r["group"] for r in rows if r["rebalances"]]
-    extra = [g for g in dict.fromkeys(requested) if g not in drawn]
+    extra = [g for g in extra if g not in drawn]
     if extra:
         found = metrics.where(F.col("group").isin(extra) & (F.col("rebalances") > 0))
         rebalanced = {r["group"] for r in found.select("group").collect()}

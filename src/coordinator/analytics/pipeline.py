@@ -12,19 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator.analytics import client_balance, consumer_groups
 from coordinator.analytics.episodes import REBALANCE_EVENT_TYPES, build_episodes
-from coordinator.analytics.group_pages import MEMBER_EVENT_TYPES, drawn_groups
+from coordinator.analytics.group_pages import (
+    MEMBER_EVENT_TYPES,
+    drawn_groups,
+    drawn_groups_flags,
+)
 from coordinator.analytics.load import load_events, quarantine_summary, resolve_input
 from coordinator.analytics.metrics import group_activity, group_metrics
 from coordinator.analytics.ownership import NOTE_TYPES, build_ownership, member_notes
 from coordinator.analytics.progress import spark_progress
-from coordinator.analytics.protocols import episode_type_count, protocol_comparison
+from coordinator.analytics.protocols import SCHEMA as PROTOCOLS_SCHEMA
+from coordinator.analytics.protocols import (
+    episode_type_count,
+    episode_type_flags,
+    protocol_comparison,
+)
 from coordinator.analytics.report import LogCounts, ReportInputs, write_report
 from coordinator.analytics.zookeeper import RUN_EVENT_TYPES, zookeeper_episodes, zookeeper_runs
 from coordinator.analytics.zookeeper_ownership import zookeeper_ownership
@@ -76,7 +86,12 @@ def run_pipeline(
     base = out.rstrip("/")
     with spark_progress(context, "building rebalance episodes", enabled=show_progress):
         rebalance_events = loaded.events_of(REBALANCE_EVENT_TYPES)
-        build_episodes(rebalance_events).write.mode("overwrite").parquet(f"{base}/episodes")
+        # The group types the episodes make are observed on this write: no job of their own.
+        seen_types = Observation("episode types")
+        build_episodes(rebalance_events).observe(seen_types, *episode_type_flags()).write.mode(
+            "overwrite"
+        ).parquet(f"{base}/episodes")
+        type_flags: dict[str, Any] | None = seen_types.get
     episodes = spark.read.parquet(f"{base}/episodes")
     activity = group_activity(loaded.checked).persist(StorageLevel.MEMORY_AND_DISK)
     sections: list[str] = []
@@ -87,6 +102,7 @@ def run_pipeline(
             with spark_progress(context, "ZooKeeper groups", enabled=show_progress):
                 _write_zookeeper_tables(spark, loaded.events_of(RUN_EVENT_TYPES), base)
             episodes = spark.read.parquet(f"{base}/episodes")
+            type_flags = None  # ZooKeeper episodes were appended: count from the table
             if report_dir is not None:
                 report_dir.mkdir(parents=True, exist_ok=True)
                 sections.append(
@@ -97,29 +113,35 @@ def run_pipeline(
                     )
                 )
         with spark_progress(context, "computing group metrics", enabled=show_progress):
-            group_metrics(activity, episodes).write.mode("overwrite").parquet(f"{base}/groups")
+            # The drawn groups are picked by aggregates observed on this write.
+            pick = Observation("drawn groups")
+            group_metrics(activity, episodes).observe(pick, *drawn_groups_flags(groups)).write.mode(
+                "overwrite"
+            ).parquet(f"{base}/groups")
         with spark_progress(context, "computing partition ownership", enabled=show_progress):
             # Only the groups the report draws: the filter reaches the scans of the episodes and
             # of the membership events, so the table costs next to nothing on a large log.
             metrics = spark.read.parquet(f"{base}/groups")
-            drawn = F.col("group").isin(drawn_groups(metrics, groups))
+            drawn = F.col("group").isin(drawn_groups(metrics, groups, pick.get))
             notes = member_notes(loaded.events_of(NOTE_TYPES).where(drawn))
             ownership = build_ownership(episodes.where(drawn), notes)
             if has_zookeeper:
                 runs = spark.read.parquet(f"{base}/zookeeper_runs").where(drawn)
                 ownership = ownership.unionByName(zookeeper_ownership(runs, notes))
             ownership.write.mode("overwrite").parquet(f"{base}/ownership")
-            protocols = protocol_comparison(activity, episodes)
             derived = [d for d in EVENT_DERIVED_ROWS if totals[d[0]]]
-            if len(derived) + episode_type_count(episodes) > 1:
+            if len(derived) + episode_type_count(episodes, type_flags) > 1:
+                protocols = protocol_comparison(activity, episodes)
                 for _, types, comparison in derived:
                     row = comparison(loaded.events_of(types), activity)
                     protocols = protocols.unionByName(row).orderBy("group_type")
             else:
                 # One group type (or none): nothing to compare, and the report shows no
-                # comparison then; the table is written empty, in its columns, without running
-                # its aggregation (about seven stages: 1.8-2.8 JVM CPU-s at 1M events).
-                protocols = protocols.limit(0)
+                # comparison then; the table is written empty, in its columns, without planning
+                # or running its aggregation (about seven stages: 1.8-2.8 JVM CPU-s at 1M events).
+                # (A limited query, not `createDataFrame([])`, which runs Python workers.)
+                typed = (F.lit(None).cast(f.dataType).alias(f.name) for f in PROTOCOLS_SCHEMA)
+                protocols = spark.range(1).select(*typed).limit(0)
             protocols.write.mode("overwrite").parquet(f"{base}/protocols")
         valid, bad = totals["valid"], totals["rejected"]
     finally:
@@ -129,7 +151,11 @@ def run_pipeline(
         rejected = loaded.quarantine if bad else loaded.quarantine.limit(0)
         rejected.write.mode("overwrite").parquet(f"{base}/quarantine")
         quarantine = spark.read.parquet(f"{base}/quarantine")
-        quarantine_summary(quarantine).write.mode("overwrite").parquet(f"{base}/quarantine_summary")
+        summary = quarantine_summary(quarantine)
+        # Nothing rejected: the summary is empty, in its columns, without reading the table back.
+        (summary if bad else summary.limit(0)).write.mode("overwrite").parquet(
+            f"{base}/quarantine_summary"
+        )
     counts = LogCounts(lines=valid + bad, events=valid, quarantined=bad)
     if report_dir is not None:
         with spark_progress(context, "drawing the report", enabled=show_progress):

@@ -14,6 +14,7 @@ partitions, the last three also per churn event, so that logs with different chu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE, is_cooperative
 from coordinator.analytics.metrics import DURATION_QUANTILES
@@ -39,6 +41,16 @@ COLUMNS = [
     "rebalances_per_churn_event", "partitions_moved_per_churn_event",
     "member_seconds_without_partitions_per_churn_event",
 ]  # fmt: skip
+SCHEMA = StructType(
+    [StructField("group_type", StringType())]
+    + [StructField(c, LongType()) for c in COLUMNS[1:5]]
+    + [StructField(c, DoubleType()) for c in COLUMNS[5:8]]
+    + [StructField("partitions_moved", LongType())]
+    + [StructField(c, DoubleType()) for c in COLUMNS[9:]]
+)
+"""The `protocols` table's columns as read back from Parquet (every field nullable): the
+pipeline writes an empty table of this schema, without planning the comparison, when there is
+nothing to compare."""
 
 
 def comparison_types(episodes: DataFrame) -> DataFrame:
@@ -55,22 +67,32 @@ def comparison_types(episodes: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
-def episode_type_count(episodes: DataFrame) -> int:
-    """How many rows of the comparison the episodes make (the distinct `comparison_types`),
-    by one global aggregate over the episodes table; the per-group query runs only when that
-    cannot tell (some classic episodes cooperative and some not: one group or two)."""
+def episode_type_flags() -> list[Column]:
+    """Aggregates over episodes rows that tell which rows of the comparison they make: the
+    non-classic `group_type`s (`others`), whether some classic episode was cooperative
+    (`cooperative`) and whether some was not (`eager`). The pipeline observes them on the
+    episodes write (`DataFrame.observe`), so that they cost no job of their own."""
     classic = F.col("group_type") == CLASSIC_GROUP_TYPE
     cooperative = F.coalesce(classic & is_cooperative(F.col("protocol")), F.lit(False))
-    row = episodes.agg(
+    return [
         F.collect_set(F.when(~classic, F.col("group_type"))).alias("others"),
         F.max(cooperative).alias("cooperative"),
         F.max(classic & ~cooperative).alias("eager"),
-    ).first()
-    if row is None:
-        return 0
-    if row["cooperative"] and row["eager"]:
+    ]
+
+
+def episode_type_count(episodes: DataFrame, flags: Mapping[str, Any] | None = None) -> int:
+    """How many rows of the comparison the episodes make (the distinct `comparison_types`), from
+    `flags` (the `episode_type_flags` of every row of `episodes`, observed when it was written)
+    or else one global aggregate over the episodes table; the per-group query runs only when
+    that cannot tell (some classic episodes cooperative and some not: one group or two)."""
+    if flags is None:
+        row = episodes.agg(*episode_type_flags()).first()
+        flags = row.asDict() if row is not None else {}
+    if flags.get("cooperative") and flags.get("eager"):
         return int(comparison_types(episodes).select("group_type").distinct().count())
-    return len(row["others"]) + bool(row["cooperative"]) + bool(row["eager"])
+    others = flags.get("others") or []
+    return len(others) + bool(flags.get("cooperative")) + bool(flags.get("eager"))
 
 
 def protocol_comparison(activity: DataFrame, episodes: DataFrame) -> DataFrame:

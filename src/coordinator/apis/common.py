@@ -25,15 +25,26 @@ _SHARED: dict[int, int] = {}
 _SHARED_MAX = 1024
 
 
+#: The same, by the `timedelta` kio decoded: found by hash, without dividing it (a JoinGroup
+#: has two, and `//` of two timedeltas costs several times a dict lookup).
+_SHARED_DELTAS: dict[timedelta, int] = {}
+
+
 def millis(value: timedelta | int) -> int:
     """kio gives timeouts as `timedelta`; the core works in integer milliseconds."""
+    if value.__class__ is timedelta:
+        known = _SHARED_DELTAS.get(value)
+        if known is not None:
+            return known
     ms = value // _MILLISECOND if isinstance(value, timedelta) else int(value)
     shared = _SHARED.get(ms)
-    if shared is not None:
-        return shared
-    if len(_SHARED) < _SHARED_MAX:
-        _SHARED[ms] = ms
-    return ms
+    if shared is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            return ms
+        _SHARED[ms] = shared = ms
+    if isinstance(value, timedelta) and len(_SHARED_DELTAS) < _SHARED_MAX:
+        _SHARED_DELTAS[value] = shared
+    return shared
 
 
 def name_for_version(name: str | None, nullable: bool) -> str | None:

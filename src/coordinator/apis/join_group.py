@@ -36,7 +36,7 @@ def to_command(request: Any, api_version: int, ctx: RequestContext) -> JoinGroup
         millis(getattr(request, "rebalance_timeout", session)),  # (v0 has none)
         getattr(request, "group_instance_id", None),
         intern(ctx.client_id or ""),
-        intern(_client_host(ctx)),
+        _client_host(ctx),  # (interned)
         getattr(request, "reason", None),
         api_version,
     )
@@ -45,7 +45,18 @@ def to_command(request: Any, api_version: int, ctx: RequestContext) -> JoinGroup
 def _client_host(ctx: RequestContext) -> str:
     """Kafka's "/address" of the client (the session knows the address without the port)."""
     host = ctx.session.client_host if ctx.session is not None else ctx.peer.rsplit(":", 1)[0]
-    return "/" + host
+    slashed = _SLASHED.get(host)
+    if slashed is None:
+        slashed = intern("/" + host)
+        if len(_SLASHED) < _SLASHED_MAX:
+            _SLASHED[host] = slashed
+    return slashed
+
+
+#: Client addresses already written as Kafka's "/address", each kept once (interned): a group's
+#: members mostly come from a few hosts. Bounded: past `_SLASHED_MAX`, no more are kept.
+_SLASHED: dict[str, str] = {}
+_SLASHED_MAX = 4096
 
 
 def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
@@ -58,6 +69,7 @@ def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
         "leader": reply.leader,
         "skip_assignment": reply.skip_assignment,
         "member_id": reply.member_id,
+        # (Only the leader's answer has members: the others skip the comprehension's call.)
         "members": [
             {
                 "member_id": m.member_id,
@@ -65,7 +77,9 @@ def to_response(reply: JoinGroupReply, api_version: int) -> dict[str, Any]:
                 "metadata": m.metadata,
             }
             for m in reply.members
-        ],
+        ]
+        if reply.members
+        else [],
     }
 
 

@@ -287,7 +287,11 @@ class _ParkedSlot(_Slot):
         except Exception as exc:
             self.fail(exc)
             return
-        self._settle(data)
+        # (`_settle`, inlined: a round answers a thousand parked requests at once.)
+        connection.parked -= 1
+        connection._complete(self, data)
+        if not connection.parked and connection._parked_done is not None:
+            connection._parked_settled()
 
     def fail(self, exc: Exception) -> None:
         """Starting or answering the request raised: answered as `_Connection._failed` says."""
@@ -735,8 +739,13 @@ class _Connection(asyncio.Protocol):
         while queue and queue[0].done:
             ready = queue.pop(0).data
             moved = True
-            if ready is not None:
-                self._output(ready)
+            if ready is not None:  # (`_output`, inlined: once per parked answer)
+                out = self._out
+                if out is None:
+                    self._out = [ready]
+                else:
+                    out.append(ready)
+                self._out_bytes += len(ready)
         if queue is not None and not queue:
             self._queue = None  # (an idle connection keeps no list)
         if moved and not self._flush_scheduled:

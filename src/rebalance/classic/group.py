@@ -93,15 +93,16 @@ class Member:
 
     def to_value(self, protocol: str | None, assignment: bytes) -> MemberMetadataValue:
         """This member as its group's record keeps it."""
+        # (Positional: once per member each time its group's record is written.)
         return MemberMetadataValue(
-            member_id=self.member_id,
-            group_instance_id=self.group_instance_id,
-            client_id=self.client_id,
-            client_host=self.client_host,
-            rebalance_timeout_ms=self.rebalance_timeout_ms,
-            session_timeout_ms=self.session_timeout_ms,
-            subscription=self.metadata_for(protocol) if protocol is not None else b"",
-            assignment=assignment,
+            self.member_id,
+            self.group_instance_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.session_timeout_ms,
+            self.metadata_for(protocol) if protocol is not None else b"",  # subscription
+            assignment,
         )
 
     def metadata_for(self, protocol: str) -> bytes:
@@ -204,7 +205,7 @@ class Group:
     @property
     def empty(self) -> bool:
         """Kafka's Empty state: STABLE with no members."""
-        return self.state is GroupState.STABLE and not self.members
+        return not self.members and self.state is GroupState.STABLE
 
     @property
     def kafka_state(self) -> str:
@@ -286,20 +287,21 @@ class Group:
         n = len(self.members)
         return {name for name, count in self.supported_protocols.items() if count == n}
 
-    def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
-        """Kafka's `supportsProtocols`, checked on every JoinGroup.
+    def supports_protocols(self, protocol_type: str, protocols: Protocols) -> bool:
+        """Kafka's `supportsProtocols`, checked on every JoinGroup with its (name, metadata)
+        pairs.
 
         An empty group accepts any non-empty type and list (its previous type is forgotten).
-        Otherwise the type must match and one of `names` must be supported by every current
+        Otherwise the type must match and one of the names must be supported by every current
         member; a rejoining member is counted with its *old* protocols, as in Kafka.
         """
         if not self.members:
-            return bool(protocol_type) and bool(names)
+            return bool(protocol_type) and bool(protocols)
         if protocol_type != self.protocol_type:
             return False
         n = len(self.members)
         supported = self.supported_protocols
-        for name in names:  # noqa: SIM110 (a loop, not `any` over a generator: on every JoinGroup)
+        for name, _ in protocols:  # noqa: SIM110 (a loop, not `any` over a generator: on every JoinGroup)
             if supported.get(name, 0) == n:
                 return True
         return False

@@ -59,8 +59,7 @@ def join(state: CoordinatorState, cmd: JoinGroup, now_ms: int, token: Hashable) 
         return result
     try:
         # The protocol check precedes member validation (spec §9 rule 11).
-        names = [name for name, _ in cmd.protocols]
-        if not group.supports_protocols(cmd.protocol_type, names):
+        if not group.supports_protocols(cmd.protocol_type, cmd.protocols):
             raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if cmd.member_id == "":
             _join_new_member(state, result, group, cmd, now_ms, token)
@@ -211,22 +210,26 @@ def _update_member_and_rebalance(
     now_ms: int,
     token: Hashable,
 ) -> None:
-    if group.is_leader(member.member_id):
-        trigger = Trigger.LEADER_REJOINED
-    elif member.matches(cmd.protocols):
-        trigger = Trigger.MEMBER_REJOINED
-    else:
-        trigger = Trigger.METADATA_CHANGED
-    _apply_join(group, member, cmd)
+    unchanged = member.matches(cmd.protocols)
+    _apply_join(group, member, cmd, unchanged)
     superseded = group.park_join(member, token, cmd.version)
     if superseded is not None:
         result.reply(superseded, _SUPERSEDED_JOIN)  # DIFFERS: Kafka never answers it
-    rebalance_or_complete(state, result, group, now_ms, trigger)
+    # (The callers come in JOINING, AWAITING_SYNC or STABLE: all but JOINING may rebalance.)
+    if group.state is GroupState.JOINING:  # every member of a round but the first
+        maybe_complete_join(state, result, group, now_ms)
+    elif group.is_leader(member.member_id):
+        prepare_rebalance(state, result, group, now_ms, False, Trigger.LEADER_REJOINED)
+    else:
+        trigger = Trigger.MEMBER_REJOINED if unchanged else Trigger.METADATA_CHANGED
+        prepare_rebalance(state, result, group, now_ms, False, trigger)
 
 
-def _apply_join(group: Group, member: Member, cmd: JoinGroup) -> None:
-    """What a rejoin changes: protocols and timeouts (client id and host stay)."""
-    group.update_protocols(member, cmd.protocols)
+def _apply_join(group: Group, member: Member, cmd: JoinGroup, unchanged: bool = False) -> None:
+    """What a rejoin changes: protocols and timeouts (client id and host stay). `unchanged`:
+    the member's protocols equal the command's (`Member.matches`), and stay as they are."""
+    if not unchanged:
+        group.update_protocols(member, cmd.protocols)
     member.rebalance_timeout_ms = cmd.rebalance_timeout_ms
     member.session_timeout_ms = cmd.session_timeout_ms
 

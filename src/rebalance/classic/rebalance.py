@@ -29,6 +29,9 @@ from rebalance.replies import JoinGroupMember, JoinGroupReply, SyncGroupReply
 from rebalance.state import CoordinatorState
 from rebalance.timers import join_key, session_key, sync_key
 
+#: (An alias for `join_reply`, made once per member of a round: on Python 3.11 reading an enum
+#: member goes through the enum class's `__getattr__` hook, four times a global's cost.)
+_NONE = ErrorCode.NONE
 _REMOVED_JOIN = JoinGroupReply(ErrorCode.UNKNOWN_MEMBER_ID)
 _REMOVED_SYNC = SyncGroupReply(ErrorCode.UNKNOWN_MEMBER_ID)
 _IN_PROGRESS_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
@@ -147,12 +150,16 @@ def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms:
         protocol=group.protocol_name,
         members=list(group.members),
     )
+    group_id = group.group_id
     for member in group.members.values():
         token = group.unpark_join(member)
         if token is not None:
             result.reply(token, join_reply(group, member))
         member.is_new = False
-        rearm_session(state, result, group, member, now_ms)
+        # (`rearm_session`, inlined: once per member of the round.)
+        state.schedule(
+            result, session_key(group_id, member.member_id), now_ms + member.session_timeout_ms
+        )
     group.pending_sync.add_all(group.members)
     group.sync_generation = group.generation
     state.schedule(result, sync_key(group.group_id), now_ms + group.max_rebalance_timeout_ms())
@@ -233,18 +240,20 @@ def rearm_session(
 def join_reply(group: Group, member: Member, with_members: bool = True) -> JoinGroupReply:
     """The current generation as `member` sees it (the leader also gets everybody's metadata)."""
     members: tuple[JoinGroupMember, ...] = ()
-    if with_members and group.is_leader(member.member_id):
+    if with_members and group.leader_id == member.member_id:
         protocol = group.protocol_name or ""
         members = tuple(
             JoinGroupMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
             for m in group.members.values()
         )
+    # (Positional: a round makes one per member.)
     return JoinGroupReply(
-        ErrorCode.NONE,
-        generation_id=group.generation,
-        protocol_type=group.protocol_type,
-        protocol_name=group.protocol_name,
-        leader=group.leader_id or "",
-        member_id=member.member_id,
-        members=members,
+        _NONE,  # ErrorCode.NONE
+        group.generation,  # generation_id
+        group.protocol_type,
+        group.protocol_name,
+        group.leader_id or "",  # leader
+        member.member_id,
+        False,  # skip_assignment
+        members,
     )

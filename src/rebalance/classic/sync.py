@@ -14,16 +14,19 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from rebalance.classic.group import Group, Member
-from rebalance.classic.rebalance import complete_sync, rearm_session
+from rebalance.classic.rebalance import complete_sync
 from rebalance.commands import SyncGroup
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.lifecycle import GroupState
 from rebalance.replies import SyncGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import sync_key
+from rebalance.timers import session_key, sync_key
 
 _SUPERSEDED_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
+#: (An alias for the replies of a round, one per member: on Python 3.11 reading an enum member
+#: goes through the enum class's `__getattr__` hook, four times a global's cost.)
+_NONE = ErrorCode.NONE
 
 
 def sync(state: CoordinatorState, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
@@ -65,19 +68,26 @@ def _sync(
     if member.sync_token is not None:
         result.reply(member.sync_token, _SUPERSEDED_SYNC)  # DIFFERS: Kafka never answers
     member.sync_token = token
-    if group.is_leader(member.member_id):
+    if group.leader_id == member.member_id:
         complete_sync(state, result, group, dict(cmd.assignments), now_ms)
+        # Every parked member gets its part (once per member of the round: the replies'
+        # shared fields read once, `rearm_session` inlined).
+        group_id, protocol_type, protocol_name = (
+            group.group_id,
+            group.protocol_type,
+            group.protocol_name,
+        )
         for m in group.members.values():
-            if m.sync_token is not None:
-                result.reply(m.sync_token, _sync_reply(group, m))
+            parked = m.sync_token
+            if parked is not None:
+                reply = SyncGroupReply(_NONE, m.assignment, protocol_type, protocol_name)
+                result.reply(parked, reply)  # (`_sync_reply`, with the fields read once)
                 m.sync_token = None
-                rearm_session(state, result, group, m, now_ms)
+                state.schedule(
+                    result, session_key(group_id, m.member_id), now_ms + m.session_timeout_ms
+                )
 
 
 def _sync_reply(group: Group, member: Member) -> SyncGroupReply:
-    return SyncGroupReply(
-        ErrorCode.NONE,
-        assignment=member.assignment,
-        protocol_type=group.protocol_type,
-        protocol_name=group.protocol_name,
-    )
+    # (Positional: the SyncGroups that come after the leader's all get theirs here.)
+    return SyncGroupReply(_NONE, member.assignment, group.protocol_type, group.protocol_name)
