@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
-from coordinator.client_balance import schema
 from coordinator.errors import OperationalError
+from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.client import WireClient
 
 LIST_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR = (16, 5), (15, 5), (10, 3)

@@ -251,9 +251,14 @@ class GroupRuntime:
             result.replies or result.timers or result.records or result.events or result.offloaded
         ):
             return  # a request parked with nothing else to do (most of a round's)
-        self._log_events(result)
-        self._carry_out_timers(result)
-        self._offload(result)
+        # (Each step only when it has something to do: a SyncGroup after the leader's has a
+        # reply and nothing else.)
+        if result.events:
+            self._log_events(result)
+        if result.timers:
+            self._carry_out_timers(result)
+        if result.offloaded:
+            self._offload(result)
         if result.records:
             barrier: asyncio.Future[None] | None = self._enqueue_write(result.records, encode)
         else:
@@ -275,6 +280,10 @@ class GroupRuntime:
         """`write` is done: the results that waited for it, in the order they came."""
         if self._held is not None and self._held[1] is results:
             self._held = None
+        if write.cancelled() or write.exception() is None:
+            for result in results:  # (`_after_write`'s first case, the write checked once)
+                self._deliver(result)
+            return
         for result in results:
             self._after_write(write, result)
 

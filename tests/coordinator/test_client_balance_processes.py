@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from serve_process import start_serve, stop
 
-from coordinator.client_balance import modulo_assigned, schema
+from coordinator.client_balance import modulo_assigned
 from coordinator.testing import WireClient, record_batch
+from coordinator.wire import client_balance_schema as schema
 
 TOPIC, PARTITIONS, SESSION_MS = "t", 6, 1500
 NODE = [sys.executable, "-m", "coordinator.client_balance.node_process"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.client_balance import schema
 from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.wire import client_balance_schema as schema
 from rebalance.errors import ErrorCode
 
 API_VERSIONS, OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS = 18, 8, 9, 15

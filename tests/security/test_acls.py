@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from coordinator.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
-from coordinator.client_balance import schema
 from coordinator.config import ConfigError, parse_settings
 from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.acls import (
     Acl,
     AclFilter,

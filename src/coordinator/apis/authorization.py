@@ -56,7 +56,7 @@ from coordinator.apis.operations import (
     NOT_REQUESTED,
     TOPIC_OPERATIONS,
 )
-from coordinator.client_balance import schema as client_balance
+from coordinator.wire import client_balance_schema as client_balance
 from coordinator.wire.access_control import AccessControl
 from coordinator.wire.acls import CLUSTER_NAME, Operation, ResourceType
 

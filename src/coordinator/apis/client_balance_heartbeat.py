@@ -9,7 +9,7 @@ from typing import Any
 
 from coordinator.apis.common import runtime
 from coordinator.apis.contract import RequestContext, ResponseValue
-from coordinator.client_balance import schema
+from coordinator.wire import client_balance_schema as schema
 from rebalance.client_balance.commands import ClientBalanceHeartbeat
 from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 

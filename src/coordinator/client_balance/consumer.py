@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Final
 
-from coordinator.client_balance import schema
 from coordinator.client_balance.errors import ClientBalanceError, ClientCode
+from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.client import WireClient, read_records
 from coordinator.zookeeper.fetcher import list_offsets
 from rebalance.errors import ErrorCode

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.client_balance import schema
 from coordinator.client_balance.allocation import modulo_assigned
 from coordinator.client_balance.consumer import ClientBalanceConfig, ClientBalanceConsumer
 from coordinator.client_balance.errors import ClientBalanceError
 from coordinator.demo import STORY_CONFIG, Say, supervised
 from coordinator.groups import GroupCoordinatorExtension
 from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.wire import client_balance_schema as schema
 from rebalance.config import CoordinatorConfig
 
 GROUP = "demo-audit"

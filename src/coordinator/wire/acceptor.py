@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Final
 
 from coordinator.wire.connection_quotas import ConnectionQuotas
+from coordinator.wire.readiness import ReadinessHub
 from coordinator.wire.socket_transport import SocketTransport
 
 logger = logging.getLogger("coordinator.wire")
@@ -111,6 +112,12 @@ class Acceptor:
         #: Plaintext connections get `SocketTransport` on asyncio's own selector loops; another
         #: loop (uvloop) keeps its native transports, which are cheaper than any in Python.
         self._lean = isinstance(self._loop, asyncio.selector_events.BaseSelectorEventLoop)
+        #: Their reading's epoll set, made now rather than when the first client arrives.
+        self._hub = (
+            ReadinessHub.hold(self._loop)
+            if self._lean and ReadinessHub.available(self._loop)
+            else None
+        )
         listener.setblocking(False)
 
     def __repr__(self) -> str:
@@ -138,6 +145,9 @@ class Acceptor:
         for task in self._handshakes:
             task.cancel()
         self._listener.close()
+        if self._hub is not None:
+            self._hub.release()
+            self._hub = None
         if self._spare is not None:
             os.close(self._spare)
             self._spare = None

@@ -7,7 +7,9 @@ an `extra` dict filled at once with the peer and local addresses (tuples and str
 about 1 KiB of Python objects per connection before a byte is read (tracemalloc, 1000
 connections). This transport is one slotted object: the socket, the protocol, and a write
 buffer that exists only while a write is incomplete; addresses are asked of the socket when
-someone wants them. The loop's reader registration (its handle, selector key) is the same.
+someone wants them. Reading is registered with the loop's `ReadinessHub` (one epoll set for
+every plaintext connection, `coordinator.wire.readiness`), not with the loop itself: no
+handle or selector key per connection, and a readable socket costs no asyncio dispatch.
 
 It implements what `coordinator.wire.server` uses of `asyncio.Transport`, with asyncio's
 semantics: `write` sends at once what the socket takes and buffers the rest behind a writer
@@ -26,6 +28,8 @@ import contextlib
 import logging
 import socket
 from typing import Any, Final
+
+from coordinator.wire.readiness import ReadinessHub
 
 logger = logging.getLogger("coordinator.wire")
 
@@ -48,6 +52,7 @@ class SocketTransport(asyncio.Transport):
         "_conn_lost",
         "_fd",
         "_high_water",
+        "_hub",
         "_loop",
         "_low_water",
         "_protocol",
@@ -75,6 +80,8 @@ class SocketTransport(asyncio.Transport):
         self._protocol_paused = False
         self._high_water = HIGH_WATER
         self._low_water = LOW_WATER
+        #: The loop's shared epoll set this socket's reading is registered with, while it is.
+        self._hub: ReadinessHub | None = None
 
     @classmethod
     def open(
@@ -115,12 +122,21 @@ class SocketTransport(asyncio.Transport):
     def _start_reading(self) -> None:
         if not self._reading:
             self._reading = True
-            self._loop.add_reader(self._fd, self._read_ready)
+            hub = ReadinessHub.of(self._loop) if ReadinessHub.available(self._loop) else None
+            if hub is not None:
+                hub.watch(self._fd, self._read_ready)
+                self._hub = hub
+            else:
+                self._loop.add_reader(self._fd, self._read_ready)
 
     def _stop_reading(self) -> None:
         if self._reading:
             self._reading = False
-            self._loop.remove_reader(self._fd)
+            if self._hub is not None:
+                self._hub.unwatch(self._fd)
+                self._hub = None
+            else:
+                self._loop.remove_reader(self._fd)
 
     def is_reading(self) -> bool:
         return self._reading
