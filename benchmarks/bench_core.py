@@ -93,24 +93,29 @@ def bench_heartbeats(
     return median_of(repeat, run)
 
 
-def bench_round(repeat: int, members: int = 1000) -> tuple[float, float]:
+def bench_round(repeat: int, members: int = 1000) -> tuple[float, float, list[float]]:
     """A non-initial rebalance of `members`: ms from the last JoinGroup to every SyncGroup
-    reply, and (separately) the time of the last JoinGroup alone."""
+    reply, (separately) the time of the last JoinGroup alone, and the round by phase through
+    `handle` with each command built inside its phase, as the wire builds one per request:
+    the parked JoinGroups, the last JoinGroup, the parked SyncGroups, the leader's SyncGroup
+    (thread CPU time: on a shared machine the wall clock also counts other work's time)."""
 
-    def run() -> tuple[float, float]:
+    def run() -> tuple[float, float, list[float]]:
         core = loaded_core()
         ids, generation = form_group(core, "round", members)
         # Every member rejoins; the last join completes the join phase synchronously.
+        gc.collect()
+        gc.disable()  # (as in `rebalance serve`, whose young threshold no round reaches)
+        parking = time.thread_time()
         for i, m in enumerate(ids[:-1]):
-            core.join_group(
+            core.handle(
                 JoinGroup("round", m, "consumer", PROTOCOLS, 10_000, 10_000, version=5), 1, i
             )
-        gc.collect()
-        start = time.perf_counter()
-        res = core.join_group(
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        res = core.handle(
             JoinGroup("round", ids[-1], "consumer", PROTOCOLS, 10_000, 10_000, version=5), 1, "last"
         )
-        joined = time.perf_counter()
+        joined, joined_cpu = time.perf_counter(), time.thread_time()
         group = core.group("round")
         assert group is not None and len(res.replies) == members, len(res.replies)
         generation = group.generation
@@ -118,15 +123,24 @@ def bench_round(repeat: int, members: int = 1000) -> tuple[float, float]:
         assert leader is not None
         for m in ids:
             if m != leader:
-                core.sync_group(SyncGroup("round", generation, m, version=3), 1, m)
+                core.handle(SyncGroup("round", generation, m, version=3), 1, m)
+        synced = time.thread_time()
         assignment = tuple((m, b"y" * 24) for m in ids)
-        res = core.sync_group(SyncGroup("round", generation, leader, assignment, version=3), 1, "L")
-        done = time.perf_counter()
+        res = core.handle(SyncGroup("round", generation, leader, assignment, version=3), 1, "L")
+        done, done_cpu = time.perf_counter(), time.thread_time()
+        gc.enable()
         assert len(res.replies) == members and group.state is GroupState.STABLE
-        return (done - start) * 1000, (joined - start) * 1000
+        phases = [
+            start_cpu - parking,
+            joined_cpu - start_cpu,
+            synced - joined_cpu,
+            done_cpu - synced,
+        ]
+        return (done - start) * 1000, (joined - start) * 1000, [p * 1000 for p in phases]
 
     runs = [run() for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    phases = [statistics.median(r[2][i] for r in runs) for i in range(4)]
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), phases
 
 
 def group_records(n: int) -> list[Record]:
@@ -241,10 +255,14 @@ def main() -> None:
     print(f"# core benchmarks — Python {platform.python_version()}, {platform.machine()}")
     hb = bench_heartbeats(args.repeat)
     print(f"heartbeats/s (core only, 1000 members in 100 groups): {hb:,.0f}  [target >= 200,000]")
-    total_ms, join_ms = bench_round(args.repeat)
+    total_ms, join_ms, phases = bench_round(args.repeat)
     print(
         f"1000-member round, last JoinGroup -> all SyncGroup replies: {total_ms:.1f} ms "
         f"(last join alone {join_ms:.1f} ms)  [target <= 20 ms]"
+    )
+    print(
+        "  by phase, commands built inside: 999 parked joins {:.1f} ms, the last join {:.1f}, "
+        "999 parked syncs {:.1f}, the leader's sync {:.1f}: {:.1f} ms".format(*phases, sum(phases))
     )
     create_s, load_s, per_group = bench_load(max(1, args.repeat // 2), args.groups)
     print(f"create {args.groups:,} groups through handlers: {create_s:.2f} s")

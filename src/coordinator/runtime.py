@@ -280,6 +280,10 @@ class GroupRuntime:
         """`write` is done: the results that waited for it, in the order they came."""
         if self._held is not None and self._held[1] is results:
             self._held = None
+        if write.cancelled() or write.exception() is None:
+            for result in results:  # (`_after_write`'s first case, the write checked once)
+                self._deliver(result)
+            return
         for result in results:
             self._after_write(write, result)
 

@@ -564,7 +564,8 @@ class _Connection(asyncio.Protocol):
             self._need = FRAME_LENGTH.size
         else:
             self._need = FRAME_LENGTH.size + FRAME_LENGTH.unpack_from(rest, 0)[0]
-        self._flush()
+        if self._out is not None:  # (a parked request has nothing to write yet)
+            self._flush()
         self._update_reading()
 
     def _update_reading(self) -> None:
@@ -635,7 +636,11 @@ class _Connection(asyncio.Protocol):
                 return
         if spec.answer_parked is not None:
             parked = _ParkedSlot(self, prefix)
-            self._pending(parked)
+            queue = self._queue  # (`_pending`, inlined: every JoinGroup and SyncGroup parks)
+            if queue is None:
+                self._queue = [parked]
+            else:
+                queue.append(parked)
             self.parked += 1
             try:
                 spec.answer_parked(body, api_version, context, parked)
