@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from coordinator.analytics.schema import PARTITION_EVENT_TYPES
@@ -74,14 +74,14 @@ def _episode_summary(episodes: DataFrame) -> DataFrame:
 
 def _top_triggers(episodes: DataFrame) -> DataFrame:
     counts = episodes.groupBy("group", "trigger").agg(F.count(F.lit(1)).alias("count"))
-    rank = F.row_number().over(
-        Window.partitionBy("group").orderBy(F.desc("count"), F.asc("trigger"))
+    # The `TOP_TRIGGERS` most frequent (ties by name) in one bounded aggregate (`min_by` with k;
+    # the key is unique within a group): no window and no exchange for it.
+    rank = F.struct(
+        (-F.col("count")).alias("rank"), F.col("trigger").alias("trigger"), F.col("count")
     )
     return (
-        counts.withColumn("rank", rank)
-        .where(F.col("rank") <= TOP_TRIGGERS)
-        .groupBy("group")
-        .agg(F.sort_array(F.collect_list(F.struct("rank", "trigger", "count"))).alias("t"))
+        counts.groupBy("group")
+        .agg(F.sort_array(F.min_by(rank, rank, TOP_TRIGGERS)).alias("t"))
         .select(
             "group",
             F.transform("t", lambda t: F.struct(t["trigger"], t["count"])).alias("top_triggers"),
@@ -101,23 +101,29 @@ def group_metrics(activity: DataFrame, episodes: DataFrame) -> DataFrame:
         .join(_top_triggers(episodes), "group", "left")
         .fillna(0, subset=list(zero_if_none))
     )
-    return joined.select(
-        "group",
-        "first_ts",
-        "last_ts",
-        "events",
-        *zero_if_none,
-        rate.alias("rebalances_per_hour"),
-        "duration_p50_ms",
-        "duration_p95_ms",
-        "duration_p99_ms",
-        "duration_max_ms",
-        "partitions_moved",
-        "stop_the_world_total_ms",
-        "offset_commits",
-        "fenced_commits",
-        "expirations",
-        F.coalesce(
-            "top_triggers", F.array().cast("array<struct<trigger:string,count:bigint>>")
-        ).alias("top_triggers"),
-    ).orderBy("group")
+    # Sorted by group in one file, as `orderBy` wrote it, without the sampling job of a range
+    # partitioning: a row per group is small (2,408 rows at 1M events, 24,516 at 10M).
+    return (
+        joined.select(
+            "group",
+            "first_ts",
+            "last_ts",
+            "events",
+            *zero_if_none,
+            rate.alias("rebalances_per_hour"),
+            "duration_p50_ms",
+            "duration_p95_ms",
+            "duration_p99_ms",
+            "duration_max_ms",
+            "partitions_moved",
+            "stop_the_world_total_ms",
+            "offset_commits",
+            "fenced_commits",
+            "expirations",
+            F.coalesce(
+                "top_triggers", F.array().cast("array<struct<trigger:string,count:bigint>>")
+            ).alias("top_triggers"),
+        )
+        .coalesce(1)
+        .sortWithinPartitions("group")
+    )
