@@ -39,12 +39,14 @@ from rebalance.classic import rebalance as classic_rebalance
 from rebalance.classic.group import Group
 from rebalance.commands import OffsetCommit
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.group_type import ConsumerGroupType
 from rebalance.effects import Reply, Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.offsets import Offsets
 from rebalance.replies import ConsumerGroupDescribeReply, HeartbeatReply, JoinGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import SYNC, TimerKey
+from rebalance.timers import CONSUMER_SESSION, SYNC, TimerKey
 
 # The differential run holds time still (see `coordinator.conformance.model_side`): a test
 # broker without an initial rebalance delay or batched KIP-848 target assignments, and a group
@@ -55,11 +57,27 @@ SETTINGS = [
     "group.consumer.assignment.interval.ms=0",
     "group.min.session.timeout.ms=500",
 ]
+# Timed runs of the KIP-848 group want its members' sessions (a broker setting) short too: 900 ms
+# sessions, and a heartbeat interval below them (Kafka requires it; given in this order, as each
+# setting is checked against those before it).
+SHORT_CONSUMER_SESSIONS = [
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=300",
+    "group.consumer.min.session.timeout.ms=500",
+    "group.consumer.session.timeout.ms=900",
+]
 
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[RunningServer]:
     with server_in_thread(settings=SETTINGS) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def short_sessions() -> Iterator[RunningServer]:
+    """A server whose KIP-848 sessions are short enough for timed runs of group c."""
+    with server_in_thread(settings=SETTINGS + SHORT_CONSUMER_SESSIONS) as server:
         yield server
 
 
@@ -174,15 +192,19 @@ def test_unchecked_kip848_member_epochs_diverge(
     assert re.search(r"broker: +error=none member=c1 epoch=2", report.failure)
 
 
-async def test_a_timed_run_finds_no_divergence_from_our_server(node: RunningServer) -> None:
+async def test_a_timed_run_finds_no_divergence_from_our_server(
+    short_sessions: RunningServer,
+) -> None:
     # The scenario as `rebalance conformance` runs it: 10,000 steps asked, a 40th of them timed
-    # (runs of 25 steps with two waits at the most: nearly all the time goes on waiting).
-    broker = await BrokerUnderTest.connect(node.bootstrap, {})
+    # (runs of 25 steps with two waits at the most: nearly all the time goes on waiting), the
+    # KIP-848 group's members among them (the broker's consumer sessions are 900 ms).
+    broker = await BrokerUnderTest.connect(short_sessions.bootstrap, {})
     (outcome,) = await run_scenarios(
         broker, select("differential.timed"), differential_steps=10_000
     )
     print(outcome.detail)  # e.g. "... 250 steps over 10 runs, 5.3 s ...; 4.9 s waited, 0 ..."
     assert outcome.status == "passed", outcome.detail
+    assert "groups a b c: no divergence" in outcome.detail
     made = re.search(r"no divergence in (\d+) steps", outcome.detail)
     assert made and int(made.group(1)) >= 250
     waited = re.search(r"; ([\d.]+) s waited", outcome.detail)
@@ -230,6 +252,61 @@ def test_an_ignored_sync_timeout_diverges_in_a_timed_run(
             r"broker: +error=none state=CompletingRebalance .*members=a", report.failure
         )
         assert re.search(rf"{step}\. wait 450 +<- diverged here", report.failure)
+
+
+def test_kip848_sessions_and_revocations_expire_in_lockstep(short_sessions: RunningServer) -> None:
+    # c1 joins, c0 is told to give p1 up (revoking: its 300 ms rebalance timeout runs) and does
+    # not come back: fenced after 300 ms, the group epoch bumped and both partitions c1's target;
+    # c1 takes them, then its 900 ms session runs out too. Both sides' describes after each wait.
+    steps = "beat c0; beat c1; beat c0; wait 450; beat c1; wait 1400; beat c1"
+    report = replay(connect(short_sessions), steps)
+    assert report.failure is None, report.failure
+    answers = [line.split("-> ")[1] for line in report.log]
+    assert answers[2] == "error=none member=c0 epoch=1 interval=300 assignment=t:[0]"
+    assert answers[3].endswith(
+        "describe c: error=none state=Reconciling epochs=3/3 assignor=uniform "
+        "members=c1[2||t:[0, 1]]"
+    )
+    assert answers[4] == "error=none member=c1 epoch=3 interval=300 assignment=t:[0, 1]"
+    assert answers[5].endswith("describe c: error=none state=Empty epochs=4/4 assignor=uniform")
+    assert answers[6] == "error=unknown_member_id member=c1 epoch=0 interval=0"
+    # A wait ending near a KIP-848 deadline is made longer: c0's session ends 900 ms after its
+    # join, within 50 ms of the 870 asked for, so the wait ends 50 ms past it.
+    report = replay(connect(short_sessions), "beat c0; wait 870")
+    assert report.failure is None, report.failure
+    assert "waited 950 ms" in report.log[1] and "state=Empty" in report.log[1], report.log
+
+
+class IgnoresConsumerSessions:
+    """The fault: a KIP-848 member's session timer does nothing (silent members stay)."""
+
+    def __init__(self, real: ConsumerGroupType) -> None:
+        self.real = real
+        self.name = real.name
+
+    def on_timer(self, key: TimerKey, group: ConsumerGroup, now_ms: int) -> Result:
+        return Result() if key[0] == CONSUMER_SESSION else self.real.on_timer(key, group, now_ms)
+
+
+def test_an_ignored_kip848_session_expiry_diverges_in_a_timed_run(
+    short_sessions: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = short_sessions.broker.groups.core  # type: ignore[attr-defined]
+    ignores = IgnoresConsumerSessions(core.group_types["consumer"])
+    monkeypatch.setitem(core._types_by_timer, CONSUMER_SESSION, ignores)  # the server's only
+    report = replay(connect(short_sessions), "beat c0; beat c1; beat c0; beat c1; wait 1400")
+    assert report.failure is not None
+    assert "differ at step 5 (describe c)" in report.failure
+    # c0, revoking, was fenced by its rebalance timeout on both sides (that timer works); the
+    # model then fenced c1 as its session ran out (the group emptied), the broker kept it.
+    model = r"model: +error=none state=Empty epochs=4/4 assignor=uniform$"
+    assert re.search(model, report.failure, re.M)
+    assert re.search(
+        r"broker: +error=none state=Reconciling epochs=3/3 .*members=c1\[2\|\|t:\[0, 1\]\]$",
+        report.failure,
+        re.M,
+    )
+    assert re.search(r"5\. wait 1400 +<- diverged here", report.failure)
 
 
 def not_reelecting(server: CoordinatorState) -> Callable[..., None]:

@@ -62,7 +62,11 @@ KAFKA_DEFAULTS: Mapping[str, str] = {
     "offsets.topic.num.partitions": "50",
     "offsets.retention.check.interval.ms": "600000",
     "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
     "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
     "group.consumer.max.size": "2147483647",
     # Kafka 4.3's batching of target assignments (absent before: one per epoch bump, as 0).
     "group.consumer.assignment.interval.ms": "0",

@@ -154,8 +154,10 @@ class Lockstep:
         topic_names: Mapping[str, str] = {},
         timeouts_ms: tuple[int, int] | None = None,
     ) -> None:
-        """`timeouts_ms`: (session, rebalance) timeout of every join, and time passes in `wait`
-        steps (a timed run); None: ten minutes each, and time stands still."""
+        """`timeouts_ms`: (session, rebalance) timeout of every join (a KIP-848 member's
+        rebalance timeout: its session is the broker's `group.consumer.session.timeout.ms`),
+        and time passes in `wait` steps (a timed run); None: ten minutes each, and time stands
+        still."""
         self.model = model
         self.broker = broker
         self.group_ids = group_ids
@@ -173,7 +175,11 @@ class Lockstep:
         self._current: Step | None = None
         self._topic_names = dict(topic_names)
         self.session_ms, self.rebalance_ms = timeouts_ms or (LONG_MS, LONG_MS)
-        self.clock = model.timed() if timeouts_ms else None
+        self.timed = timeouts_ms is not None
+        # The timing guard runs in every run: where time stands still, the only deadlines near
+        # enough to matter are KIP-848 sessions (the broker's setting, not the run's), short on
+        # a broker set up for timed runs; a run that lasts that long is inconclusive.
+        self.clock = model.timed()
         #: Real time waited in `wait` steps (ms).
         self.waited_ms = 0
         # KIP-848 member ids are the client's (ConsumerGroupHeartbeat v1): the same on both sides.
@@ -203,7 +209,8 @@ class Lockstep:
         if _group(step) not in self.group_ids:
             raise StepNotPossible(
                 f"step {self.steps + 1} ({step}): KIP-848 steps need ConsumerGroupHeartbeat v1 "
-                "and group.consumer.assignment.interval.ms 0 or absent"
+                "and group.consumer.assignment.interval.ms 0 or absent (timed: and "
+                "group.consumer.session.timeout.ms <= 900)"
             )
         if step == Describe(CONSUMER_GROUP) and CONSUMER_GROUP_DESCRIBE not in self.versions:
             raise StepNotPossible(
@@ -225,17 +232,16 @@ class Lockstep:
             # connection carries (nothing orders requests across connections).
             await asyncio.sleep(PARKED_SETTLE_S)
         replies = await self._answered()
-        if self.clock is not None:
-            self.clock.check(f"step {self.steps} ({step})")
+        self.clock.check(f"step {self.steps} ({step})")
         for group_id in sorted(self.model.timed_groups):
             await self._await_timer(group_id)
         self._compare(step, replies)
 
     async def _wait(self, step: Wait) -> None:
         """Let time pass on both sides (see `coordinator.conformance.timing`), then compare the
-        answers the model's timers released and both classic groups as DescribeGroups shows
-        them."""
-        if self.clock is None:
+        answers the model's timers released, both classic groups as DescribeGroups shows them
+        and the KIP-848 group as ConsumerGroupDescribe does (where the broker has them)."""
+        if not self.timed:
             raise StepNotPossible(f"step {self.steps + 1} ({step}): time stands still in this run")
         self.steps += 1
         waited = self.model.wait(step.ms)
@@ -243,17 +249,19 @@ class Lockstep:
         await asyncio.sleep(waited / 1000)
         self.clock.check(f"step {self.steps} ({step}, {waited} ms)")
         replies = await self._answered()
-        if DESCRIBE_GROUPS in self.versions:
-            for group in (g for g in GROUPS if g in self.group_ids):
-                describe = Describe(group)
-                token = self.model.send(self._command(describe, self.views["model"]))
-                command = self._command(describe, self.views["broker"])
-                task = await self.broker.send(f"admin-{group}", command)
-                model_reply = self.model.answer(token)
-                assert model_reply is not None
-                broker_reply = await asyncio.wait_for(task, self.answer_timeout_s)
-                replies.append((InFlight(self.steps, describe, token, task), model_reply,
-                                broker_reply))  # fmt: skip
+        described = [g for g in GROUPS if g in self.group_ids and DESCRIBE_GROUPS in self.versions]
+        if CONSUMER_GROUP in self.group_ids and CONSUMER_GROUP_DESCRIBE in self.versions:
+            described.append(CONSUMER_GROUP)  # KIP-848: sessions and revocations expired
+        for group in described:
+            describe = Describe(group)
+            token = self.model.send(self._command(describe, self.views["model"]))
+            command = self._command(describe, self.views["broker"])
+            task = await self.broker.send(f"admin-{group}", command)
+            model_reply = self.model.answer(token)
+            assert model_reply is not None
+            broker_reply = await asyncio.wait_for(task, self.answer_timeout_s)
+            replies.append((InFlight(self.steps, describe, token, task), model_reply,
+                            broker_reply))  # fmt: skip
         self._compare(step, replies, f"waited {waited} ms")
 
     async def _answered(self) -> list[tuple[InFlight, AnyReply, AnyReply]]:
@@ -383,7 +391,8 @@ class Lockstep:
         version = self.versions[CONSUMER_GROUP_HEARTBEAT]
         if step.kind == "join" or (step.kind == "" and view.epoch[slot] == 0):  # out: joins
             return ConsumerGroupHeartbeat(
-                group_id, view.ids[slot], 0, instance_id=instance, rebalance_timeout_ms=LONG_MS,
+                group_id, view.ids[slot], 0, instance_id=instance,
+                rebalance_timeout_ms=self.rebalance_ms,
                 subscribed_topic_names=(self.topic,), topic_partitions=(), version=version,
             )  # fmt: skip
         if step.kind == "leave":

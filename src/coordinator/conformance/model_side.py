@@ -8,7 +8,11 @@ Kafka arms for "now" (a join phase of a group with no members left ends at once)
 step the model fires the timers due within the initial delay, as the broker does in real time
 while the run waits for the answers the model gave (or for the broker's group to show the state
 the timer left). So a run does not see the delay extended by joins arriving during it (the
-`join.initial_delay` scenario checks the delay itself).
+`join.initial_delay` scenario checks the delay itself). KIP-848 sessions are the broker's
+setting, not the run's: the model takes it (and its bounds) over, and the run's timing guard
+(`coordinator.conformance.timing`) discards a run that lasts nearly as long as one.
+
+In a timed run (`timed`) the clock moves in `wait` steps, and every timer fires in lockstep.
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ MODEL_SETTINGS = (
     "group.max.session.timeout.ms",
     "group.max.size",
     "group.consumer.session.timeout.ms",
+    "group.consumer.min.session.timeout.ms",
+    "group.consumer.max.session.timeout.ms",
     "group.consumer.heartbeat.interval.ms",
+    "group.consumer.min.heartbeat.interval.ms",
+    "group.consumer.max.heartbeat.interval.ms",
     "group.consumer.max.size",
     "group.consumer.assignment.interval.ms",
 )

@@ -619,12 +619,15 @@ TIMED_STEPS_FRACTION = 40
 
 @scenario(
     "differential.timed",
-    rule="the timers (§1.5 session, §2 rebalance and sync timeouts, §1.6 leader re-election): "
-    "the same random sequences for the two classic groups with short timeouts (900 ms session, "
-    "300 ms rebalance) and waits drawn below, between and past them, the model's clock moved "
-    "by the time waited",
+    rule="the timers (§1.5 session, §2 rebalance and sync timeouts, §1.6 leader re-election; "
+    "§7 KIP-848 session and revocation timeouts): the same random sequences for the two "
+    "classic groups with short timeouts (900 ms session, 300 ms rebalance) and waits drawn "
+    "below, between and past them, the model's clock moved by the time waited; the KIP-848 "
+    "group too where the broker's group.consumer.session.timeout.ms is at most 900 ms (its "
+    "members' rebalance timeout 300 ms)",
     kafka="the model's answers after each wait: parked requests the timers released, group "
-    "states and members (DescribeGroups); waits never end near a deadline, and a run whose "
+    "states and members (DescribeGroups; ConsumerGroupDescribe: epochs, members, assignments "
+    "and targets after fencing); waits never end near a deadline, and a run whose "
     "real time may have passed a deadline the model's has not is counted inconclusive, not "
     "failed",
     assumes=(
