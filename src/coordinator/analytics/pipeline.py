@@ -124,7 +124,10 @@ def run_pipeline(
             metrics = spark.read.parquet(f"{base}/groups")
             drawn = F.col("group").isin(drawn_groups(metrics, groups, pick.get))
             notes = member_notes(loaded.events_of(NOTE_TYPES).where(drawn))
-            ownership = build_ownership(episodes.where(drawn), notes)
+            # The drawn groups' episodes are a few hundred rows: read in one task, so that the
+            # window over each group's episodes needs no exchange (one stage fewer; the episodes
+            # table is read whole either way, its nested columns decoded for every row).
+            ownership = build_ownership(episodes.where(drawn).coalesce(1), notes)
             if has_zookeeper:
                 runs = spark.read.parquet(f"{base}/zookeeper_runs").where(drawn)
                 ownership = ownership.unionByName(zookeeper_ownership(runs, notes))
