@@ -15,8 +15,10 @@ from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis.errors import Flaky
 
 from coordinator.cli import main
+from coordinator.conformance import differential
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.differential import replay, run_differential
 from coordinator.conformance.runner import run_scenarios, select
@@ -210,6 +212,27 @@ async def test_a_timed_run_finds_no_divergence_from_our_server(
     assert made and int(made.group(1)) >= 250
     waited = re.search(r"; ([\d.]+) s waited", outcome.detail)
     assert waited and float(waited.group(1)) > 0, outcome.detail
+
+
+def test_a_batch_hypothesis_finds_flaky_without_a_divergence_is_inconclusive_not_failed(
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hypothesis raises Flaky when the same steps were discarded as inconclusive in one run and
+    # not in another (the machine's pace, in a timed run): no divergence was seen, so the batch
+    # counts as inconclusive and the next one goes on.
+    real = differential.run_state_machine_as_test
+    calls = []
+
+    def flaky_once(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Flaky("Inconsistent data generation!")
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(differential, "run_state_machine_as_test", flaky_once)
+    report = run_differential(connect(node), steps=100)
+    assert report.failure is None and report.inconclusive == 1 and report.steps >= 100
+    assert len(calls) >= 2
 
 
 def test_timers_fire_in_lockstep_when_time_passes(node: RunningServer) -> None:

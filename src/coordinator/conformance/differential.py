@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, assume, settings
 from hypothesis import strategies as st
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     precondition,
@@ -415,7 +415,11 @@ def machine_for(session: Session) -> type[RuleBasedStateMachine]:
             self._apply(Commit(slot, partition, offset, mode))
 
         def teardown(self) -> None:
-            session.end(self.lockstep)
+            try:
+                session.end(self.lockstep)
+            except Divergence as exc:
+                session.last_divergence = exc
+                raise
 
     return DifferentialMachine
 
@@ -438,10 +442,10 @@ def run_differential(
         except RegexNeverResolved as exc:
             return session.report(time.monotonic() - started, str(exc))
         failure = None
-        try:
-            while session.steps < steps and time.monotonic() - started < budget_s:
-                # Runs mostly make their full length; batches keep an eye on the budget.
-                wanted = min((steps - session.steps) // steps_per_run + 1, BATCH_RUNS)
+        while failure is None and session.steps < steps and time.monotonic() - started < budget_s:
+            # Runs mostly make their full length; batches keep an eye on the budget.
+            wanted = min((steps - session.steps) // steps_per_run + 1, BATCH_RUNS)
+            try:
                 run_state_machine_as_test(
                     machine_for(session),
                     settings=settings(
@@ -454,15 +458,21 @@ def run_differential(
                         print_blob=False,
                     ),
                 )
-        except Divergence as exc:
-            failure = str(exc)
-        except Flaky as exc:
-            # A divergence the same steps did not show again: timing (see `lockstep`).
-            found = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, Divergence)]
-            found = found or ([session.last_divergence] if session.last_divergence else [])
-            failure = "a divergence that did not recur when the same steps ran again:\n" + (
-                str(found[0]) if found else repr(exc)
-            )
+            except Divergence as exc:
+                failure = str(exc)
+            except (Flaky, Unsatisfiable) as exc:
+                found = [e for e in getattr(exc, "exceptions", ()) if isinstance(e, Divergence)]
+                found = found or ([session.last_divergence] if session.last_divergence else [])
+                if not found:
+                    # No divergence in this batch: Hypothesis saw the same steps discarded as
+                    # inconclusive in one run and not in another (timing, in a timed run), or
+                    # every run discarded. Inconclusive, not failed; the next batch goes on.
+                    session.inconclusive += 1
+                    continue
+                # A divergence the same steps did not show again: timing (see `lockstep`).
+                failure = "a divergence that did not recur when the same steps ran again:\n" + (
+                    str(found[0])
+                )
         return session.report(time.monotonic() - started, failure)
 
 
