@@ -300,6 +300,32 @@ def test_leave_gives_the_partitions_to_the_others_and_bumps_the_epoch() -> None:
     assert h.hb(ConsumerGroupHeartbeat(G, "a", -1)).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
+def test_a_departure_bumps_the_epoch_and_the_next_heartbeat_computes_the_target() -> None:
+    # Kafka's consumerGroupFenceMember (leave, session or revocation timeout) writes the
+    # removal and the group epoch only; a remaining member's next heartbeat finds the target
+    # behind the group epoch and computes it. Meanwhile the group is Assigning.
+    h = ConsumerHarness(t=2)
+    a, b = Client(h, G, "a"), Client(h, G, "b")
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    group = h.group(G)
+    epoch = group.group_epoch
+    assert (group.target_epoch, group.kafka_state) == (epoch, "Stable")
+    a.leave()
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
+        epoch + 1, epoch, "Assigning"
+    )  # fmt: skip
+    b.heartbeat()
+    assert (group.target_epoch, group.target["b"]) == (epoch + 1, {T: {0, 1}})
+    assert b.owned == {T: {0, 1}}
+    # The last member leaving: the group is Empty and keeps its last target's epoch.
+    b.leave()
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
+        epoch + 2, epoch + 1, "Empty"
+    )  # fmt: skip
+
+
 def test_static_member_leaves_temporarily_and_its_successor_inherits_its_partitions() -> None:
     h = ConsumerHarness(t=2)
     h.join(G, "a1", instance_id="i")

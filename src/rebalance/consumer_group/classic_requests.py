@@ -448,5 +448,9 @@ def leave(
     for member, reason in leaving:
         remove(state, result, group, member, now_ms, None, reason)
     if leaving:
-        maybe_bump(state, metadata, result, group, ConsumerTrigger.MEMBER_LEFT, now_ms)
+        # Kafka's `classicGroupLeaveToConsumerGroup`: removals and the epoch bump only; the
+        # next heartbeat computes the target (as `departure.fence`).
+        maybe_bump(
+            state, metadata, result, group, ConsumerTrigger.MEMBER_LEFT, now_ms, retarget=False
+        )
     return result, LeaveGroupReply(ErrorCode.NONE, tuple(answers))

@@ -52,9 +52,11 @@ def maybe_bump(
     now_ms: int,
     *,
     check_metadata: bool = True,
+    retarget: bool = True,
 ) -> None:
     """Bump the group epoch if `trigger` says so or the subscribed topics' metadata moved,
-    then bring the target assignment up to the group epoch."""
+    then bring the target assignment up to the group epoch (unless `retarget` is false: a
+    departure only bumps the epoch, see `departure.fence`)."""
     subscribed = (
         subscribed_metadata(group, metadata) if check_metadata or trigger is not None else None
     )
@@ -72,7 +74,8 @@ def maybe_bump(
             members=len(group.members),
         )
     if (
-        group.target_epoch != group.group_epoch
+        retarget
+        and group.target_epoch != group.group_epoch
         and group.computing is None  # one computation at a time; `target_computed` follows
         and assignment_due(state, group, now_ms)
     ):
