@@ -182,9 +182,10 @@ class GroupRuntime:
         """Run one command; resolves when its reply may be sent (maybe much later: parked).
 
         The reply is the command's own reply type: the core answers a command's token only
-        with the reply its `Command[R]` declares (the cast in `_run` states that contract)."""
+        with the reply its `Command[R]` declares (the cast in `submit_then` states that
+        contract)."""
         future: asyncio.Future[R] = self._running_loop().create_future()
-        token = self._run(command, functools.partial(_resolve, future))
+        token = self.submit_then(command, functools.partial(_resolve, future))
         if token is None:  # fast path (fetches, describes): answered, nothing to make durable
             return future.result()
         try:
@@ -192,7 +193,7 @@ class GroupRuntime:
         finally:
             self._waiting.pop(token, None)
 
-    def submit_then(self, command: Command[R], deliver: Callable[[R], None]) -> None:
+    def submit_then(self, command: Command[R], deliver: Callable[[R], None]) -> int | None:
         """Run one command and hand its reply to `deliver` once it may be sent: before this
         returns when the core answers at once with nothing to make durable, otherwise from the
         loop when the core answers and the answer's records are durable (a parked JoinGroup
@@ -202,12 +203,10 @@ class GroupRuntime:
         slot of its connection's queue and `deliver` fills the slot. `deliver` is called
         exactly once (the core answers every token it parks: at the end of the round, at a
         timeout, when superseded or unloaded), even if the client went away meanwhile, and
-        must not raise."""
-        self._run(command, deliver)
+        must not raise.
 
-    def _run(self, command: Command[R], deliver: Callable[[R], None]) -> int | None:
-        """Hand `command` to the core; `deliver` gets its reply now (returns None) or once it
-        may be sent (returns the token it is parked under)."""
+        Returns None when `deliver` was given the reply at once, else the token the request
+        is parked under (what `submit` forgets it by)."""
         self._next_token += 1
         token = self._next_token
         result = self.core.handle(command, self._clock.now_ms(), token)

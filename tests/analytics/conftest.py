@@ -1,4 +1,6 @@
-"""One local SparkSession for the whole test session: starting the JVM is the slow part.
+"""One local SparkSession for the whole test session: starting the JVM is the slow part. The
+cluster runs of `test_on_a_cluster.py` start as soon as the session has collected them, and their
+tests run last (`cluster_runs.py` says why).
 
 Also lets these tests import `reference_episodes`, which lives beside them: the suite imports
 test modules with `--import-mode=importlib`, which does not put their directory on `sys.path`.
@@ -6,7 +8,9 @@ test modules with `--import-mode=importlib`, which does not put their directory 
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +20,30 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 pyspark = pytest.importorskip("pyspark")
 
+from cluster_runs import CLUSTER_RUNS, MODULE, start_cluster_runs  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 from coordinator.analytics.session import build_session  # noqa: E402
+
+#: Where the session's cluster runs write (removed when the session ends).
+_CLUSTER_ROOT = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(trylast=True)  # after `-m`/`-k` have deselected what they do
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    on_cluster = [item for item in items if item.path.name == MODULE]
+    if not on_cluster or config.option.collectonly:
+        return
+    items[:] = [item for item in items if item.path.name != MODULE] + on_cluster
+    root = config.stash[_CLUSTER_ROOT] = Path(tempfile.mkdtemp(prefix="on-a-cluster-"))
+    config.stash[CLUSTER_RUNS] = start_cluster_runs(root)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    runs = session.config.stash.get(CLUSTER_RUNS, None)
+    if runs is not None:
+        runs.stop()
+        shutil.rmtree(session.config.stash[_CLUSTER_ROOT], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

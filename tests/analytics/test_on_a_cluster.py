@@ -10,17 +10,12 @@ and their outputs must equal what the plain-Python reference (report) and the ta
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from messy_log import messy_log, write_rotated
+from cluster_runs import CLUSTER_RUNS, ClusterRuns, finished, start_cluster_runs
 from pyspark.sql import SparkSession
 from reference_comparison import assert_episodes_match, assert_metrics_match
 
@@ -36,75 +31,19 @@ from coordinator.analytics.sweep import (
 
 pytestmark = pytest.mark.spark
 
-CLUSTER = "local-cluster[2,1,768]"
-"""Two workers of one core and 768 MB each: small enough for a 2-core CI machine."""
-
-
-def _start_on_cluster(
-    command: str, spark_events: Path, *argv: str, executor_python: str = sys.executable
-) -> subprocess.Popen[str]:
-    """Start `python -m coordinator.analytics COMMAND` on a cluster of its own."""
-    spark_events.mkdir()
-    conf = {
-        "spark.executor.memory": "512m",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.eventLog.enabled": "true",
-        "spark.eventLog.dir": spark_events.as_uri(),
-        "spark.eventLog.rolling.enabled": "false",  # one file, not a directory of parts
-        "spark.eventLog.compress": "false",  # JSON lines we can read
-    }
-    settings = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
-    return subprocess.Popen(
-        [sys.executable, "-m", "coordinator.analytics", command, "--master", CLUSTER,
-         *settings, "--quiet", *argv],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"PYSPARK_PYTHON": executor_python},
-    )  # fmt: skip
-
-
-def _finished(process: subprocess.Popen[str]) -> str:
-    """The command's stdout, once it has succeeded."""
-    try:
-        stdout, stderr = process.communicate(timeout=600)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0, stderr[-4000:]
-    return stdout
-
-
-@dataclass(frozen=True)
-class ClusterRuns:
-    """Both commands, started together: most of a local cluster's minute is its processes
-    starting and registering with each other, which two clusters can do side by side."""
-
-    report_log: list[dict[str, Any]]
-    report: subprocess.Popen[str]
-    sweep: subprocess.Popen[str]
-    root: Path
-
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRuns]:
-    root = tmp_path_factory.mktemp("on-a-cluster")
-    log = messy_log(seed=3)
-    (root / "log").mkdir()
-    events = write_rotated(log, root / "log")
-    # No Python on the executors: the report is Spark SQL only (as docs/analytics.md promises).
-    report = _start_on_cluster(
-        "report", root / "report-events", str(events), "--out", str(root / "report-out"),
-        executor_python=str(root / "no-python-here"),
-    )  # fmt: skip
-    grid = ["--members", "5", "--topics", "3", "--partitions-per-topic", "4"]
-    grid += ["--subscriptions", "mixed", "--racks", "0,3", "--churn", "3", "--seed", "2"]
-    sweep = _start_on_cluster("sweep", root / "sweep-events", "--out", str(root / "sweep-out"),
-                              *grid)  # fmt: skip
-    yield ClusterRuns(log, report, sweep, root)
-    for process in (report, sweep):
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+def runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterRuns]:
+    """The runs the session started (`conftest.py`), or started now when it did not."""
+    started: ClusterRuns | None = request.config.stash.get(CLUSTER_RUNS, None)
+    if started is not None:
+        yield started
+        return
+    runs = start_cluster_runs(tmp_path_factory.mktemp("on-a-cluster"))
+    yield runs
+    runs.stop()
 
 
 def _task_executors(spark_events: Path) -> Counter[str]:
@@ -126,7 +65,7 @@ def _ran_on_both_executors(spark_events: Path) -> None:
 
 def test_report_on_a_cluster_equals_the_reference(spark: SparkSession, runs: ClusterRuns) -> None:
     log, out = runs.report_log, runs.root / "report-out"
-    stdout = _finished(runs.report)
+    stdout = finished(runs.report, runs.root / "report-events")
 
     assert f"{len(log)} lines: {len(log)} events, 0 quarantined" in stdout
     _ran_on_both_executors(runs.root / "report-events")
@@ -138,7 +77,7 @@ def test_report_on_a_cluster_equals_the_reference(spark: SparkSession, runs: Clu
 
 
 def test_sweep_on_a_cluster_equals_the_task_code(spark: SparkSession, runs: ClusterRuns) -> None:
-    _finished(runs.sweep)
+    finished(runs.sweep, runs.root / "sweep-events")
 
     _ran_on_both_executors(runs.root / "sweep-events")
     deterministic = [c for c in COLUMNS if c != "compute_ms"]

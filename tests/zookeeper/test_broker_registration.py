@@ -58,8 +58,9 @@ async def test_registers_broker_and_topics_as_0_8_writes_them(
         )
         assert stat.ephemeral_owner != 0
         # Topics given at start are created once every extension is in; each is written to
-        # ZooKeeper as it is created, by a task of the registration.
-        await eventually(lambda: zk.exists("/brokers/topics/payments"))
+        # ZooKeeper as it is created, by a task of the registration, which `settled` waits for.
+        await registration.settled()
+        assert await zk.exists("/brokers/topics/payments")
         orders, orders_stat = await zk.get("/brokers/topics/orders")
         assert orders == b'{"version":1,"partitions":{"2":[7],"1":[7],"0":[7]}}'
         assert orders_stat.ephemeral_owner == 0

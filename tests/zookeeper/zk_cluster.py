@@ -37,6 +37,7 @@ async def zk_broker(
     async with running_server(
         topics=topics, extensions=[registration], port=free_port(), groups=False
     ) as node:
+        await registration.settled()
         yield node
 
 

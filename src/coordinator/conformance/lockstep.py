@@ -47,6 +47,7 @@ from coordinator.conformance.steps import (
     CONSUMER_SLOTS,
     GROUPS,
     PARTITIONS,
+    REGEX_KIND,
     SLOTS,
     Beat,
     Describe,
@@ -153,11 +154,13 @@ class Lockstep:
         versions: dict[int, int],
         topic_names: Mapping[str, str] = {},
         timeouts_ms: tuple[int, int] | None = None,
+        regex: str | None = None,
     ) -> None:
         """`timeouts_ms`: (session, rebalance) timeout of every join (a KIP-848 member's
         rebalance timeout: its session is the broker's `group.consumer.session.timeout.ms`),
         and time passes in `wait` steps (a timed run); None: ten minutes each, and time stands
-        still."""
+        still. `regex`: the pattern `beat cN regex` subscribes with (matching `topic`), or None
+        where the broker does not resolve regexes as the model does (the step is refused)."""
         self.model = model
         self.broker = broker
         self.group_ids = group_ids
@@ -176,6 +179,7 @@ class Lockstep:
         self._topic_names = dict(topic_names)
         self.session_ms, self.rebalance_ms = timeouts_ms or (LONG_MS, LONG_MS)
         self.timed = timeouts_ms is not None
+        self.regex = regex
         # The timing guard runs in every run: where time stands still, the only deadlines near
         # enough to matter are KIP-848 sessions (the broker's setting, not the run's), short on
         # a broker set up for timed runs; a run that lasts that long is inconclusive.
@@ -211,6 +215,11 @@ class Lockstep:
                 f"step {self.steps + 1} ({step}): KIP-848 steps need ConsumerGroupHeartbeat v1 "
                 "and group.consumer.assignment.interval.ms 0 or absent (timed: and "
                 "group.consumer.session.timeout.ms <= 900)"
+            )
+        if isinstance(step, Beat) and step.kind == REGEX_KIND and self.regex is None:
+            raise StepNotPossible(
+                f"step {self.steps + 1} ({step}): the broker resolves a new regex in the "
+                "background (Kafka 4.x), not at once as the model does: see docs/conformance.md"
             )
         if step == Describe(CONSUMER_GROUP) and CONSUMER_GROUP_DESCRIBE not in self.versions:
             raise StepNotPossible(
@@ -389,6 +398,12 @@ class Lockstep:
         else its epoch and the partitions it owns (what it was last assigned)."""
         slot = step.slot
         version = self.versions[CONSUMER_GROUP_HEARTBEAT]
+        if step.kind == REGEX_KIND:  # subscribes by the regex only (no topic names)
+            return ConsumerGroupHeartbeat(
+                group_id, view.ids[slot], 0, instance_id=instance,
+                rebalance_timeout_ms=self.rebalance_ms, subscribed_topic_names=(),
+                subscribed_topic_regex=self.regex, topic_partitions=(), version=version,
+            )  # fmt: skip
         if step.kind == "join" or (step.kind == "" and view.epoch[slot] == 0):  # out: joins
             return ConsumerGroupHeartbeat(
                 group_id, view.ids[slot], 0, instance_id=instance,

@@ -588,7 +588,8 @@ async def max_size(ctx: Context) -> None:
     "differential.lockstep",
     rule="every rule at once (§1.5, §1.6, §2, §3.1, §5, §7): random sequences of JoinGroup, "
     "SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and DescribeGroups from six "
-    "members of two classic groups, and ConsumerGroupHeartbeat from three of a KIP-848 group, "
+    "members of two classic groups, and ConsumerGroupHeartbeat from three of a KIP-848 group "
+    "(subscribed by name, or by a regex where the broker resolves one at once), "
     "answered as the executable model (the pure core) answers them",
     kafka="the model's answers: error codes, generations, leader (where Kafka's choice is not "
     "free), protocol, member lists, assignments, offsets, group states",

@@ -16,9 +16,12 @@ prints and what `--replay` reads back, so a shrunk counterexample can be run aga
                                 for c0-c2 OffsetCommit v9 with the member epoch (stale: minus one)
     fetch a                     OffsetFetch of the group's partitions
     describe a                  DescribeGroups (describe c: ConsumerGroupDescribe)
-    beat c0 [join|leave|stale]  ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
+    beat c0 [join|leave|stale|regex]
+                                ConsumerGroupHeartbeat (KIP-848) of group c's member: at its
                                 epoch acknowledging what it was assigned; join: epoch 0 with
-                                its subscription; leave: -1 (static c2: -2); stale: epoch - 1
+                                its subscription; leave: -1 (static c2: -2); stale: epoch - 1;
+                                regex: epoch 0 subscribing with a regex (SubscribedTopicRegex)
+                                that matches the run's topic, and no topic names
     wait 700                    (timed runs) let 700 ms pass, or a little more where a timer
                                 falls due near the end (`coordinator.conformance.timing`)
 """
@@ -33,6 +36,9 @@ SLOTS = tuple(f"{g}{i}" for g in GROUPS for i in range(3))
 CONSUMER_GROUP = "c"
 CONSUMER_SLOTS = tuple(f"{CONSUMER_GROUP}{i}" for i in range(3))
 BEAT_KINDS = ("", "join", "leave", "stale")
+#: `beat c0 regex`: a join subscribing by regex, where the broker resolves regexes as the model
+#: does (at once; see `coordinator.conformance.differential.Session.prepare`).
+REGEX_KIND = "regex"
 #: Protocol lists a member may offer (a group selects one every member supports).
 PROTOCOL_CHOICES = (("range",), ("roundrobin", "range"), ("roundrobin",))
 PARTITIONS = (0, 1)
@@ -167,7 +173,7 @@ def parse_step(line: str) -> Step:
             slot, *kind = args
             if slot not in CONSUMER_SLOTS:
                 raise StepSyntaxError(f"{line!r}: no consumer slot {slot!r} ({CONSUMER_SLOTS})")
-            if (kind and kind[0] not in BEAT_KINDS) or len(kind) > 1:
+            if (kind and kind[0] not in (*BEAT_KINDS, REGEX_KIND)) or len(kind) > 1:
                 raise ValueError(line)
             return Beat(slot, kind[0] if kind else "")
         if verb in ("fetch", "describe"):

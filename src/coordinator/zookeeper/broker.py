@@ -94,6 +94,13 @@ class ZooKeeperBrokerRegistration:
             await zk.close()
             self.zk = None
 
+    async def settled(self) -> None:
+        """Wait until the ZooKeeper writes under way are done: topics created when the node
+        starts (or since) are written by tasks, and a consumer that starts before its topic is
+        in `/brokers/topics` sees it appear, which is a rebalance of its own."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
     async def _register_broker(self) -> None:
         assert self.zk is not None and self.registration is not None
         mine = self.registration

@@ -167,6 +167,7 @@ async def zookeeper_and_node(
             topics=[(TOPIC, PARTITIONS)], extensions=[registration], port=free_port(),
             data_dir=data_dir / "node", groups=False,
         ) as node:  # fmt: skip
+            await registration.settled()
             yield connect, node
     finally:
         await asyncio.to_thread(server.stop)

@@ -243,8 +243,10 @@ def join_reply(group: Group, member: Member, with_members: bool = True) -> JoinG
     if with_members and group.leader_id == member.member_id:
         protocol = group.protocol_name or ""
         members = tuple(
-            JoinGroupMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
-            for m in group.members.values()
+            [
+                JoinGroupMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
+                for m in group.members.values()
+            ]
         )
     # (Positional: a round makes one per member.)
     return JoinGroupReply(
