@@ -98,6 +98,11 @@ def test_each_json_rule_names_the_first_problem(spark: SparkSession, tmp_path: P
         line: reason for line, (_, reason) in zip(lines, JSON_CASES, strict=True)
     }
     assert valid == sum(1 for _, reason in JSON_CASES if reason is None)
+    # A scan of some types tests only the fields those types require, and keeps the same lines.
+    loaded = load_events(spark, resolve_input(str(path)))
+    for event_type in {e["type"] for e, _ in JSON_CASES if isinstance(e, dict)} & set(EVENT_TYPES):
+        wanted = [r for e, r in JSON_CASES if isinstance(e, dict) and e["type"] == event_type]
+        assert loaded.events_of([event_type]).count() == wanted.count(None), event_type
 
 
 def _row(**fields: Any) -> dict[str, Any]:
@@ -121,6 +126,9 @@ PARQUET_CASES: list[tuple[dict[str, Any], str | None]] = [
     (_row(type="member_left", member="m", reason="leave"), None),
     (_row(type="member_left", member=None, reason=None), "missing_field:member"),
     (_row(v=None, type="group_stable", generation=1), "unknown_version"),
+    # Checked whatever the type requires: a scan of the membership events rejects it too.
+    (_row(type="member_left", member="m", reason="leave", assignments={"a": [("t", None)]}),
+     "invalid_field:assignments"),
 ]  # fmt: skip
 
 
@@ -134,6 +142,12 @@ def test_parquet_rows_are_checked_by_the_same_rules(spark: SparkSession, tmp_pat
     for i, (_, reason) in enumerate(PARQUET_CASES):
         assert quarantined.get(i) == reason, PARQUET_CASES[i]
         assert (i in valid_rows) == (reason is None), PARQUET_CASES[i]
+    # A scan of some types tests only the fields those types require, and keeps the same rows.
+    for event_type in {row["type"] for row, _ in PARQUET_CASES}:
+        kept = {r["source_row"] for r in loaded.events_of([event_type]).collect()}
+        wanted = {i for i, (row, reason) in enumerate(PARQUET_CASES)
+                  if row["type"] == event_type and reason is None}  # fmt: skip
+        assert kept == wanted, event_type
 
 
 def test_a_clean_log_gets_an_empty_quarantine_table(spark: SparkSession, tmp_path: Path) -> None:

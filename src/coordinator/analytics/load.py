@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import reduce
+from operator import or_
 from urllib.parse import urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -80,7 +81,7 @@ class LoadedLog:
         the rows validates only those."""
         rows = self.rows if self.rows_of is None else self.rows_of(types)
         of_type = rows.where(F.col("type").isin(*types))
-        return of_type.where(_is_valid()).select(*_EVENT_COLUMNS)
+        return of_type.where(_is_valid(types)).select(*_EVENT_COLUMNS)
 
     @property
     def quarantine(self) -> DataFrame:
@@ -262,21 +263,26 @@ def _assignment_entries_invalid() -> Column:
     )
 
 
-def _missing_fields() -> Column:
+def _missing_fields(types: Collection[str] | None = None) -> Column:
     """Bit mask (over `FIELD_CHECK_ORDER`) of the fields the row's type requires and it lacks;
-    null when the type is unknown.
+    null when the type is unknown. With `types`, exact for rows of those types only: the
+    presence of the fields none of them requires is not tested, so a scan of some types (see
+    `LoadedLog.events_of`) reads none of those columns.
 
     One lookup of the type's mask and one mask of the fields present replace a rule per (type,
     field) pair, which kept the generated code too large for the JIT (see `LoadedLog`).
     """
     masks = F.create_map(*(F.lit(v) for item in REQUIRED_MASK.items() for v in item))
     required = F.try_element_at(masks, F.col("type"))
+    needed = -1 if types is None else reduce(or_, (REQUIRED_MASK.get(t, 0) for t in types), 0)
     present = reduce(
         lambda total, bit: total + bit,
         (
             F.when(F.col(name).isNotNull(), F.lit(1 << i)).otherwise(F.lit(0))
             for i, name in enumerate(FIELD_CHECK_ORDER)
+            if needed & (1 << i)
         ),
+        F.lit(0),
     )
     return required.bitwiseAND(F.bitwise_not(present))
 
@@ -288,10 +294,11 @@ def _first_missing_name(missing: Column) -> Column:
     return F.concat(F.lit("missing_field:"), F.get(names, lowest_bit))
 
 
-def _rules() -> list[tuple[Column, Column]]:
-    """(broken, reason) in the order reasons are reported; `broken` is never null."""
+def _rules(types: Collection[str] | None = None) -> list[tuple[Column, Column]]:
+    """(broken, reason) in the order reasons are reported; `broken` is never null. With `types`,
+    exact for rows of those types only (`_missing_fields`)."""
     parse_problem = F.col("parse_problem")
-    missing = _missing_fields()
+    missing = _missing_fields(types)
     rules = [
         (parse_problem.isin("blank_line", "malformed_json"), parse_problem),
         (_missing("v") | (F.col("v") != SUPPORTED_VERSION), F.lit("unknown_version")),
@@ -304,9 +311,12 @@ def _rules() -> list[tuple[Column, Column]]:
     return [(F.coalesce(broken, F.lit(False)), reason) for broken, reason in rules]
 
 
-def _is_valid() -> Column:
-    """True when no rule is broken: the filter that every job's event scan runs on every row."""
-    return ~reduce(lambda either, broken: either | broken, (broken for broken, _ in _rules()))
+def _is_valid(types: Collection[str] | None = None) -> Column:
+    """True when no rule is broken: the filter that every job's event scan runs on every row.
+    With `types`, exact for rows of those types only (the scans of `events_of`, which keep only
+    those): a field no such type requires is not read."""
+    rules = _rules(types)
+    return ~reduce(lambda either, broken: either | broken, (broken for broken, _ in rules))
 
 
 def _rejection_reason() -> Column:
