@@ -20,7 +20,7 @@ from rebalance.commands import (
 )
 from rebalance.config import MIGRATION_POLICIES, ConfigError, CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import MemberState
+from rebalance.consumer_group.group import MemberState, TopicInfo, TopicMetadata
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType, check_event
 from rebalance.replies import (
@@ -83,7 +83,7 @@ def test_a_join_to_a_topic_that_does_not_exist_yet_gets_nothing_until_it_does() 
     reply = h.join(G, "m1")
     assert (reply.member_epoch, reply.assignment) == (1, ())
     h.set_topics(t=2)
-    assert h.group(G).group_epoch == 2
+    assert h.group(G).group_epoch == 1  # until a heartbeat refreshes the metadata
     reply = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=()))
     assert (reply.member_epoch, reply.assignment) == (2, ((T, (0, 1)),))
 
@@ -393,16 +393,73 @@ def test_partitions_added_and_topic_deleted_bump_the_epoch() -> None:
     a = Client(h, G, "a")
     a.heartbeat()
     h.set_topics(t=4)
-    assert h.group(G).group_epoch == 2
     a.heartbeat()
+    assert h.group(G).group_epoch == 2
     assert a.owned == {T: {0, 1, 2, 3}}
     h.set_topics()
-    assert h.group(G).group_epoch == 3
     a.heartbeat()
+    assert h.group(G).group_epoch == 3
     a.heartbeat()
     assert a.owned == {}
     bumps = [e.fields["trigger"] for e in h.events if e.type is EventType.GROUP_EPOCH_BUMPED]
     assert bumps == ["member_joined", "metadata_changed", "metadata_changed"]
+
+
+def test_a_topic_change_bumps_the_epoch_at_the_next_heartbeat() -> None:
+    """Kafka's `onNewMetadataImage` only asks the groups subscribed to a changed topic for a
+    metadata refresh; the next heartbeat of any member finds the metadata expired, bumps the
+    group epoch and computes the target. Until then ConsumerGroupDescribe shows the old epoch,
+    Stable, and nothing is written."""
+    h = ConsumerHarness(t=2)
+    a, b = Client(h, G, "a"), Client(h, G, "b")
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    assert h.group(G).kafka_state == "Stable"
+    epoch, records = h.group(G).group_epoch, len(h.records)
+    h.set_topics(t=4)
+    reply = h.reply(h.send(ConsumerGroupDescribe((G,))))
+    assert isinstance(reply, ConsumerGroupDescribeReply)
+    (described,) = reply.groups
+    assert (described.group_epoch, described.assignment_epoch, described.state) == (
+        epoch,
+        epoch,
+        "Stable",
+    )
+    assert len(h.records) == records
+    b.heartbeat()  # b's heartbeat refreshes: a new epoch and its target, b gets its share
+    assert (h.group(G).group_epoch, h.group(G).target_epoch) == (epoch + 1, epoch + 1)
+    assert b.epoch == epoch + 1 and sum(map(len, b.owned.values())) == 2
+    a.heartbeat()
+    assert a.epoch == epoch + 1 and sum(map(len, a.owned.values())) == 2
+    bumps = [e.fields["trigger"] for e in h.events if e.type is EventType.GROUP_EPOCH_BUMPED]
+    assert bumps[-1] == "metadata_changed" and bumps.count("metadata_changed") == 1
+
+
+def test_a_loaded_group_computes_nothing_until_a_heartbeat() -> None:
+    """Kafka's `onLoaded` schedules the sessions (and revocation timeouts) only: a group
+    loaded behind its target (a member left just before the move) or whose topics changed
+    while nobody owned it is brought up to date by its first heartbeat."""
+    h = ConsumerHarness(t=4)
+    a, b, c = Client(h, G, "a"), Client(h, G, "b"), Client(h, G, "c")
+    for _ in range(3):
+        for client in (a, b, c):
+            client.heartbeat()
+    c.leave()  # the group epoch moves; the target waits for a heartbeat
+    epoch = h.group(G).group_epoch
+    assert h.group(G).target_epoch == epoch - 1
+    h.metadata = TopicMetadata.of([TopicInfo("t", T, 6)])  # grown while unowned
+    records = len(h.records)
+    h.failover()
+    assert len(h.records) == records
+    group = h.group(G)
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
+        epoch,
+        epoch - 1,
+        "Assigning",
+    )
+    a.heartbeat()  # the metadata moved: one more epoch, and its target
+    assert (h.group(G).group_epoch, h.group(G).target_epoch) == (epoch + 1, epoch + 1)
 
 
 def test_topics_nobody_subscribes_to_do_not_bump() -> None:

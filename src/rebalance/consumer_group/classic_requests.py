@@ -169,7 +169,15 @@ def join(
             instance_id=instance_id,
             protocols=[name for name, _ in cmd.protocols],
         )
-    maybe_bump(state, metadata, result, group, trigger, now_ms, check_metadata=trigger is not None)
+    maybe_bump(
+        state,
+        metadata,
+        result,
+        group,
+        trigger,
+        now_ms,
+        check_metadata=trigger is not None or group.metadata_refresh,
+    )
     owned = to_ids(subscription.owned_partitions, metadata)
     reconcile(state, result, group, member, owned, now_ms)
     assert member.classic is not None

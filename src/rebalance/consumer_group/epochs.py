@@ -60,6 +60,8 @@ def maybe_bump(
     subscribed = (
         subscribed_metadata(group, metadata) if check_metadata or trigger is not None else None
     )
+    if subscribed is not None:
+        group.metadata_refresh = False  # refreshed (Kafka's `setMetadataRefreshDeadline`)
     if trigger is None and subscribed is not None and subscribed != group.subscribed_metadata:
         trigger = ConsumerTrigger.METADATA_CHANGED
     if trigger is not None and subscribed is not None:

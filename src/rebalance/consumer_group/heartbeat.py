@@ -65,10 +65,18 @@ def _heartbeat(
         return leave(state, metadata, result, group, cmd, now_ms)
     member, trigger = find_member(state, result, group, cmd, now_ms)
     trigger = update_subscription(state, result, group, member, cmd) or trigger
-    # Without a join or a subscription change, the subscribed topics' metadata can only have
-    # moved through `topics_changed`, which bumped the epoch then: a plain heartbeat skips that
-    # check (it walks every member: quadratic over a round of heartbeats).
-    maybe_bump(state, metadata, result, group, trigger, now_ms, check_metadata=trigger is not None)
+    # Without a join or a subscription change, the subscribed topics' metadata is checked only
+    # when `topics_changed` or a load asked for it (Kafka's `hasMetadataExpired`): a plain
+    # heartbeat skips that check (it walks every member: quadratic over a round of heartbeats).
+    maybe_bump(
+        state,
+        metadata,
+        result,
+        group,
+        trigger,
+        now_ms,
+        check_metadata=trigger is not None or group.metadata_refresh,
+    )
     before = member.current_value()
     owned = None if cmd.topic_partitions is None else thaw(cmd.topic_partitions)
     reconcile(state, result, group, member, owned, now_ms)
