@@ -284,6 +284,23 @@ def test_group_max_size() -> None:
     )
 
 
+def test_a_full_group_refuses_any_member_id_it_does_not_hold() -> None:
+    """Kafka checks the size before it looks the member up (`throwIfConsumerGroupIsFull`): in
+    a full group an unknown member's heartbeat is GROUP_MAX_SIZE_REACHED, not
+    UNKNOWN_MEMBER_ID, and so is a new static incarnation even after the old one left with
+    -2; the members it holds go on, and a leave is answered."""
+    config = CoordinatorConfig.from_properties({"group.consumer.max.size": "1"})
+    h = ConsumerHarness(config, t=1)
+    h.join(G, "a", instance_id="i1")
+    unknown = h.hb(ConsumerGroupHeartbeat(G, "x", 1, topic_partitions=()))
+    assert unknown.error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert h.hb(ConsumerGroupHeartbeat(G, "a", 1, instance_id="i1")).error is ErrorCode.NONE
+    left = h.hb(ConsumerGroupHeartbeat(G, "a", -2, instance_id="i1"))
+    assert left.error is ErrorCode.NONE
+    assert h.join(G, "a2", instance_id="i1").error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert set(h.group(G).members) == {"a"}
+
+
 # ================================================================================ leaving
 def test_leave_gives_the_partitions_to_the_others_and_bumps_the_epoch() -> None:
     h = ConsumerHarness(t=2)
@@ -319,11 +336,21 @@ def test_a_departure_bumps_the_epoch_and_the_next_heartbeat_computes_the_target(
     b.heartbeat()
     assert (group.target_epoch, group.target["b"]) == (epoch + 1, {T: {0, 1}})
     assert b.owned == {T: {0, 1}}
-    # The last member leaving: the group is Empty and keeps its last target's epoch.
+    # The last member leaving: the group is Empty, its assignment epoch caught up with the
+    # group epoch (Kafka 4.3, KAFKA-20442), also after a reload; a classic member's LeaveGroup
+    # emptying the group likewise.
     b.leave()
     assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
-        epoch + 2, epoch + 1, "Empty"
+        epoch + 2, epoch + 2, "Empty"
     )  # fmt: skip
+    h.failover()
+    assert (h.group(G).group_epoch, h.group(G).target_epoch) == (epoch + 2, epoch + 2)
+    reply = h.reply(h.send(ConsumerGroupDescribe((G,))))
+    assert isinstance(reply, ConsumerGroupDescribeReply)
+    assert (reply.groups[0].group_epoch, reply.groups[0].assignment_epoch) == (
+        epoch + 2,
+        epoch + 2,
+    )
 
 
 def test_static_member_leaves_temporarily_and_its_successor_inherits_its_partitions() -> None:

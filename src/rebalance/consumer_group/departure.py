@@ -128,8 +128,8 @@ def fence(
 
     The new target is not computed here: as Kafka's `consumerGroupFenceMember` (removal records
     and the group epoch record only), the next heartbeat of a remaining member computes it
-    (`heartbeat`: the target is behind the group epoch). Until then the group is Assigning, and
-    an emptied group keeps the assignment epoch of its last target."""
+    (`heartbeat`: the target is behind the group epoch). Until then the group is Assigning; an
+    emptied group's assignment epoch is written with the group epoch (Kafka 4.3, KAFKA-20442)."""
     downgrade = migration.downgrade_allowed(state, group, member.member_id)
     remove(state, result, group, member, now_ms, expiry)
     if downgrade:

@@ -56,7 +56,8 @@ def maybe_bump(
 ) -> None:
     """Bump the group epoch if `trigger` says so or the subscribed topics' metadata moved,
     then bring the target assignment up to the group epoch (unless `retarget` is false: a
-    departure only bumps the epoch, see `departure.fence`)."""
+    departure only bumps the epoch, see `departure.fence`, and catches the target epoch up
+    if it emptied the group)."""
     subscribed = (
         subscribed_metadata(group, metadata) if check_metadata or trigger is not None else None
     )
@@ -75,6 +76,10 @@ def maybe_bump(
             trigger=trigger,
             members=len(group.members),
         )
+    if not retarget and not group.members and group.target_epoch != group.group_epoch:
+        # Kafka 4.3 (KAFKA-20442): a departure that empties the group writes the assignment
+        # epoch with the group epoch, so an empty group's epochs match (ConsumerGroupDescribe).
+        write(state, result, group.group_id, TargetEpochValue(group.group_epoch))
     if (
         retarget
         and group.target_epoch != group.group_epoch
