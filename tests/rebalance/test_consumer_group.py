@@ -395,6 +395,36 @@ def test_a_silent_member_is_fenced_when_its_session_expires() -> None:
     assert a.owned == {T: {0, 1}}
 
 
+def test_a_member_that_revoked_moves_one_epoch_on_while_the_target_asks_for_more() -> None:
+    """Kafka's `CurrentAssignmentBuilder`: a member out of UNREVOKED_PARTITIONS continues from
+    min(its epoch + 1, the target's), so a second revocation asked for meanwhile is awaited at
+    that next epoch; each new state records the epoch it came from (`updateMemberEpoch`), so
+    the epoch before it is the only older one a heartbeat may still carry."""
+    h = ConsumerHarness(t=6)
+    a = Client(h, G, "a")
+    a.heartbeat()
+    assert a.epoch == 1
+    h.join(G, "b")  # epoch 2: a must give three partitions up
+    a.heartbeat()
+    member = h.group(G).members["a"]
+    assert (member.state, member.member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 1)
+    kept = a.owned_tuple()
+    h.join(G, "c")  # epoch 3: a keeps two, while it still revokes for epoch 2
+    reply = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=kept))
+    member = h.group(G).members["a"]
+    assert (member.state, member.member_epoch, member.previous_member_epoch) == (
+        MemberState.UNREVOKED_PARTITIONS,
+        2,
+        1,
+    )
+    assert reply.member_epoch == 2 and sum(len(ps) for _, ps in reply.assignment or ()) == 2
+    a.epoch, a.owned = 2, {t: set(ps) for t, ps in reply.assignment or ()}
+    a.heartbeat()
+    assert (a.epoch, h.group(G).members["a"].previous_member_epoch) == (3, 2)
+    stale = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=a.owned_tuple()))
+    assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH
+
+
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() -> None:
     h = ConsumerHarness(t=2)
     a = Client(h, G, "a")

@@ -38,10 +38,13 @@ def next_assignment(
     if member.state is MemberState.UNREVOKED_PARTITIONS:
         if owned is None or _still_owns(owned, member.pending_revocation):
             return member.current_value()  # still waiting for the client to revoke
-        return _compute(member, target, target_epoch, owner_of, owned)
+        # Revoked: the member moves on to the next epoch (Kafka's `memberEpoch + 1`, at most
+        # the target's), which it keeps if the target asks for more revocations meanwhile.
+        epoch = min(member.member_epoch + 1, target_epoch)
+        return _compute(member, epoch, target, target_epoch, owner_of, owned)
     if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
         return member.current_value()
-    return _compute(member, target, target_epoch, owner_of, owned)
+    return _compute(member, member.member_epoch, target, target_epoch, owner_of, owned)
 
 
 def _still_owns(owned: Partitions, revoking: Partitions) -> bool:
@@ -50,12 +53,13 @@ def _still_owns(owned: Partitions, revoking: Partitions) -> bool:
 
 def _compute(
     member: ConsumerMember,
+    member_epoch: int,
     target: Partitions,
     target_epoch: int,
     owner_of: OwnerOf,
     owned: Partitions | None,
 ) -> CurrentAssignmentValue:
-    member_epoch, current = member.member_epoch, member.assigned
+    current = member.assigned
     kept: Partitions = {}
     revoking: Partitions = {}
     gaining: Partitions = {}
@@ -81,7 +85,8 @@ def _compute(
         return CurrentAssignmentValue(
             member.member_id,
             member_epoch,
-            member.previous_member_epoch,
+            # Kafka's `updateMemberEpoch`: every new state records the epoch it came from.
+            member.member_epoch,
             str(MemberState.UNREVOKED_PARTITIONS),
             freeze(kept),
             freeze(revoking),
@@ -89,7 +94,6 @@ def _compute(
     for topic_id, partitions in gaining.items():
         kept.setdefault(topic_id, set()).update(partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    previous = member_epoch if target_epoch != member_epoch else member.previous_member_epoch
     return CurrentAssignmentValue(
-        member.member_id, target_epoch, previous, str(state), freeze(kept), ()
+        member.member_id, target_epoch, member.member_epoch, str(state), freeze(kept), ()
     )
