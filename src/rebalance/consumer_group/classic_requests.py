@@ -179,7 +179,16 @@ def join(
         check_metadata=trigger is not None or group.metadata_refresh,
     )
     owned = to_ids(subscription.owned_partitions, metadata)
-    reconcile(state, result, group, member, owned, now_ms)
+    reconcile(
+        state,
+        result,
+        group,
+        member,
+        owned,
+        now_ms,
+        metadata,
+        subscription_changed=trigger is ConsumerTrigger.SUBSCRIPTION_CHANGED,
+    )
     assert member.classic is not None
     reply = JoinGroupReply(
         ErrorCode.NONE,

@@ -198,14 +198,24 @@ def reconcile(
     member: ConsumerMember,
     owned: Partitions | None,
     now_ms: int,
+    metadata: TopicMetadata,
+    *,
+    subscription_changed: bool,
 ) -> None:
     """One reconciliation step for `member`; its revocation timer runs while it revokes."""
+
+    def subscribed() -> set[str]:
+        topics = metadata.topics
+        return {topics[name].topic_id for name in member.subscribed_topics(metadata)}
+
     value = next_assignment(
         member,
         group.target.get(member.member_id, {}),
         group.target_epoch,
         group.owner_of,
         owned,
+        subscribed,
+        subscription_changed,
     )
     if value == member.current_value():
         return

@@ -67,7 +67,8 @@ def _heartbeat(
     if cmd.member_epoch == LEAVE_EPOCH or cmd.member_epoch == STATIC_LEAVE_EPOCH:
         return leave(state, metadata, result, group, cmd, now_ms)
     member, trigger = find_member(state, result, group, cmd, now_ms)
-    trigger = update_subscription(state, result, group, member, cmd) or trigger
+    resubscribed = update_subscription(state, result, group, member, cmd)
+    trigger = resubscribed or trigger
     # Without a join or a subscription change, the subscribed topics' metadata is checked only
     # when `topics_changed` or a load asked for it (Kafka's `hasMetadataExpired`): a plain
     # heartbeat skips that check (it walks every member: quadratic over a round of heartbeats).
@@ -82,7 +83,16 @@ def _heartbeat(
     )
     before = member.current_value()
     owned = None if cmd.topic_partitions is None else thaw(cmd.topic_partitions)
-    reconcile(state, result, group, member, owned, now_ms)
+    reconcile(
+        state,
+        result,
+        group,
+        member,
+        owned,
+        now_ms,
+        metadata,
+        subscription_changed=resubscribed is not None,
+    )
     state.schedule(
         result,
         consumer_session_key(group.group_id, member.member_id),
