@@ -225,6 +225,13 @@ def test_the_assignment_is_sent_only_when_it_changed_or_on_a_full_request() -> N
         topic_partitions=((T, (0, 1)),),
     )
     assert h.hb(full).assignment == ((T, (0, 1)),)
+    # Kafka's full request needs the topic names: a regex member's is never one, except a join.
+    h.hb(_join(member_id="m2", subscribed_topic_names=None, subscribed_topic_regex="t"))
+    owned = h.group(G).members["m2"].current_value().assigned
+    regex = ConsumerGroupHeartbeat(
+        G, "m2", 2, rebalance_timeout_ms=30000, subscribed_topic_regex="t", topic_partitions=owned
+    )
+    assert h.hb(regex).assignment is None
 
 
 def test_range_and_uniform_are_chosen_by_the_members() -> None:

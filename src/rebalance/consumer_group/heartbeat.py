@@ -98,9 +98,11 @@ def _heartbeat(
         consumer_session_key(group.group_id, member.member_id),
         now_ms + state.config.group_consumer_session_timeout_ms,
     )
+    # Kafka's `isFullRequest`: a join, or the rebalance timeout, the topic names and the owned
+    # partitions all set (a regex does not stand in for the names, even in Kafka 4.x).
     full = cmd.member_epoch == JOIN_EPOCH or (
         cmd.rebalance_timeout_ms != -1
-        and (cmd.subscribed_topic_names is not None or cmd.subscribed_topic_regex is not None)
+        and cmd.subscribed_topic_names is not None
         and cmd.topic_partitions is not None
     )
     changed = before.assigned != freeze(member.assigned)

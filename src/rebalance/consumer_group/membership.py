@@ -118,6 +118,11 @@ def find_member(
         return member, None
     if cmd.instance_id is not None:
         holder = group.static_members.get(cmd.instance_id)
+        # DIFFERS: a static member rejoining with epoch 0 under its own member id while still
+        # active (its join's answer lost, or after FENCED_MEMBER_EPOCH) gets its state back,
+        # as a dynamic member does; released Kafka (to 4.3) answers UNRELEASED_INSTANCE_ID,
+        # fatal to the Java client, which apache/kafka#23542 (open, September 2026) changes
+        # to what we do.
         if holder is not None and holder != cmd.member_id:
             previous = group.members[holder]
             # A classic-protocol static member is replaced at once (Kafka checks the release
