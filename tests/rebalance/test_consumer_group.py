@@ -385,6 +385,30 @@ def test_static_member_leaves_temporarily_and_its_successor_inherits_its_partiti
     assert group.group_epoch == epoch
 
 
+def test_a_static_members_leave_is_checked_by_instance_id_and_releases_what_it_revoked() -> None:
+    """Kafka's `consumerGroupLeave`: with an instance id, a leave (-1 or -2) is checked against
+    the instance's holder (FENCED_INSTANCE_ID for another member id, UNKNOWN_MEMBER_ID for an
+    unknown instance); a temporary leave (-2) drops the partitions the member was revoking
+    (`consumerGroupStaticMemberGroupLeave`), so the member waiting for them gets them."""
+    h = ConsumerHarness(t=2)
+    h.join(G, "a", instance_id="i")
+    fenced = h.hb(ConsumerGroupHeartbeat(G, "x", -1, instance_id="i"))
+    assert fenced.error is ErrorCode.FENCED_INSTANCE_ID
+    unknown = h.hb(ConsumerGroupHeartbeat(G, "a", -1, instance_id="nobody"))
+    assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert set(h.group(G).members) == {"a"}
+    b = Client(h, G, "b")
+    b.heartbeat()  # b's target has a partition a still holds
+    h.hb(ConsumerGroupHeartbeat(G, "a", 1, instance_id="i", topic_partitions=((T, (0, 1)),)))
+    assert h.group(G).members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    assert b.owned == {}
+    left = h.hb(ConsumerGroupHeartbeat(G, "a", -2, instance_id="i"))
+    assert (left.error, left.member_epoch) == (ErrorCode.NONE, -2)
+    assert h.group(G).members["a"].pending_revocation == {}
+    b.heartbeat()
+    assert sum(map(len, b.owned.values())) == 1
+
+
 # ================================================================================= timers
 def test_a_silent_member_is_fenced_when_its_session_expires() -> None:
     h = ConsumerHarness(t=2)

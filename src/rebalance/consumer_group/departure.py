@@ -49,7 +49,12 @@ def leave(
     """A heartbeat with epoch -1 (leave) or -2 (a static member's temporary leave)."""
     if cmd.member_epoch == STATIC_LEAVE_EPOCH:
         return _static_leave(state, result, group, cmd, now_ms)
-    leaving = group.members.get(cmd.member_id)
+    if cmd.instance_id is not None:
+        # Kafka's `consumerGroupLeave`: a static member is found by its instance id, checked
+        # as for a temporary leave (unknown: UNKNOWN_MEMBER_ID; another's: FENCED_INSTANCE_ID).
+        leaving: ConsumerMember | None = group.members[_static_holder(group, cmd)]
+    else:
+        leaving = group.members.get(cmd.member_id)
     if leaving is None:
         raise CoordinatorError(
             ErrorCode.UNKNOWN_MEMBER_ID,
@@ -68,22 +73,10 @@ def _static_leave(
     cmd: ConsumerGroupHeartbeat,
     now_ms: int,
 ) -> ConsumerGroupHeartbeatReply:
-    assert cmd.instance_id is not None  # validated
-    holder = group.static_members.get(cmd.instance_id)
-    if holder is None:
-        raise CoordinatorError(
-            ErrorCode.UNKNOWN_MEMBER_ID,
-            f"Instance id {cmd.instance_id} is unknown in group {group.group_id}.",
-        )
-    if holder != cmd.member_id:
-        raise CoordinatorError(
-            ErrorCode.FENCED_INSTANCE_ID,
-            f"Static member {cmd.member_id} with instance id {cmd.instance_id} was "
-            f"fenced by member {holder}.",
-        )
-    member = group.members[holder]
-    # A temporary leave: the member keeps its partitions (nobody else gets them) until it comes
-    # back under a new id or its session expires.
+    member = group.members[_static_holder(group, cmd)]
+    # A temporary leave: the member keeps its assigned partitions (nobody else gets them) until
+    # it comes back under a new id or its session expires; those it was revoking are released
+    # (Kafka's `consumerGroupStaticMemberGroupLeave` clears them: the client gave them up).
     current = member.current_value()
     write(
         state,
@@ -95,7 +88,7 @@ def _static_leave(
             member.member_epoch if member.member_epoch >= 0 else member.previous_member_epoch,
             current.state,
             current.assigned,
-            current.pending_revocation,
+            (),
         ),
     )
     state.cancel(result, consumer_revocation_key(group.group_id, member.member_id))
@@ -111,6 +104,24 @@ def _static_leave(
     return ConsumerGroupHeartbeatReply(
         ErrorCode.NONE, member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH
     )
+
+
+def _static_holder(group: ConsumerGroup, cmd: ConsumerGroupHeartbeat) -> str:
+    """The member id holding `cmd`'s instance id, which must be `cmd`'s member id."""
+    assert cmd.instance_id is not None  # validated
+    holder = group.static_members.get(cmd.instance_id)
+    if holder is None:
+        raise CoordinatorError(
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            f"Instance id {cmd.instance_id} is unknown in group {group.group_id}.",
+        )
+    if holder != cmd.member_id:
+        raise CoordinatorError(
+            ErrorCode.FENCED_INSTANCE_ID,
+            f"Static member {cmd.member_id} with instance id {cmd.instance_id} was "
+            f"fenced by member {holder}.",
+        )
+    return holder
 
 
 def fence(
