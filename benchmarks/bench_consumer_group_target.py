@@ -7,7 +7,8 @@ assignments, one record per changed member, the target event, the reply):
 
 * fresh: the 1M partitions appear (`topics_changed`) for 10,000 members who joined before the
   topics existed, so nobody owns anything yet;
-* one member leaves (a heartbeat with epoch -1);
+* one member leaves (a heartbeat with epoch -1) and another heartbeats (which computes the
+  target: a departure only bumps the group epoch, as in Kafka);
 * one member joins (a heartbeat with epoch 0).
 
 The process's garbage collector is set up as `rebalance serve` sets it
@@ -57,6 +58,7 @@ from coordinator.event_log import EventLog
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.effects import Result
 from rebalance.event_schema import EventType
 from rebalance.events import Event
 from rebalance.replies import ConsumerGroupHeartbeatReply
@@ -160,9 +162,21 @@ class Bench:
         return wall, cpu, peer
 
     def leave(self, member: str) -> tuple[float, float, float]:
+        """A member leaves and another heartbeats: the departure only bumps the group epoch (as
+        Kafka's), the heartbeat computes the target; both are timed."""
         peer = self.peer(member, None)
         command = ConsumerGroupHeartbeat("g", member, -1)
-        wall, cpu = self.call(lambda: self.core.handle(command, self.now, member))
+        other = next(m for m in self.group.members if m != member)
+        beat = ConsumerGroupHeartbeat("g", other, self.group.members[other].member_epoch)
+
+        def departure() -> Result:
+            left = self.core.handle(command, self.now, member)
+            (answer,) = left.replies
+            assert isinstance(answer.response, ConsumerGroupHeartbeatReply)
+            assert answer.response.error.name == "NONE"
+            return self.core.handle(beat, self.now, other)
+
+        wall, cpu = self.call(departure)
         assert member not in self.group.members
         assert self.group.target_epoch == self.group.group_epoch
         return wall, cpu, peer

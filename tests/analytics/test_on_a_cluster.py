@@ -19,6 +19,7 @@ from cluster_runs import CLUSTER_RUNS, ClusterRuns, finished, start_cluster_runs
 from pyspark.sql import SparkSession
 from reference_comparison import assert_episodes_match, assert_metrics_match
 
+from coordinator.analytics.session import build_session
 from coordinator.analytics.sweep import (
     COLUMNS,
     DEFAULT_ASSIGNORS,
@@ -30,6 +31,13 @@ from coordinator.analytics.sweep import (
 )
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark() -> SparkSession:
+    """A live session to read the outputs with: these tests run last, and a test before them
+    may have stopped the session the others share."""
+    return build_session("local[2]", app_name="rebalance-analytics-tests", shuffle_partitions=2)
 
 
 @pytest.fixture(scope="module")

@@ -34,9 +34,13 @@ async def test_a_real_group_log_explained_by_spark(tmp_path: Path) -> None:
 
 
 def explain(tmp_path: Path) -> None:
+    from pyspark import SparkContext
+
     from coordinator.analytics.pipeline import run_pipeline
     from coordinator.analytics.session import build_session
 
+    # Where the analytics tests' session runs already, build_session returns it: not ours to stop.
+    shared = SparkContext._active_spark_context is not None
     spark = build_session("local[1]")
     try:
         out = tmp_path / "report"
@@ -44,7 +48,8 @@ def explain(tmp_path: Path) -> None:
                               show_progress=False)  # fmt: skip
         episodes = spark.read.parquet(str(out / "episodes")).orderBy("start_ts").collect()
     finally:
-        spark.stop()
+        if not shared:
+            spark.stop()
     assert counts.quarantined == 0
     # join (gen 1), second joins (gen 2), second leaves (gen 3), first leaves (-> Empty, gen 4)
     assert [(e["trigger"], e["outcome"]) for e in episodes] == [

@@ -20,7 +20,7 @@ from rebalance.commands import (
 )
 from rebalance.config import MIGRATION_POLICIES, ConfigError, CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import MemberState
+from rebalance.consumer_group.group import MemberState, TopicInfo, TopicMetadata
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType, check_event
 from rebalance.replies import (
@@ -83,7 +83,7 @@ def test_a_join_to_a_topic_that_does_not_exist_yet_gets_nothing_until_it_does() 
     reply = h.join(G, "m1")
     assert (reply.member_epoch, reply.assignment) == (1, ())
     h.set_topics(t=2)
-    assert h.group(G).group_epoch == 2
+    assert h.group(G).group_epoch == 1  # until a heartbeat refreshes the metadata
     reply = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=()))
     assert (reply.member_epoch, reply.assignment) == (2, ((T, (0, 1)),))
 
@@ -225,6 +225,13 @@ def test_the_assignment_is_sent_only_when_it_changed_or_on_a_full_request() -> N
         topic_partitions=((T, (0, 1)),),
     )
     assert h.hb(full).assignment == ((T, (0, 1)),)
+    # Kafka's full request needs the topic names: a regex member's is never one, except a join.
+    h.hb(_join(member_id="m2", subscribed_topic_names=None, subscribed_topic_regex="t"))
+    owned = h.group(G).members["m2"].current_value().assigned
+    regex = ConsumerGroupHeartbeat(
+        G, "m2", 2, rebalance_timeout_ms=30000, subscribed_topic_regex="t", topic_partitions=owned
+    )
+    assert h.hb(regex).assignment is None
 
 
 def test_range_and_uniform_are_chosen_by_the_members() -> None:
@@ -284,6 +291,23 @@ def test_group_max_size() -> None:
     )
 
 
+def test_a_full_group_refuses_any_member_id_it_does_not_hold() -> None:
+    """Kafka checks the size before it looks the member up (`throwIfConsumerGroupIsFull`): in
+    a full group an unknown member's heartbeat is GROUP_MAX_SIZE_REACHED, not
+    UNKNOWN_MEMBER_ID, and so is a new static incarnation even after the old one left with
+    -2; the members it holds go on, and a leave is answered."""
+    config = CoordinatorConfig.from_properties({"group.consumer.max.size": "1"})
+    h = ConsumerHarness(config, t=1)
+    h.join(G, "a", instance_id="i1")
+    unknown = h.hb(ConsumerGroupHeartbeat(G, "x", 1, topic_partitions=()))
+    assert unknown.error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert h.hb(ConsumerGroupHeartbeat(G, "a", 1, instance_id="i1")).error is ErrorCode.NONE
+    left = h.hb(ConsumerGroupHeartbeat(G, "a", -2, instance_id="i1"))
+    assert left.error is ErrorCode.NONE
+    assert h.join(G, "a2", instance_id="i1").error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert set(h.group(G).members) == {"a"}
+
+
 # ================================================================================ leaving
 def test_leave_gives_the_partitions_to_the_others_and_bumps_the_epoch() -> None:
     h = ConsumerHarness(t=2)
@@ -298,6 +322,42 @@ def test_leave_gives_the_partitions_to_the_others_and_bumps_the_epoch() -> None:
     b.heartbeat()
     assert b.owned == {T: {0, 1}}
     assert h.hb(ConsumerGroupHeartbeat(G, "a", -1)).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_departure_bumps_the_epoch_and_the_next_heartbeat_computes_the_target() -> None:
+    # Kafka's consumerGroupFenceMember (leave, session or revocation timeout) writes the
+    # removal and the group epoch only; a remaining member's next heartbeat finds the target
+    # behind the group epoch and computes it. Meanwhile the group is Assigning.
+    h = ConsumerHarness(t=2)
+    a, b = Client(h, G, "a"), Client(h, G, "b")
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    group = h.group(G)
+    epoch = group.group_epoch
+    assert (group.target_epoch, group.kafka_state) == (epoch, "Stable")
+    a.leave()
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
+        epoch + 1, epoch, "Assigning"
+    )  # fmt: skip
+    b.heartbeat()
+    assert (group.target_epoch, group.target["b"]) == (epoch + 1, {T: {0, 1}})
+    assert b.owned == {T: {0, 1}}
+    # The last member leaving: the group is Empty, its assignment epoch caught up with the
+    # group epoch (Kafka 4.3, KAFKA-20442), also after a reload; a classic member's LeaveGroup
+    # emptying the group likewise.
+    b.leave()
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
+        epoch + 2, epoch + 2, "Empty"
+    )  # fmt: skip
+    h.failover()
+    assert (h.group(G).group_epoch, h.group(G).target_epoch) == (epoch + 2, epoch + 2)
+    reply = h.reply(h.send(ConsumerGroupDescribe((G,))))
+    assert isinstance(reply, ConsumerGroupDescribeReply)
+    assert (reply.groups[0].group_epoch, reply.groups[0].assignment_epoch) == (
+        epoch + 2,
+        epoch + 2,
+    )
 
 
 def test_static_member_leaves_temporarily_and_its_successor_inherits_its_partitions() -> None:
@@ -342,6 +402,36 @@ def test_a_silent_member_is_fenced_when_its_session_expires() -> None:
     assert a.owned == {T: {0, 1}}
 
 
+def test_a_member_that_revoked_moves_one_epoch_on_while_the_target_asks_for_more() -> None:
+    """Kafka's `CurrentAssignmentBuilder`: a member out of UNREVOKED_PARTITIONS continues from
+    min(its epoch + 1, the target's), so a second revocation asked for meanwhile is awaited at
+    that next epoch; each new state records the epoch it came from (`updateMemberEpoch`), so
+    the epoch before it is the only older one a heartbeat may still carry."""
+    h = ConsumerHarness(t=6)
+    a = Client(h, G, "a")
+    a.heartbeat()
+    assert a.epoch == 1
+    h.join(G, "b")  # epoch 2: a must give three partitions up
+    a.heartbeat()
+    member = h.group(G).members["a"]
+    assert (member.state, member.member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 1)
+    kept = a.owned_tuple()
+    h.join(G, "c")  # epoch 3: a keeps two, while it still revokes for epoch 2
+    reply = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=kept))
+    member = h.group(G).members["a"]
+    assert (member.state, member.member_epoch, member.previous_member_epoch) == (
+        MemberState.UNREVOKED_PARTITIONS,
+        2,
+        1,
+    )
+    assert reply.member_epoch == 2 and sum(len(ps) for _, ps in reply.assignment or ()) == 2
+    a.epoch, a.owned = 2, {t: set(ps) for t, ps in reply.assignment or ()}
+    a.heartbeat()
+    assert (a.epoch, h.group(G).members["a"].previous_member_epoch) == (3, 2)
+    stale = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=a.owned_tuple()))
+    assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH
+
+
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() -> None:
     h = ConsumerHarness(t=2)
     a = Client(h, G, "a")
@@ -367,16 +457,73 @@ def test_partitions_added_and_topic_deleted_bump_the_epoch() -> None:
     a = Client(h, G, "a")
     a.heartbeat()
     h.set_topics(t=4)
-    assert h.group(G).group_epoch == 2
     a.heartbeat()
+    assert h.group(G).group_epoch == 2
     assert a.owned == {T: {0, 1, 2, 3}}
     h.set_topics()
-    assert h.group(G).group_epoch == 3
     a.heartbeat()
+    assert h.group(G).group_epoch == 3
     a.heartbeat()
     assert a.owned == {}
     bumps = [e.fields["trigger"] for e in h.events if e.type is EventType.GROUP_EPOCH_BUMPED]
     assert bumps == ["member_joined", "metadata_changed", "metadata_changed"]
+
+
+def test_a_topic_change_bumps_the_epoch_at_the_next_heartbeat() -> None:
+    """Kafka's `onNewMetadataImage` only asks the groups subscribed to a changed topic for a
+    metadata refresh; the next heartbeat of any member finds the metadata expired, bumps the
+    group epoch and computes the target. Until then ConsumerGroupDescribe shows the old epoch,
+    Stable, and nothing is written."""
+    h = ConsumerHarness(t=2)
+    a, b = Client(h, G, "a"), Client(h, G, "b")
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    assert h.group(G).kafka_state == "Stable"
+    epoch, records = h.group(G).group_epoch, len(h.records)
+    h.set_topics(t=4)
+    reply = h.reply(h.send(ConsumerGroupDescribe((G,))))
+    assert isinstance(reply, ConsumerGroupDescribeReply)
+    (described,) = reply.groups
+    assert (described.group_epoch, described.assignment_epoch, described.state) == (
+        epoch,
+        epoch,
+        "Stable",
+    )
+    assert len(h.records) == records
+    b.heartbeat()  # b's heartbeat refreshes: a new epoch and its target, b gets its share
+    assert (h.group(G).group_epoch, h.group(G).target_epoch) == (epoch + 1, epoch + 1)
+    assert b.epoch == epoch + 1 and sum(map(len, b.owned.values())) == 2
+    a.heartbeat()
+    assert a.epoch == epoch + 1 and sum(map(len, a.owned.values())) == 2
+    bumps = [e.fields["trigger"] for e in h.events if e.type is EventType.GROUP_EPOCH_BUMPED]
+    assert bumps[-1] == "metadata_changed" and bumps.count("metadata_changed") == 1
+
+
+def test_a_loaded_group_computes_nothing_until_a_heartbeat() -> None:
+    """Kafka's `onLoaded` schedules the sessions (and revocation timeouts) only: a group
+    loaded behind its target (a member left just before the move) or whose topics changed
+    while nobody owned it is brought up to date by its first heartbeat."""
+    h = ConsumerHarness(t=4)
+    a, b, c = Client(h, G, "a"), Client(h, G, "b"), Client(h, G, "c")
+    for _ in range(3):
+        for client in (a, b, c):
+            client.heartbeat()
+    c.leave()  # the group epoch moves; the target waits for a heartbeat
+    epoch = h.group(G).group_epoch
+    assert h.group(G).target_epoch == epoch - 1
+    h.metadata = TopicMetadata.of([TopicInfo("t", T, 6)])  # grown while unowned
+    records = len(h.records)
+    h.failover()
+    assert len(h.records) == records
+    group = h.group(G)
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (
+        epoch,
+        epoch - 1,
+        "Assigning",
+    )
+    a.heartbeat()  # the metadata moved: one more epoch, and its target
+    assert (h.group(G).group_epoch, h.group(G).target_epoch) == (epoch + 1, epoch + 1)
 
 
 def test_topics_nobody_subscribes_to_do_not_bump() -> None:

@@ -71,3 +71,30 @@ def test_interval_zero_computes_a_target_per_epoch_bump_as_kafka_4_0() -> None:
     for m in ("m1", "m2", "m3"):
         h.join(G, m)
     assert targets(h) == [1, 2, 3]
+
+
+def test_a_topic_dropped_from_the_subscription_is_revoked_before_the_next_target() -> None:
+    """Kafka 4.1's reconciliation (KAFKA-19431): a member that stops subscribing to a topic
+    gives its partitions up at once, at its epoch, even while the new target waits for the
+    interval; a topic it no longer subscribes to is never in what it is given."""
+    h = ConsumerHarness(batching=True, t=2, u=2)
+    first = h.join(G, "m1", topics=("t", "u"))
+    assert first.assignment == ((T, (0, 1)), (topic_id("u"), (0, 1)))
+    h.advance(100)
+    owned = ((T, (0, 1)), (topic_id("u"), (0, 1)))
+    reply = h.hb(
+        ConsumerGroupHeartbeat(G, "m1", 1, subscribed_topic_names=("t",), topic_partitions=owned)
+    )
+    group = h.group(G)
+    assert (group.group_epoch, group.target_epoch) == (2, 1)  # the target waits
+    member = group.members["m1"]
+    assert (reply.member_epoch, reply.assignment) == (1, ((T, (0, 1)),))
+    assert str(member.state) == "unrevoked_partitions"
+    assert member.pending_revocation == {topic_id("u"): {0, 1}}
+    revoked = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=((T, (0, 1)),)))
+    assert (revoked.member_epoch, revoked.assignment) == (1, None)
+    assert (str(member.state), member.pending_revocation) == ("stable", {})
+    h.advance(1000)
+    done = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=((T, (0, 1)),)))
+    assert (done.member_epoch, group.target_epoch) == (2, 2)
+    assert member.assigned == {T: {0, 1}}

@@ -169,9 +169,26 @@ def join(
             instance_id=instance_id,
             protocols=[name for name, _ in cmd.protocols],
         )
-    maybe_bump(state, metadata, result, group, trigger, now_ms, check_metadata=trigger is not None)
+    maybe_bump(
+        state,
+        metadata,
+        result,
+        group,
+        trigger,
+        now_ms,
+        check_metadata=trigger is not None or group.metadata_refresh,
+    )
     owned = to_ids(subscription.owned_partitions, metadata)
-    reconcile(state, result, group, member, owned, now_ms)
+    reconcile(
+        state,
+        result,
+        group,
+        member,
+        owned,
+        now_ms,
+        metadata,
+        subscription_changed=trigger is ConsumerTrigger.SUBSCRIPTION_CHANGED,
+    )
     assert member.classic is not None
     reply = JoinGroupReply(
         ErrorCode.NONE,
@@ -448,5 +465,9 @@ def leave(
     for member, reason in leaving:
         remove(state, result, group, member, now_ms, None, reason)
     if leaving:
-        maybe_bump(state, metadata, result, group, ConsumerTrigger.MEMBER_LEFT, now_ms)
+        # Kafka's `classicGroupLeaveToConsumerGroup`: removals and the epoch bump only; the
+        # next heartbeat computes the target (as `departure.fence`).
+        maybe_bump(
+            state, metadata, result, group, ConsumerTrigger.MEMBER_LEFT, now_ms, retarget=False
+        )
     return result, LeaveGroupReply(ErrorCode.NONE, tuple(answers))

@@ -2,7 +2,7 @@
 timers that fence a member (session, rebalance timeout while revoking).
 
 A removed member's partitions are free at once: its tombstones release them, and the group epoch
-bumps so the rest are re-targeted.
+bumps; the next heartbeat of a remaining member re-targets the rest (as Kafka does).
 """
 
 from __future__ import annotations
@@ -122,16 +122,21 @@ def fence(
     now_ms: int,
     expiry: ExpiryReason | None,
 ) -> None:
-    """Remove `member` (leave, session or revocation timeout) and re-target the rest; or, if
+    """Remove `member` (leave, session or revocation timeout) and bump the group epoch; or, if
     it was the last KIP-848 member among classic ones, convert the group back to a classic
-    group (`migration`, Kafka's online downgrade)."""
+    group (`migration`, Kafka's online downgrade).
+
+    The new target is not computed here: as Kafka's `consumerGroupFenceMember` (removal records
+    and the group epoch record only), the next heartbeat of a remaining member computes it
+    (`heartbeat`: the target is behind the group epoch). Until then the group is Assigning; an
+    emptied group's assignment epoch is written with the group epoch (Kafka 4.3, KAFKA-20442)."""
     downgrade = migration.downgrade_allowed(state, group, member.member_id)
     remove(state, result, group, member, now_ms, expiry)
     if downgrade:
         migration.to_classic(state, metadata, result, group, now_ms)
         return
     trigger = ConsumerTrigger.MEMBER_LEFT if expiry is None else ConsumerTrigger.MEMBER_EXPIRED
-    maybe_bump(state, metadata, result, group, trigger, now_ms)
+    maybe_bump(state, metadata, result, group, trigger, now_ms, retarget=False)
 
 
 def remove(

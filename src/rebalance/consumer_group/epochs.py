@@ -52,12 +52,17 @@ def maybe_bump(
     now_ms: int,
     *,
     check_metadata: bool = True,
+    retarget: bool = True,
 ) -> None:
     """Bump the group epoch if `trigger` says so or the subscribed topics' metadata moved,
-    then bring the target assignment up to the group epoch."""
+    then bring the target assignment up to the group epoch (unless `retarget` is false: a
+    departure only bumps the epoch, see `departure.fence`, and catches the target epoch up
+    if it emptied the group)."""
     subscribed = (
         subscribed_metadata(group, metadata) if check_metadata or trigger is not None else None
     )
+    if subscribed is not None:
+        group.metadata_refresh = False  # refreshed (Kafka's `setMetadataRefreshDeadline`)
     if trigger is None and subscribed is not None and subscribed != group.subscribed_metadata:
         trigger = ConsumerTrigger.METADATA_CHANGED
     if trigger is not None and subscribed is not None:
@@ -71,8 +76,13 @@ def maybe_bump(
             trigger=trigger,
             members=len(group.members),
         )
+    if not retarget and not group.members and group.target_epoch != group.group_epoch:
+        # Kafka 4.3 (KAFKA-20442): a departure that empties the group writes the assignment
+        # epoch with the group epoch, so an empty group's epochs match (ConsumerGroupDescribe).
+        write(state, result, group.group_id, TargetEpochValue(group.group_epoch))
     if (
-        group.target_epoch != group.group_epoch
+        retarget
+        and group.target_epoch != group.group_epoch
         and group.computing is None  # one computation at a time; `target_computed` follows
         and assignment_due(state, group, now_ms)
     ):
@@ -188,14 +198,24 @@ def reconcile(
     member: ConsumerMember,
     owned: Partitions | None,
     now_ms: int,
+    metadata: TopicMetadata,
+    *,
+    subscription_changed: bool,
 ) -> None:
     """One reconciliation step for `member`; its revocation timer runs while it revokes."""
+
+    def subscribed() -> set[str]:
+        topics = metadata.topics
+        return {topics[name].topic_id for name in member.subscribed_topics(metadata)}
+
     value = next_assignment(
         member,
         group.target.get(member.member_id, {}),
         group.target_epoch,
         group.owner_of,
         owned,
+        subscribed,
+        subscription_changed,
     )
     if value == member.current_value():
         return

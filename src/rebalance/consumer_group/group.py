@@ -213,6 +213,7 @@ class ConsumerGroup(LoadedOnlyLifecycle):
         "group_epoch",
         "group_id",
         "members",
+        "metadata_refresh",
         "offsets",
         "partition",
         "partition_owners",
@@ -248,6 +249,10 @@ class ConsumerGroup(LoadedOnlyLifecycle):
         #: The `TargetInputs` a worker is computing a target from (None: none in flight); a
         #: result is this group's only if it answers that very request.
         self.computing: object | None = None
+        #: Whether the next heartbeat must check the subscribed topics' metadata (Kafka's
+        #: `ModernGroup.hasMetadataExpired`): set on creation and load, and when a topic change
+        #: touches the group (`requestMetadataRefresh`); not recorded.
+        self.metadata_refresh = True
 
     # -- views -----------------------------------------------------------------------------
     @property

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.consumer_group import classic_requests, departure, epochs, heartbeat, replay
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.epochs import maybe_bump
+from rebalance.consumer_group.epochs import subscribed_metadata
 from rebalance.consumer_group.group import (
     GROUP_TYPE,
     ConsumerGroup,
@@ -39,7 +39,6 @@ from rebalance.consumer_group.target import (
 )
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
-from rebalance.lifecycle import GroupState
 from rebalance.records import Record
 from rebalance.replies import (
     DescribedConsumerGroup,
@@ -132,20 +131,27 @@ class ConsumerGroupType:
 
     # -- metadata, partitions ----------------------------------------------------------------
     def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:
-        """The shell's new topic snapshot: every live group whose subscribed topics changed
-        (created, grown, deleted) gets a new group epoch and target assignment."""
+        """The shell's new topic snapshot: every group whose subscribed topics changed
+        (created, grown, deleted) checks its metadata at its next heartbeat, which bumps the
+        group epoch and computes the target (Kafka's `onNewMetadataImage` asks the groups
+        subscribed to a changed topic for a `requestMetadataRefresh`; nothing is written
+        until a member heartbeats: ConsumerGroupDescribe shows the old epoch meanwhile)."""
         self.metadata = metadata
-        result = Result()
-        for group_id in sorted(self.state.groups):
-            group = self.state.groups[group_id]
-            live = isinstance(group, ConsumerGroup) and group.state is GroupState.STABLE
-            if live and group.members:
-                maybe_bump(self.state, metadata, result, group, None, now_ms)
-        return result
+        for group in self.state.groups.values():
+            if (
+                isinstance(group, ConsumerGroup)
+                and group.members
+                and subscribed_metadata(group, metadata) != group.subscribed_metadata
+            ):
+                group.metadata_refresh = True
+        return Result()
 
     def loaded(self, result: Result, group: ConsumerGroup, now_ms: int) -> None:
         """Sessions run from load time; a member caught revoking gets its rebalance timeout
-        again; metadata that moved while nobody owned the group bumps its epoch now."""
+        again (Kafka's `onLoaded`). Nothing is computed or bumped here: the first heartbeat
+        checks the metadata (which may have moved while nobody owned the group) and brings the
+        target up to the group epoch, as in Kafka, whose loaded group's refresh deadline is
+        unset."""
         for member in group.members.values():
             session_ms = (
                 self.state.config.group_consumer_session_timeout_ms
@@ -164,8 +170,7 @@ class ConsumerGroupType:
                     consumer_revocation_key(group.group_id, member.member_id),
                     now_ms + member.rebalance_timeout_ms,
                 )
-        if group.members:
-            maybe_bump(self.state, self.metadata, result, group, None, now_ms)
+        group.metadata_refresh = True
 
     @staticmethod
     def unloaded(result: Result, group: ConsumerGroup) -> None:

@@ -43,6 +43,9 @@ def heartbeat(
         validate(cmd, state.config)
         reply = _heartbeat(state, metadata, result, cmd, now_ms)
     except CoordinatorError as exc:
+        # DIFFERS: Kafka's error answer (GroupCoordinatorService.consumerGroupHeartbeat's
+        # handleOperationException) carries only the error code and message: no member id.
+        # Ours echoes the request's member id; epoch and heartbeat interval are 0 in both.
         return single_reply(
             token,
             ConsumerGroupHeartbeatReply(
@@ -64,22 +67,42 @@ def _heartbeat(
     if cmd.member_epoch == LEAVE_EPOCH or cmd.member_epoch == STATIC_LEAVE_EPOCH:
         return leave(state, metadata, result, group, cmd, now_ms)
     member, trigger = find_member(state, result, group, cmd, now_ms)
-    trigger = update_subscription(state, result, group, member, cmd) or trigger
-    # Without a join or a subscription change, the subscribed topics' metadata can only have
-    # moved through `topics_changed`, which bumped the epoch then: a plain heartbeat skips that
-    # check (it walks every member: quadratic over a round of heartbeats).
-    maybe_bump(state, metadata, result, group, trigger, now_ms, check_metadata=trigger is not None)
+    resubscribed = update_subscription(state, result, group, member, cmd)
+    trigger = resubscribed or trigger
+    # Without a join or a subscription change, the subscribed topics' metadata is checked only
+    # when `topics_changed` or a load asked for it (Kafka's `hasMetadataExpired`): a plain
+    # heartbeat skips that check (it walks every member: quadratic over a round of heartbeats).
+    maybe_bump(
+        state,
+        metadata,
+        result,
+        group,
+        trigger,
+        now_ms,
+        check_metadata=trigger is not None or group.metadata_refresh,
+    )
     before = member.current_value()
     owned = None if cmd.topic_partitions is None else thaw(cmd.topic_partitions)
-    reconcile(state, result, group, member, owned, now_ms)
+    reconcile(
+        state,
+        result,
+        group,
+        member,
+        owned,
+        now_ms,
+        metadata,
+        subscription_changed=resubscribed is not None,
+    )
     state.schedule(
         result,
         consumer_session_key(group.group_id, member.member_id),
         now_ms + state.config.group_consumer_session_timeout_ms,
     )
+    # Kafka's `isFullRequest`: a join, or the rebalance timeout, the topic names and the owned
+    # partitions all set (a regex does not stand in for the names, even in Kafka 4.x).
     full = cmd.member_epoch == JOIN_EPOCH or (
         cmd.rebalance_timeout_ms != -1
-        and (cmd.subscribed_topic_names is not None or cmd.subscribed_topic_regex is not None)
+        and cmd.subscribed_topic_names is not None
         and cmd.topic_partitions is not None
     )
     changed = before.assigned != freeze(member.assigned)

@@ -95,6 +95,17 @@ def find_member(
 ) -> tuple[ConsumerMember, ConsumerTrigger | None]:
     """The member this heartbeat is from, admitted or replaced if it joins; the trigger is
     MEMBER_JOINED when a new member was admitted."""
+    # Kafka's `throwIfConsumerGroupIsFull`, before the member is looked up: a full group
+    # answers any member id it does not hold so (a new static incarnation replacing a released
+    # one, or a heartbeat from a member it no longer knows, included).
+    if len(group.members) >= state.config.group_consumer_max_size and (
+        cmd.member_id not in group.members
+    ):
+        raise CoordinatorError(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of "
+            f"{state.config.group_consumer_max_size} members.",
+        )
     if cmd.member_epoch != JOIN_EPOCH:
         member = group.members.get(cmd.member_id)
         if member is None:
@@ -107,6 +118,11 @@ def find_member(
         return member, None
     if cmd.instance_id is not None:
         holder = group.static_members.get(cmd.instance_id)
+        # DIFFERS: a static member rejoining with epoch 0 under its own member id while still
+        # active (its join's answer lost, or after FENCED_MEMBER_EPOCH) gets its state back,
+        # as a dynamic member does; released Kafka (to 4.3) answers UNRELEASED_INSTANCE_ID,
+        # fatal to the Java client, which apache/kafka#23542 (open, September 2026) changes
+        # to what we do.
         if holder is not None and holder != cmd.member_id:
             previous = group.members[holder]
             # A classic-protocol static member is replaced at once (Kafka checks the release
@@ -123,12 +139,6 @@ def find_member(
     member = group.members.get(member_id)
     if member is not None:
         return member, None  # a rejoin: same member, it owns nothing now
-    if len(group.members) >= state.config.group_consumer_max_size:
-        raise CoordinatorError(
-            ErrorCode.GROUP_MAX_SIZE_REACHED,
-            f"The consumer group has reached its maximum capacity of "
-            f"{state.config.group_consumer_max_size} members.",
-        )
     write(state, result, group.group_id, subscription(ConsumerMember(member_id), cmd))
     member = group.members[member_id]
     member_joined_event(

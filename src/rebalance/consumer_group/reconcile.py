@@ -24,6 +24,8 @@ from rebalance.consumer_group.records import CurrentAssignmentValue
 
 #: (topic id, partition) -> the member holding it, or None when free.
 OwnerOf = Callable[[str, int], str | None]
+#: The ids of the topics the member subscribes to now (asked only when needed).
+Subscribed = Callable[[], set[str]]
 
 
 def next_assignment(
@@ -32,37 +34,82 @@ def next_assignment(
     target_epoch: int,
     owner_of: OwnerOf,
     owned: Partitions | None,
+    subscribed: Subscribed | None = None,
+    subscription_changed: bool = False,
 ) -> CurrentAssignmentValue:
     """Where `member` goes now, given the target and what its heartbeat says it owns (None:
-    the heartbeat did not say)."""
+    the heartbeat did not say).
+
+    As Kafka 4.1's (KAFKA-19431), a topic the member no longer subscribes to counts as not in
+    its target, and a subscription change drops such topics at once even when the target is
+    not recomputed yet (assignment batching): without `subscribed`, every target topic counts."""
     if member.state is MemberState.UNREVOKED_PARTITIONS:
         if owned is None or _still_owns(owned, member.pending_revocation):
+            if subscription_changed and subscribed is not None:
+                return _drop_unsubscribed(member, subscribed(), owned)
             return member.current_value()  # still waiting for the client to revoke
-        return _compute(member, target, target_epoch, owner_of, owned)
+        # Revoked: the member moves on to the next epoch (Kafka's `memberEpoch + 1`, at most
+        # the target's), which it keeps if the target asks for more revocations meanwhile.
+        epoch = min(member.member_epoch + 1, target_epoch)
+        return _compute(member, epoch, target, target_epoch, owner_of, owned, subscribed)
     if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
+        if subscription_changed and subscribed is not None:
+            return _drop_unsubscribed(member, subscribed(), owned)
         return member.current_value()
-    return _compute(member, target, target_epoch, owner_of, owned)
+    return _compute(member, member.member_epoch, target, target_epoch, owner_of, owned, subscribed)
 
 
 def _still_owns(owned: Partitions, revoking: Partitions) -> bool:
     return any(owned.get(t, set()) & ps for t, ps in revoking.items())
 
 
+def _drop_unsubscribed(
+    member: ConsumerMember, subscribed: set[str], owned: Partitions | None
+) -> CurrentAssignmentValue:
+    """Kafka's `updateCurrentAssignment`: the partitions of topics the member no longer
+    subscribes to leave its assignment at its epoch; it revokes them if it still owns them."""
+    assigned = {t: set(ps) for t, ps in member.assigned.items() if ps}
+    dropped = {t: ps for t, ps in assigned.items() if t not in subscribed}
+    if not dropped:
+        return member.current_value()
+    kept = {t: ps for t, ps in assigned.items() if t in subscribed}
+    revoking = {t: set(ps) for t, ps in member.pending_revocation.items() if ps}
+    for topic_id, partitions in dropped.items():
+        revoking.setdefault(topic_id, set()).update(partitions)
+    if owned is None or _still_owns(owned, revoking):
+        state, pending = MemberState.UNREVOKED_PARTITIONS, revoking
+    else:  # already given up: the assignment only shrinks
+        state, pending = member.state, member.pending_revocation
+    return CurrentAssignmentValue(
+        member.member_id,
+        member.member_epoch,
+        member.previous_member_epoch,
+        str(state),
+        freeze(kept),
+        freeze(pending),
+    )
+
+
 def _compute(
     member: ConsumerMember,
+    member_epoch: int,
     target: Partitions,
     target_epoch: int,
     owner_of: OwnerOf,
     owned: Partitions | None,
+    subscribed: Subscribed | None,
 ) -> CurrentAssignmentValue:
-    member_epoch, current = member.member_epoch, member.assigned
+    current = member.assigned
+    topic_ids = None if subscribed is None else subscribed()
     kept: Partitions = {}
     revoking: Partitions = {}
     gaining: Partitions = {}
     unreleased = False
     for topic_id in sorted(set(current) | set(target)):
         now = current.get(topic_id, set())
-        wanted = target.get(topic_id, set())
+        wanted = (
+            target.get(topic_id, set()) if topic_ids is None or topic_id in topic_ids else set()
+        )
         if now & wanted:
             kept[topic_id] = now & wanted
         if now - wanted:
@@ -81,7 +128,8 @@ def _compute(
         return CurrentAssignmentValue(
             member.member_id,
             member_epoch,
-            member.previous_member_epoch,
+            # Kafka's `updateMemberEpoch`: every new state records the epoch it came from.
+            member.member_epoch,
             str(MemberState.UNREVOKED_PARTITIONS),
             freeze(kept),
             freeze(revoking),
@@ -89,7 +137,6 @@ def _compute(
     for topic_id, partitions in gaining.items():
         kept.setdefault(topic_id, set()).update(partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    previous = member_epoch if target_epoch != member_epoch else member.previous_member_epoch
     return CurrentAssignmentValue(
-        member.member_id, target_epoch, previous, str(state), freeze(kept), ()
+        member.member_id, target_epoch, member.member_epoch, str(state), freeze(kept), ()
     )
