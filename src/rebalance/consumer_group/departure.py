@@ -21,6 +21,7 @@ from rebalance.consumer_group.group import (
     MemberState,
     TopicMetadata,
 )
+from rebalance.consumer_group.membership import static_holder
 from rebalance.consumer_group.records import CurrentAssignmentValue
 from rebalance.consumer_group.replay import remove_member, write
 from rebalance.effects import Result
@@ -52,7 +53,7 @@ def leave(
     if cmd.instance_id is not None:
         # Kafka's `consumerGroupLeave`: a static member is found by its instance id, checked
         # as for a temporary leave (unknown: UNKNOWN_MEMBER_ID; another's: FENCED_INSTANCE_ID).
-        leaving: ConsumerMember | None = group.members[_static_holder(group, cmd)]
+        leaving: ConsumerMember | None = group.members[static_holder(group, cmd)]
     else:
         leaving = group.members.get(cmd.member_id)
     if leaving is None:
@@ -73,7 +74,7 @@ def _static_leave(
     cmd: ConsumerGroupHeartbeat,
     now_ms: int,
 ) -> ConsumerGroupHeartbeatReply:
-    member = group.members[_static_holder(group, cmd)]
+    member = group.members[static_holder(group, cmd)]
     # A temporary leave: the member keeps its assigned partitions (nobody else gets them) until
     # it comes back under a new id or its session expires; those it was revoking are released
     # (Kafka's `consumerGroupStaticMemberGroupLeave` clears them: the client gave them up).
@@ -104,24 +105,6 @@ def _static_leave(
     return ConsumerGroupHeartbeatReply(
         ErrorCode.NONE, member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH
     )
-
-
-def _static_holder(group: ConsumerGroup, cmd: ConsumerGroupHeartbeat) -> str:
-    """The member id holding `cmd`'s instance id, which must be `cmd`'s member id."""
-    assert cmd.instance_id is not None  # validated
-    holder = group.static_members.get(cmd.instance_id)
-    if holder is None:
-        raise CoordinatorError(
-            ErrorCode.UNKNOWN_MEMBER_ID,
-            f"Instance id {cmd.instance_id} is unknown in group {group.group_id}.",
-        )
-    if holder != cmd.member_id:
-        raise CoordinatorError(
-            ErrorCode.FENCED_INSTANCE_ID,
-            f"Static member {cmd.member_id} with instance id {cmd.instance_id} was "
-            f"fenced by member {holder}.",
-        )
-    return holder
 
 
 def fence(

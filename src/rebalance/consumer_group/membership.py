@@ -113,7 +113,8 @@ def find_member(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {cmd.member_id} is not a member of group {group.group_id}.",
             )
-        _check_instance(group, cmd)
+        if cmd.instance_id is not None:
+            static_holder(group, cmd)
         _check_epoch(member, cmd)
         return member, None
     if cmd.instance_id is not None:
@@ -191,9 +192,10 @@ def subscription(member: ConsumerMember, cmd: ConsumerGroupHeartbeat) -> MemberV
     )
 
 
-def _check_instance(group: ConsumerGroup, cmd: ConsumerGroupHeartbeat) -> None:
-    if cmd.instance_id is None:
-        return
+def static_holder(group: ConsumerGroup, cmd: ConsumerGroupHeartbeat) -> str:
+    """The member id holding `cmd`'s instance id, which must be `cmd`'s own member id (as
+    Kafka's `throwIfStaticMemberIsUnknown` / `throwIfInstanceIdIsFenced`)."""
+    assert cmd.instance_id is not None
     holder = group.static_members.get(cmd.instance_id)
     if holder is None:
         raise CoordinatorError(
@@ -206,6 +208,7 @@ def _check_instance(group: ConsumerGroup, cmd: ConsumerGroupHeartbeat) -> None:
             f"Static member {cmd.member_id} with instance id {cmd.instance_id} was fenced "
             f"by member {holder}.",
         )
+    return holder
 
 
 def _check_epoch(member: ConsumerMember, cmd: ConsumerGroupHeartbeat) -> None:
