@@ -287,11 +287,7 @@ class _ParkedSlot(_Slot):
         except Exception as exc:
             self.fail(exc)
             return
-        # (`_settle`, inlined: a round answers a thousand parked requests at once.)
-        connection.parked -= 1
-        connection._complete(self, data)
-        if not connection.parked and connection._parked_done is not None:
-            connection._parked_settled()
+        self._settle(data)
 
     def fail(self, exc: Exception) -> None:
         """Starting or answering the request raised: answered as `_Connection._failed` says."""
@@ -636,11 +632,7 @@ class _Connection(asyncio.Protocol):
                 return
         if spec.answer_parked is not None:
             parked = _ParkedSlot(self, prefix)
-            queue = self._queue  # (`_pending`, inlined: every JoinGroup and SyncGroup parks)
-            if queue is None:
-                self._queue = [parked]
-            else:
-                queue.append(parked)
+            self._pending(parked)
             self.parked += 1
             try:
                 spec.answer_parked(body, api_version, context, parked)
@@ -744,13 +736,8 @@ class _Connection(asyncio.Protocol):
         while queue and queue[0].done:
             ready = queue.pop(0).data
             moved = True
-            if ready is not None:  # (`_output`, inlined: once per parked answer)
-                out = self._out
-                if out is None:
-                    self._out = [ready]
-                else:
-                    out.append(ready)
-                self._out_bytes += len(ready)
+            if ready is not None:
+                self._output(ready)
         if queue is not None and not queue:
             self._queue = None  # (an idle connection keeps no list)
         if moved and not self._flush_scheduled:

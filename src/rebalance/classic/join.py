@@ -215,14 +215,11 @@ def _update_member_and_rebalance(
     superseded = group.park_join(member, token, cmd.version)
     if superseded is not None:
         result.reply(superseded, _SUPERSEDED_JOIN)  # DIFFERS: Kafka never answers it
-    # (The callers come in JOINING, AWAITING_SYNC or STABLE: all but JOINING may rebalance.)
-    if group.state is GroupState.JOINING:  # every member of a round but the first
-        maybe_complete_join(state, result, group, now_ms)
-    elif group.is_leader(member.member_id):
-        prepare_rebalance(state, result, group, now_ms, False, Trigger.LEADER_REJOINED)
+    if group.is_leader(member.member_id):
+        trigger = Trigger.LEADER_REJOINED
     else:
         trigger = Trigger.MEMBER_REJOINED if unchanged else Trigger.METADATA_CHANGED
-        prepare_rebalance(state, result, group, now_ms, False, trigger)
+    rebalance_or_complete(state, result, group, now_ms, trigger)
 
 
 def _apply_join(group: Group, member: Member, cmd: JoinGroup, unchanged: bool = False) -> None:

@@ -150,16 +150,12 @@ def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms:
         protocol=group.protocol_name,
         members=list(group.members),
     )
-    group_id = group.group_id
     for member in group.members.values():
         token = group.unpark_join(member)
         if token is not None:
             result.reply(token, join_reply(group, member))
         member.is_new = False
-        # (`rearm_session`, inlined: once per member of the round.)
-        state.schedule(
-            result, session_key(group_id, member.member_id), now_ms + member.session_timeout_ms
-        )
+        rearm_session(state, result, group, member, now_ms)
     group.pending_sync.add_all(group.members)
     group.sync_generation = group.generation
     state.schedule(result, sync_key(group.group_id), now_ms + group.max_rebalance_timeout_ms())

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from rebalance.classic.group import Group, Member
-from rebalance.classic.rebalance import complete_sync
+from rebalance.classic.rebalance import complete_sync, rearm_session
 from rebalance.commands import SyncGroup
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.lifecycle import GroupState
 from rebalance.replies import SyncGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import session_key, sync_key
+from rebalance.timers import sync_key
 
 _SUPERSEDED_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 #: (An alias for the replies of a round, one per member: on Python 3.11 reading an enum member
@@ -70,22 +70,12 @@ def _sync(
     member.sync_token = token
     if group.leader_id == member.member_id:
         complete_sync(state, result, group, dict(cmd.assignments), now_ms)
-        # Every parked member gets its part (once per member of the round: the replies'
-        # shared fields read once, `rearm_session` inlined).
-        group_id, protocol_type, protocol_name = (
-            group.group_id,
-            group.protocol_type,
-            group.protocol_name,
-        )
-        for m in group.members.values():
+        for m in group.members.values():  # every parked member gets its part
             parked = m.sync_token
             if parked is not None:
-                reply = SyncGroupReply(_NONE, m.assignment, protocol_type, protocol_name)
-                result.reply(parked, reply)  # (`_sync_reply`, with the fields read once)
+                result.reply(parked, _sync_reply(group, m))
                 m.sync_token = None
-                state.schedule(
-                    result, session_key(group_id, m.member_id), now_ms + m.session_timeout_ms
-                )
+                rearm_session(state, result, group, m, now_ms)
 
 
 def _sync_reply(group: Group, member: Member) -> SyncGroupReply:
