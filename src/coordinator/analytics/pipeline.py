@@ -122,7 +122,8 @@ def run_pipeline(
             # Only the groups the report draws: the filter reaches the scans of the episodes and
             # of the membership events, so the table costs next to nothing on a large log.
             metrics = spark.read.parquet(f"{base}/groups")
-            drawn = F.col("group").isin(drawn_groups(metrics, groups, pick.get))
+            drawn_ids = drawn_groups(metrics, groups, pick.get)
+            drawn = F.col("group").isin(drawn_ids)
             notes = member_notes(loaded.events_of(NOTE_TYPES).where(drawn))
             # The drawn groups' episodes are a few hundred rows: read in one task, so that the
             # window over each group's episodes needs no exchange (one stage fewer; the episodes
@@ -174,6 +175,7 @@ def run_pipeline(
                     loaded.events_of(MEMBER_EVENT_TYPES),
                     spark.read.parquet(f"{base}/protocols"),
                     tuple(groups),
+                    tuple(drawn_ids),
                 ),
                 partitions=partitions,
                 self_contained=self_contained,

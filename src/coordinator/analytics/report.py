@@ -59,6 +59,9 @@ class ReportInputs:
     protocols: DataFrame | None = None
     requested: tuple[str, ...] = ()
     """Groups asked for (`report --group`) to draw besides the busiest."""
+    drawn: tuple[str, ...] | None = None
+    """The groups to draw, as the pipeline picked them for `ownership/` (None: picked here from
+    the `groups` table, `group_pages.drawn_groups`)."""
 
 
 def _date_number(ts_ms: int) -> float:
@@ -168,7 +171,9 @@ def _ownership_section(
 ) -> tuple[str, str]:  # fmt: skip
     """The index's ownership section and, for a self-contained report, the group pages' bodies
     to append to it."""
-    groups = drawn_groups(metrics, inputs.requested)
+    groups = (
+        list(inputs.drawn) if inputs.drawn is not None else drawn_groups(metrics, inputs.requested)
+    )
     missing = [g for g in dict.fromkeys(inputs.requested) if g not in groups]
     absent = (
         f"<p>Asked for, without a rebalance in this log: {html.escape(', '.join(missing))}</p>"
