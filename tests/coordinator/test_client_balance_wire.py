@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.testing.server import RunningServer, WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 from rebalance.errors import ErrorCode
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from coordinator.config import ConfigError, ServerConfig, parse_settings
+from coordinator.node.config import ConfigError, ServerConfig, parse_settings
 
 
 def test_defaults_match_kafka() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from serve_process import alive, children, one_line, run_rebalance, snapshot, start_serve, stop
 
-from coordinator.data_dir import DataDirError, DataDirInUseError, DirectoryLock
-from coordinator.testing import WireClient, running_server
+from coordinator.node.data_dir import DataDirError, DataDirInUseError, DirectoryLock
+from coordinator.testing.server import WireClient, running_server
 
 
 def test_a_second_lock_in_the_same_process_is_refused_naming_this_process(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.demo import live_command
+from coordinator.demo.story import live_command
 from rebalance.event_schema import check_event
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.slow]
@@ -55,7 +55,7 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
     marker = f"REBALANCE_DEMO_TEST={uuid.uuid4()}"
     name, _, value = marker.partition("=")
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "demo", "--output", str(output),
+        [sys.executable, "-m", "coordinator.cli.main", "demo", "--output", str(output),
          "--protocol", protocol, *([] if report else ["--no-report"])],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
         env=os.environ | {"PYTHONUNBUFFERED": "1", name: value},

@@ -9,7 +9,7 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.record_codec import (
+from coordinator.groups.record_codec import (
     decode,
     encode,
     json_group_row,

@@ -13,7 +13,7 @@ from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.repair import inspect_partition, repair
 from coordinator.partition_log.topics import TopicStore
-from coordinator.testing import WireClient, read_records, record_batch
+from coordinator.testing.server import WireClient, read_records, record_batch
 
 
 async def damaged_data_dir(data_dir: Path, flip_at_batch: int = 1) -> Path:

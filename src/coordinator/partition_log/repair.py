@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.data_dir import DirectoryLock
 from coordinator.errors import OperationalError
+from coordinator.node.data_dir import DirectoryLock
 from coordinator.partition_log.partition import Damage, scan_log
 
 BACKUPS_DIR = "backups"
