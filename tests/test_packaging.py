@@ -50,6 +50,7 @@ def test_mypy_strict_on_user_code_sees_our_types(tmp_path: Path) -> None:
 
 def test_the_pytest_plugin_is_an_entry_point() -> None:
     plugins = importlib.metadata.entry_points(group="pytest11")
-    assert [(e.name, e.value) for e in plugins if e.value.startswith("coordinator.")] == [
-        ("coordinator.pytest_plugin", "coordinator.pytest_plugin")
+    assert sorted((e.name, e.value) for e in plugins if e.value.startswith("coordinator.")) == [
+        ("coordinator.peers.pytest_plugin", "coordinator.peers.pytest_plugin"),
+        ("coordinator.pytest_plugin", "coordinator.pytest_plugin"),
     ]
