@@ -178,7 +178,7 @@ def test_report_without_the_analytics_extra_says_which_to_install(
         assert cli.main(command) == 1
         line = one_line(capsys.readouterr().err)
         assert line.startswith(f"rebalance {command[0]}: needs the 'analytics' extra (pyspark, ")
-        assert line.endswith("pip install 'rebalance[analytics]'")
+        assert line.endswith("pip install 'rebalance-kafka[analytics]'")
 
 
 def test_the_consumer_demo_without_its_extra_says_which_to_install(
@@ -193,7 +193,7 @@ def test_the_consumer_demo_without_its_extra_says_which_to_install(
     assert cli.main(["demo", "--protocol", "consumer"]) == 1
     assert one_line(capsys.readouterr().err) == (
         "rebalance demo: needs the 'consumer' extra (confluent_kafka): "
-        "pip install 'rebalance[consumer]'"
+        "pip install 'rebalance-kafka[consumer]'"
     )
 
 

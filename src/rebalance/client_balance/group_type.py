@@ -14,11 +14,17 @@ The rules, as TubeMQ's master and brokers apply them (spec §D.6, §D.8):
   session is live. A node whose session deadline has passed is removed before any request of
   its group is decided (the "stale holder removed first" of TubeMQ's broker), whether or not its
   timer has fired yet, so the outcome never depends on timer order.
-* a registration's bootstrap offset ≥ 0 replaces the committed offset; < 0 keeps it.
-* a heartbeat carries the partitions the node holds: what it no longer lists is released, what
-  it lists and nobody holds is recorded as its own (a release whose answer was lost), so the
-  coordinator's view converges to the union of the nodes' reports; the reply says what the
-  node holds by the coordinator's book.
+* a partition key outside the node's topics or the cluster's partitions is NOT_FOUND (404), as
+  TubeMQ's client answers a key missing from its partition metadata.
+* a registration's bootstrap offset ≥ 0 replaces the committed offset, clamped to the
+  partition's log range when the shell knows it (TubeMQ's `DefaultOffsetManager.loadOffset`:
+  `MixedUtils.mid(offset, min, max)`); < 0 keeps it.
+* a release by a node that does not hold the partition is DUPLICATE_PARTITION (412); of a
+  partition nobody holds, HB_NO_NODE (411): TubeMQ's broker unregister.
+* holdings change only by register, release and the holder's expiry (or leave). A heartbeat's
+  report of what the node holds is not applied: the reply carries what the coordinator records,
+  so a node whose view differs resynchronises (TubeMQ's heartbeats report; they never register
+  or release).
 * a session that expires frees the node's partitions.
 
 Everything durable goes through records (`records.py`) and `CoordinatorState.apply`.
@@ -42,6 +48,7 @@ from rebalance.client_balance.commands import (
     LEAVE_EPOCH,
     ClientBalanceDescribe,
     ClientBalanceHeartbeat,
+    PartitionRequest,
     RegisterPartitions,
     ReleasePartitions,
 )
@@ -51,7 +58,6 @@ from rebalance.client_balance.group import (
     Node,
     TopicPartition,
     freeze,
-    thaw,
 )
 from rebalance.client_balance.records import (
     ClientBalanceRecord,
@@ -169,7 +175,11 @@ class ClientBalanceGroupType(GroupType):
         node = group.nodes.get(cmd.member_id)
         if node is None:
             epoch = group.group_epoch + 1
-            self._apply(result, group.group_id, GroupEpochValue(epoch))
+            if group.nodes:
+                fixed = GroupEpochValue(epoch, group.source_count, group.topics)
+            else:  # the first node of an empty group fixes them until the group empties
+                fixed = GroupEpochValue(epoch, cmd.source_count, topics)
+            self._apply(result, group.group_id, fixed)
         else:
             epoch = node.member_epoch  # a re-join keeps its incarnation and partitions
         value = NodeValue(
@@ -229,25 +239,24 @@ class ClientBalanceGroupType(GroupType):
     def _check_consistent(
         group: ClientBalanceGroup, cmd: ClientBalanceHeartbeat, topics: tuple[str, ...]
     ) -> None:
-        """TubeMQ's `ConsumeGroupInfo.validConsumerInfo` against the other live nodes."""
-        others = [n for n in group.nodes.values() if n.member_id != cmd.member_id]
-        if not others:
+        """TubeMQ's `ConsumeGroupInfo.validConsumerInfo`: against the group's topics and source
+        count (a re-join of a node is checked too), the node id against the other nodes."""
+        if not group.nodes:
             return  # the first node fixes the group's topics and source count
-        first = others[0]
-        if topics != first.topics:
+        if topics != group.topics:
             raise CoordinatorError(
                 ErrorCode.CLIENT_INCONSISTENT_TOPICSET,
-                f"topics {list(topics)} differ from the group's {list(first.topics)}",
+                f"topics {list(topics)} differ from the group's {list(group.topics)}",
             )
-        if first.source_count <= 0:
+        if group.source_count <= 0:
             return  # the group turned the sourceCount/nodeId checks off
-        if cmd.source_count != first.source_count:
+        if cmd.source_count != group.source_count:
             raise CoordinatorError(
                 ErrorCode.CLIENT_INCONSISTENT_SOURCECOUNT,
-                f"sourceCount {cmd.source_count} differs from the group's {first.source_count}",
+                f"sourceCount {cmd.source_count} differs from the group's {group.source_count}",
             )
-        for other in others:
-            if other.node_id == cmd.node_id:
+        for other in group.nodes.values():
+            if other.member_id != cmd.member_id and other.node_id == cmd.node_id:
                 raise CoordinatorError(
                     ErrorCode.CLIENT_DUPLICATE_INDEXID,
                     f"nodeId {cmd.node_id} is held by {other.member_id}",
@@ -269,27 +278,12 @@ class ClientBalanceGroupType(GroupType):
     def _heartbeat(
         self, result: Result, cmd: ClientBalanceHeartbeat, now_ms: int
     ) -> ClientBalanceHeartbeatReply:
+        # `cmd.held` is the node's report: never applied (its snapshot may predate a
+        # registration answered meanwhile); the reply's book is what the node syncs to.
         group, node = self._acting_node(
             result, cmd.group_id, cmd.member_id, cmd.member_epoch, now_ms
         )
-        if cmd.held is not None:
-            self._converge(result, group, node, thaw(cmd.held), now_ms)
         return self._alive(result, group, node, now_ms)
-
-    def _converge(
-        self,
-        result: Result,
-        group: ClientBalanceGroup,
-        node: Node,
-        reported: set[TopicPartition],
-        now_ms: int,
-    ) -> None:
-        """Make the book agree with the node's report where exclusivity allows it."""
-        for tp in sorted(node.held - reported):
-            self._release(result, group, node, tp, now_ms, ReleaseReason.NOT_REPORTED)
-        for tp in sorted(reported - node.held):
-            if group.holders.get(tp) is None and self._partition_error(node, tp) is None:
-                self._hold(result, group, node, tp, now_ms, None)
 
     def _alive(
         self, result: Result, group: ClientBalanceGroup, node: Node, now_ms: int
@@ -330,7 +324,7 @@ class ClientBalanceGroupType(GroupType):
             if error is not None:
                 outcomes.append(RegisteredPartition(*tp, error))
                 continue
-            bootstrap = request.bootstrap_offset if request.bootstrap_offset >= 0 else None
+            bootstrap = bootstrap_offset(request)
             if holder is None:
                 self._hold(result, group, node, tp, now_ms, bootstrap)
             if bootstrap is not None:
@@ -363,20 +357,18 @@ class ClientBalanceGroupType(GroupType):
             if holder == node.member_id:
                 self._release(result, group, node, tp, now_ms, ReleaseReason.RELEASE)
                 outcomes.append(ReleasedPartition(*tp, ErrorCode.NONE))
-            elif holder is not None:
-                outcomes.append(ReleasedPartition(*tp, ErrorCode.PARTITION_OCCUPIED))
-            else:  # nobody holds it: released already (a retry whose first answer was lost)
-                outcomes.append(ReleasedPartition(*tp, ErrorCode.NONE))
+            elif holder is not None:  # TubeMQ's broker: "has been consumed by" another
+                outcomes.append(ReleasedPartition(*tp, ErrorCode.DUPLICATE_PARTITION))
+            else:  # TubeMQ's broker: unregistered ("you have to register firstly"); a retry
+                outcomes.append(ReleasedPartition(*tp, ErrorCode.HB_NO_NODE))
         result.reply(token, ReleasePartitionsReply(ErrorCode.NONE, tuple(outcomes)))
         return result
 
     def _partition_error(self, node: Node, tp: TopicPartition) -> ErrorCode | None:
         topic, partition = tp
-        if topic not in node.topics:
-            return ErrorCode.PARTITION_UNSUBSCRIBABLE
         info = self.metadata.topics.get(topic)
-        if info is None or not 0 <= partition < info.partitions:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if topic not in node.topics or info is None or not 0 <= partition < info.partitions:
+            return ErrorCode.NOT_FOUND  # not in the node's partition metadata, as TubeMQ's
         return None
 
     def _hold(
@@ -535,6 +527,8 @@ class ClientBalanceGroupType(GroupType):
         """Apply one record value: the same code for live changes and for loading."""
         if isinstance(value, GroupEpochValue):
             group.group_epoch = max(group.group_epoch, value.epoch)
+            group.fixed_source_count = value.source_count
+            group.fixed_topics = value.topics
         elif isinstance(value, NodeValue):
             node = group.nodes.get(value.member_id)
             if node is None:
@@ -643,6 +637,18 @@ class ClientBalanceGroupType(GroupType):
         """The group's topic set (a non-empty group's offsets never expire and OffsetDelete
         refuses it anyway: its protocol is not "consumer")."""
         return set(group.topics)
+
+
+def bootstrap_offset(request: PartitionRequest) -> int | None:
+    """The offset a registration starts from: None keeps the committed one (< 0); else the
+    requested offset within the partition's log range when known (TubeMQ's `MixedUtils.mid`:
+    beyond the log end starts at the end, below the start at the start)."""
+    if request.bootstrap_offset < 0:
+        return None
+    if request.log_range is None:
+        return request.bootstrap_offset
+    start, end = request.log_range
+    return max(start, min(end, request.bootstrap_offset))
 
 
 def node_user_data(source_count: int, node_id: int) -> bytes:
