@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -58,14 +58,15 @@ class GroupCoordinatorExtension:
         self.seed = seed
         self.runtime: GroupRuntime | None = None
 
-    def claim(self, key: str, raw: str) -> bool:
-        """The `--set` hook: take group coordinator keys, validating each as it comes."""
-        if key not in CoordinatorConfig.kafka_keys():
-            return False
-        candidate = {**self._settings, key: raw}
-        CoordinatorConfig.from_properties(candidate)  # raises ConfigError naming the key
-        self._settings = candidate
-        return True
+    def owns(self, key: str) -> bool:
+        """The `--set` hook (`coordinator.config.SettingClaim`): the group coordinator's keys."""
+        return key in CoordinatorConfig.kafka_keys()
+
+    def settle(self, settings: Mapping[str, str]) -> None:
+        """All of its `--set` values at once, validated together (raises `ConfigError` naming
+        the key at fault)."""
+        self._config = CoordinatorConfig.from_properties({**self._settings, **settings})
+        self._settings = {**self._settings, **settings}
 
     @property
     def config(self) -> CoordinatorConfig:
