@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
 
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
         zookeeper = zookeeper_extensions(args)
-        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups.claim])
+        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups])
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
 
 
