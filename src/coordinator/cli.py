@@ -32,6 +32,7 @@ from coordinator.zookeeper.options import (
     run_zk_offsets,
     zookeeper_extensions,
 )
+from rebalance.distribution import DISTRIBUTION, __version__
 
 ANALYTICS = {
     "report": "explain rebalances from an event log",
@@ -44,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="rebalance", description="Kafka consumer-group rebalance protocol tools."
     )
+    parser.add_argument(
+        "--version", action="version", version=f"rebalance ({DISTRIBUTION}) {__version__}",
+        help="print the version of the installed rebalance-kafka distribution and exit",
+    )  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -235,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
 
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
         zookeeper = zookeeper_extensions(args)
-        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups.claim])
+        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups])
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
 
 

@@ -98,7 +98,7 @@ async def running_server(
         groups = GroupCoordinatorExtension()
     if isinstance(groups, GroupCoordinatorExtension):
         extensions = [groups, *extensions]
-        claims = [groups.claim, *claims]
+        claims = [groups, *claims]
     with tempfile.TemporaryDirectory(prefix="rebalance-") as scratch:
         directory = data_dir if data_dir is not None else Path(scratch)
         app = ServerApp(
