@@ -218,6 +218,8 @@ def config_error(
     if not first["loc"]:  # a check of the whole model that named no key
         return ConfigError(cross_field_key, str(first["msg"]).removeprefix("Value error, "))
     key = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "value_error":  # the validator's own words, which quote the value
+        return ConfigError(key, _problem(first))
     return ConfigError(key, f"{_problem(first)} (got {properties.get(key, first['input'])!r})")
 
 
