@@ -18,6 +18,7 @@ from coordinator.groups import GroupCoordinatorExtension
 from coordinator.kafka_settings import kafka_broker_settings
 from coordinator.properties_file import read_properties
 from coordinator.testing import WireClient, running_server
+from rebalance.config import CoordinatorConfig
 
 DESCRIBE_CONFIGS, TOPIC, BROKER, STATIC_BROKER_CONFIG = 32, 2, 4, 4
 
@@ -150,6 +151,13 @@ def test_set_values_are_validated_as_one_configuration_in_any_order() -> None:
         "bad value for group.consumer.min.heartbeat.interval.ms: must be less than or equal to "
         "group.consumer.heartbeat.interval.ms"
     )
+
+
+async def test_a_config_given_to_the_group_coordinator_is_the_one_in_force() -> None:
+    config = CoordinatorConfig.from_properties({"group.min.session.timeout.ms": "1000"})
+    groups = GroupCoordinatorExtension(config)
+    async with running_server(groups=groups):  # settles the (empty) --set values
+        assert groups.config is config
 
 
 async def test_accepted_settings_are_announced_once_and_described(
