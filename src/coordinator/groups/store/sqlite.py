@@ -220,38 +220,11 @@ class SqliteStore:
         self._queue.put(_Pending(list(records), done, asyncio.get_running_loop()))
 
     def load(self) -> Iterator[StoredRecord]:
-        """Every live record in last-write order; `StoreError` at a damaged row.
-
-        The rows are read by a scan of the table itself and sorted here, not through the seq
-        index: a row whose header was damaged (NULL where NOT NULL, which `quick_check` does
-        not see) would drop out of an index scan silently; and the index must count as many."""
-        try:
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT kind, key, value, seq, crc FROM records NOT INDEXED"
-                ).fetchall()
-                (indexed,) = self._db.execute(
-                    "SELECT count(*) FROM records INDEXED BY records_by_seq"
-                ).fetchone()
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise StoreError(f"{self.path}: not a readable record store ({exc}); {REMEDY}") from exc
-        if indexed != len(rows):
-            raise StoreError(
-                f"{self.path}: {len(rows)} records, but its seq index counts {indexed}; {REMEDY}"
-            )
-        for kind, key, value, seq, crc in rows:
-            if not (
-                isinstance(kind, str) and isinstance(key, str) and isinstance(value, bytes)
-                and isinstance(seq, int)
-            ):  # fmt: skip
-                raise StoreError(f"{self.path}: a record of the wrong types ({kind!r}); {REMEDY}")
-            if crc != row_crc(kind, key, value, seq):
-                raise StoreError(
-                    f"{self.path}: record {kind} {key!r} fails its CRC-32C (damaged on disk); "
-                    f"{REMEDY}"
-                )
-        rows.sort(key=lambda row: row[3])
-        for kind, key, value, _seq, _crc in rows:
+        """Every live record in last-write order; `StoreError` at a damaged row
+        (`checked_rows`)."""
+        with self._lock:
+            rows = checked_rows(self._db, self.path)
+        for kind, key, value, _seq in rows:
             yield StoredRecord(kind, key, value)
 
     def close(self) -> None:
@@ -369,6 +342,62 @@ class SqliteStore:
             step = size * width
             self._db.execute(statement(size), values[position : position + step])
             position += step
+
+
+def checked_rows(db: sqlite3.Connection, path: Path) -> list[tuple[str, str, bytes, int]]:
+    """Every row (kind, key, value, seq) in seq order, each checked; `StoreError` if not.
+
+    The rows are read by a scan of the table itself and sorted here, not through the seq
+    index: a row whose header was damaged (NULL where NOT NULL, which `quick_check` does not
+    see) would drop out of an index scan silently; and the index must count as many."""
+    try:
+        rows = db.execute("SELECT kind, key, value, seq, crc FROM records NOT INDEXED").fetchall()
+        (indexed,) = db.execute("SELECT count(*) FROM records INDEXED BY records_by_seq").fetchone()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: not a readable record store ({exc}); {REMEDY}") from exc
+    if indexed != len(rows):
+        raise StoreError(
+            f"{path}: {len(rows)} records, but its seq index counts {indexed}; {REMEDY}"
+        )
+    checked = []
+    for kind, key, value, seq, crc in rows:
+        if not (
+            isinstance(kind, str) and isinstance(key, str) and isinstance(value, bytes)
+            and isinstance(seq, int)
+        ):  # fmt: skip
+            raise StoreError(f"{path}: a record of the wrong types ({kind!r}); {REMEDY}")
+        if crc != row_crc(kind, key, value, seq):
+            raise StoreError(
+                f"{path}: record {kind} {key!r} fails its CRC-32C (damaged on disk); {REMEDY}"
+            )
+        checked.append((kind, key, value, seq))
+    checked.sort(key=lambda row: row[3])
+    return checked
+
+
+def inspect_store(path: Path) -> str:
+    """What `rebalance repair` says of a stopped server's `groups.sqlite`, opened read only:
+    how many records it holds; `StoreError` (one line) if SQLite or a row's CRC finds damage."""
+    try:
+        # immutable: no -wal/-shm files made (the caller holds the data dir lock: no writer).
+        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot open the record store: {exc}") from exc
+    try:
+        try:
+            (check,) = db.execute("PRAGMA quick_check").fetchone()
+            (version,) = db.execute("SELECT max(version) FROM schema_version").fetchone()
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            raise StoreError(f"{path}: not a readable record store ({exc}); {REMEDY}") from exc
+        if check != "ok":
+            raise StoreError(
+                f"{path}: SQLite integrity check failed ({_one_line(check)}); {REMEDY}"
+            )
+        if version != SCHEMA_VERSION:
+            return f"schema version {version}: read by the next start, not checked here"
+        return f"intact, {len(checked_rows(db, path))} records"
+    finally:
+        db.close()
 
 
 def _one_line(check: str) -> str:
