@@ -28,10 +28,8 @@ from serve_process import start_serve, stop
 
 from coordinator.testing.server import WireClient, record_batch
 from coordinator.wire import client_balance_schema as cb
+from coordinator.wire.api_keys import ApiKey
 
-PRODUCE, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 2, 3, 8, 9
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
-CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 PARTITIONS = 6
 GONE = (ConnectionError, asyncio.IncompleteReadError, struct.error, OSError)
 """What a client sees when the server is killed under it."""
@@ -111,7 +109,7 @@ async def commit(
 ) -> None:
     key = (group, partition)
     offset = acked.sent[key] = acked.sent.get(key, 0) + 1
-    response = await client.request(OFFSET_COMMIT, 9, {
+    response = await client.request(ApiKey.OFFSET_COMMIT, 9, {
         "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member,
         "group_instance_id": None, "topics": [{"name": "orders", "partitions": [
             {"partition_index": partition, "committed_offset": offset,
@@ -124,7 +122,7 @@ async def commit(
 
 async def check_commits(client: WireClient, acked: Acked) -> int:
     groups = sorted({group for group, _ in acked.sent})
-    fetched = await client.request(OFFSET_FETCH, 8, {
+    fetched = await client.request(ApiKey.OFFSET_FETCH, 8, {
         "groups": [{"group_id": g, "topics": None} for g in groups], "require_stable": False,
     })  # fmt: skip
     found = {
@@ -151,7 +149,7 @@ def kip848_clients(port: int, acked: Acked) -> list[Awaitable[None]]:
 async def kip848_member(client: WireClient, acked: Acked, group: str, index: int) -> None:
     member_id, epoch, owned = "", 0, []
     while True:
-        beat = await client.request(CONSUMER_GROUP_HEARTBEAT, 0, {
+        beat = await client.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
             "group_id": group, "member_id": member_id, "member_epoch": epoch,
             "instance_id": None, "rack_id": None, "rebalance_timeout": 30_000,
             "subscribed_topic_names": ["orders"], "server_assignor": None,
@@ -176,7 +174,7 @@ async def kip848_member(client: WireClient, acked: Acked, group: str, index: int
 
 async def kip848_check(client: WireClient, acked: Acked) -> int:
     groups = sorted({group for group, _ in acked.members})
-    described = await client.request(CONSUMER_GROUP_DESCRIBE, 0, {
+    described = await client.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {
         "group_ids": groups, "include_authorized_operations": False})  # fmt: skip
     members = {(g.group_id, m.member_id): m for g in described.groups for m in g.members}
     for key, epoch in acked.members.items():
@@ -204,7 +202,7 @@ def client_balance_clients(port: int, acked: Acked) -> list[Awaitable[None]]:
 async def balance_node(client: WireClient, acked: Acked, group: str, node: int) -> None:
     cb.register_with_codec()
     member = f"{group}-node-{node}"
-    joined = await client.request(cb.HEARTBEAT_KEY, 0, {
+    joined = await client.request(ApiKey.CLIENT_BALANCE_HEARTBEAT, 0, {
         "group_id": group, "member_id": member, "member_epoch": 0, "source_count": 2,
         "node_id": node, "topics": ["orders"], "session_timeout_ms": 30_000,
     })  # fmt: skip
@@ -217,7 +215,7 @@ async def balance_node(client: WireClient, acked: Acked, group: str, node: int) 
     while True:
         for partition in mine:
             if partition not in acked.held[group, member]:
-                registered = await client.request(cb.REGISTER_KEY, 0, {
+                registered = await client.request(ApiKey.PARTITION_REGISTER, 0, {
                     "group_id": group, "member_id": member, "member_epoch": epoch,
                     "topics": [{"name": "orders", "partitions": [
                         {"partition_index": partition, "bootstrap_offset": -1}]}],
@@ -231,7 +229,7 @@ async def balance_node(client: WireClient, acked: Acked, group: str, node: int) 
 
 async def client_balance_check(client: WireClient, acked: Acked) -> int:
     groups = sorted({group for group, _ in acked.members})
-    described = await client.request(cb.DESCRIBE_KEY, 0, {"group_ids": groups})
+    described = await client.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": groups})
     held = {
         (g.group_id, n.member_id): {p for h in n.held for p in h.partitions}
         for g in described.groups
@@ -269,28 +267,28 @@ async def admin(acked: Acked, topic: str, request: Awaitable[Any]) -> Any:
 async def topic_admin(client: WireClient, acked: Acked, worker: int) -> None:
     for step in range(10_000):
         topic = f"topic-{worker}-{step}"
-        created = await admin(acked, topic, client.request(CREATE_TOPICS, 7, {
+        created = await admin(acked, topic, client.request(ApiKey.CREATE_TOPICS, 7, {
             "topics": [{"name": topic, "num_partitions": 1, "replication_factor": -1,
                         "assignments": [], "configs": []}],
             "timeout": 5000, "validate_only": False,
         }))  # fmt: skip
         assert created.topics[0].error_code == 0, created
         acked.topics[topic] = 1
-        produced = await admin(acked, topic, client.request(PRODUCE, 9, {
+        produced = await admin(acked, topic, client.request(ApiKey.PRODUCE, 9, {
             "acks": -1, "timeout": 1000, "topic_data": [{"name": topic, "partition_data": [
                 {"index": 0, "records": record_batch([b"a", b"b", b"c"])}]}],
         }))  # fmt: skip
         assert produced.responses[0].partition_responses[0].error_code == 0, produced
         acked.records[topic] = 3
         if step % 2 == 0:
-            grown = await admin(acked, topic, client.request(CREATE_PARTITIONS, 3, {
+            grown = await admin(acked, topic, client.request(ApiKey.CREATE_PARTITIONS, 3, {
                 "topics": [{"name": topic, "count": 3, "assignments": None}],
                 "timeout": 5000, "validate_only": False,
             }))  # fmt: skip
             assert grown.results[0].error_code == 0, grown
             acked.topics[topic] = 3
         if step % 3 == 0:
-            trimmed = await admin(acked, topic, client.request(DELETE_RECORDS, 2, {
+            trimmed = await admin(acked, topic, client.request(ApiKey.DELETE_RECORDS, 2, {
                 "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 2}]}],
                 "timeout": 5000,
             }))  # fmt: skip
@@ -298,14 +296,14 @@ async def topic_admin(client: WireClient, acked: Acked, worker: int) -> None:
             acked.log_start[topic] = 2
         if step % 4 == 3:
             doomed = f"topic-{worker}-{step - 1}"
-            removed = await admin(acked, doomed, client.request(DELETE_TOPICS, 6, {
+            removed = await admin(acked, doomed, client.request(ApiKey.DELETE_TOPICS, 6, {
                 "topics": [{"name": doomed}], "timeout": 5000}))  # fmt: skip
             assert removed.responses[0].error_code == 0, removed
             acked.deleted.add(doomed)
 
 
 async def topic_admin_check(client: WireClient, acked: Acked) -> int:
-    metadata = await client.request(METADATA, 12, {
+    metadata = await client.request(ApiKey.METADATA, 12, {
         "topics": None, "allow_auto_topic_creation": False})  # fmt: skip
     found = {t.name: len(t.partitions) for t in metadata.topics if not t.is_internal}
     assert set(found) <= acked.requested, f"never created: {set(found) - acked.requested}"
@@ -327,7 +325,7 @@ async def offsets(client: WireClient, topic: str) -> tuple[int, int]:
     """Log start and log end offset of the topic's partition 0."""
     found = []
     for timestamp in (-2, -1):
-        response = await client.request(LIST_OFFSETS, 7, {
+        response = await client.request(ApiKey.LIST_OFFSETS, 7, {
             "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
                 {"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}],
         })  # fmt: skip

@@ -18,10 +18,8 @@ from coordinator.testing.server import (
     record_batch,
     running_server,
 )
+from coordinator.wire.api_keys import ApiKey
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
-API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS = 18, 19, 20, 21
-CREATE_PARTITIONS, DESCRIBE_CLUSTER = 37, 60
 DEFAULT_SOURCE, TOPIC_SOURCE = 5, 1
 
 
@@ -53,7 +51,7 @@ async def create(
     client: WireClient, version: int, *topics: dict[str, Any], validate_only: bool = False
 ) -> Any:
     return await client.request(
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         version,
         {"topics": list(topics), "timeout": 5000, "validate_only": validate_only},
     )
@@ -69,12 +67,12 @@ async def delete(client: WireClient, version: int, *topics: str | uuid.UUID) -> 
         }
     else:
         values = {"topic_names": list(topics)}
-    return await client.request(DELETE_TOPICS, version, {**values, "timeout": 5000})
+    return await client.request(ApiKey.DELETE_TOPICS, version, {**values, "timeout": 5000})
 
 
 async def produce(client: WireClient, partition: int, *values: bytes) -> Any:
     response = await client.request(
-        PRODUCE,
+        ApiKey.PRODUCE,
         9,
         {"acks": -1, "timeout": 1000, "topic_data": [
             {"name": "t1", "partition_data": [
@@ -85,7 +83,7 @@ async def produce(client: WireClient, partition: int, *values: bytes) -> Any:
 
 async def fetch(client: WireClient, partition: int, offset: int, version: int = 12) -> Any:
     response = await client.request(
-        FETCH,
+        ApiKey.FETCH,
         version,
         {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
          "session_id": 0, "session_epoch": -1, "topics": [
@@ -98,7 +96,7 @@ async def fetch(client: WireClient, partition: int, offset: int, version: int = 
 
 async def earliest(client: WireClient, partition: int) -> int:
     response = await client.request(
-        LIST_OFFSETS,
+        ApiKey.LIST_OFFSETS,
         7,
         {"replica_id": -1, "isolation_level": 0, "topics": [
             {"name": "t1", "partitions": [
@@ -109,7 +107,7 @@ async def earliest(client: WireClient, partition: int) -> int:
 
 async def metadata(client: WireClient, *names: str) -> dict[str, Any]:
     response = await client.request(
-        METADATA,
+        ApiKey.METADATA,
         12,
         {"topics": [{"name": n} for n in names] if names else None,
          "allow_auto_topic_creation": False},
@@ -119,13 +117,13 @@ async def metadata(client: WireClient, *names: str) -> dict[str, Any]:
 
 
 async def test_api_versions_advertises_the_admin_apis(client: WireClient) -> None:
-    response = await client.request(API_VERSIONS, 3, {})
+    response = await client.request(ApiKey.API_VERSIONS, 3, {})
     versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert versions[CREATE_TOPICS] == (2, 7)
-    assert versions[DELETE_TOPICS] == (1, 6)
-    assert versions[CREATE_PARTITIONS] == (0, 3)
-    assert versions[DELETE_RECORDS] == (0, 2)
-    assert versions[DESCRIBE_CLUSTER] == (0, 2)
+    assert versions[ApiKey.CREATE_TOPICS] == (2, 7)
+    assert versions[ApiKey.DELETE_TOPICS] == (1, 6)
+    assert versions[ApiKey.CREATE_PARTITIONS] == (0, 3)
+    assert versions[ApiKey.DELETE_RECORDS] == (0, 2)
+    assert versions[ApiKey.DESCRIBE_CLUSTER] == (0, 2)
 
 
 @pytest.mark.parametrize("version", range(2, 8))
@@ -285,7 +283,7 @@ async def test_delete_topics_refusals(node: RunningServer, client: WireClient) -
     assert by_id.responses[0].error_code is ErrorCode.unknown_topic_id
     t1_id = node.broker.topics.get("t1").topic_id  # type: ignore[union-attr]
     both = await client.request(
-        DELETE_TOPICS, 6, {"topics": [{"name": "t1", "topic_id": t1_id}], "timeout": 5000}
+        ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "t1", "topic_id": t1_id}], "timeout": 5000}
     )
     assert both.responses[0].error_code is ErrorCode.invalid_request
     v6_by_name = await delete(client, 6, "missing")
@@ -310,7 +308,7 @@ async def test_delete_topics_can_be_disabled() -> None:
 async def test_delete_topics_removes_groups_committed_offsets_durably(tmp_path: Any) -> None:
     async def committed_topics(client: WireClient) -> list[str]:
         fetched = await client.request(
-            OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False}
+            ApiKey.OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False}
         )
         return [t.name for t in fetched.topics]
 
@@ -329,7 +327,7 @@ async def test_delete_topics_removes_groups_committed_offsets_durably(tmp_path: 
                 for name in ("t1", "kept")
             ],
         }  # fmt: skip
-        committed = await client.request(OFFSET_COMMIT, 8, commit)
+        committed = await client.request(ApiKey.OFFSET_COMMIT, 8, commit)
         assert all(p.error_code is ErrorCode.none for t in committed.topics for p in t.partitions)
         assert await committed_topics(client) == ["kept", "t1"]
         await delete(client, 4, "t1")
@@ -346,7 +344,7 @@ async def test_create_partitions_at_every_version(
     node: RunningServer, client: WireClient, version: int
 ) -> None:
     response = await client.request(
-        CREATE_PARTITIONS,
+        ApiKey.CREATE_PARTITIONS,
         version,
         {"topics": [{"name": "t1", "count": 5, "assignments": None}], "timeout": 5000,
          "validate_only": False},
@@ -363,7 +361,7 @@ async def test_create_partitions_refusals_and_validate_only(
 
     async def grow(*topics: dict[str, Any], validate_only: bool = False) -> list[Any]:
         response = await client.request(
-            CREATE_PARTITIONS,
+            ApiKey.CREATE_PARTITIONS,
             3,
             {"topics": list(topics), "timeout": 5000, "validate_only": validate_only},
         )
@@ -408,7 +406,7 @@ async def test_grown_partitions_survive_a_restart(tmp_path: Any) -> None:
     async with running_server(topics=[("t1", 1)], data_dir=tmp_path) as node:
         client = await WireClient.connect(node.host, node.port)
         await client.request(
-            CREATE_PARTITIONS,
+            ApiKey.CREATE_PARTITIONS,
             1,
             {"topics": [{"name": "t1", "count": 3}], "timeout": 5000, "validate_only": False},
         )
@@ -422,7 +420,7 @@ async def test_grown_partitions_survive_a_restart(tmp_path: Any) -> None:
 
 async def delete_records(client: WireClient, version: int, *offsets: tuple[int, int]) -> Any:
     response = await client.request(
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         version,
         {"topics": [{"name": "t1", "partitions": [
             {"partition_index": p, "offset": o} for p, o in offsets]}], "timeout": 5000},
@@ -490,7 +488,7 @@ async def test_describe_cluster_at_every_version(
     node: RunningServer, client: WireClient, version: int
 ) -> None:
     response = await client.request(
-        DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_CLUSTER,
         version,
         {"include_cluster_authorized_operations": False, "endpoint_type": 1,
          "include_fenced_brokers": False},
@@ -505,7 +503,9 @@ async def test_describe_cluster_at_every_version(
 
 async def test_describe_cluster_has_no_controller_endpoints(client: WireClient) -> None:
     response = await client.request(
-        DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 2}
+        ApiKey.DESCRIBE_CLUSTER,
+        1,
+        {"include_cluster_authorized_operations": False, "endpoint_type": 2},
     )
     assert response.error_code is ErrorCode.mismatched_endpoint_type
     assert response.brokers == ()

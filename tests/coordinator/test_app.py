@@ -15,8 +15,7 @@ from coordinator.node.app import ServerApp
 from coordinator.node.config import parse_settings
 from coordinator.node.contract import ApiSpec, Broker, RequestContext, ResponseValue
 from coordinator.testing.server import WireClient, running_server
-
-HEARTBEAT = 12
+from coordinator.wire.api_keys import ApiKey
 
 
 class CountingRuntime:
@@ -39,7 +38,7 @@ async def test_extension_registers_apis_and_is_closed(tmp_path: Path) -> None:
     async def group_coordinator(broker: Broker) -> AsyncIterator[None]:
         runtime = CountingRuntime(broker.data_dir)
         runtimes.append(runtime)
-        broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), runtime.heartbeat))
+        broker.registry.register(ApiSpec(ApiKey.HEARTBEAT, range(0, 5), runtime.heartbeat))
         yield
         runtime.closed = True
 
@@ -48,9 +47,9 @@ async def test_extension_registers_apis_and_is_closed(tmp_path: Path) -> None:
     ) as node:
         client = await WireClient.connect(node.host, node.port)
         versions = await client.request(18, 3, {})
-        assert HEARTBEAT in {k.api_key for k in versions.api_keys}
+        assert ApiKey.HEARTBEAT in {k.api_key for k in versions.api_keys}
         beat = {"group_id": "g", "generation_id": 1, "member_id": "m"}
-        response = await client.request(HEARTBEAT, 4, beat)
+        response = await client.request(ApiKey.HEARTBEAT, 4, beat)
         assert response.error_code is ErrorCode.none
         await client.close()
     (runtime,) = runtimes

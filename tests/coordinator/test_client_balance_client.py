@@ -18,9 +18,9 @@ from coordinator.clients.client_balance import (
 )
 from coordinator.clients.client_balance.allocation import allocation_pass
 from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
+from coordinator.wire.api_keys import ApiKey
 from rebalance.errors import ErrorCode
 
-PRODUCE = 0
 SETTINGS = ("group.min.session.timeout.ms=100",)
 
 
@@ -37,7 +37,7 @@ async def node() -> AsyncIterator[RunningServer]:
 
 async def produce(client: WireClient, partition: int, values: list[bytes]) -> Any:
     return await client.request(
-        PRODUCE,
+        ApiKey.PRODUCE,
         9,
         {
             "acks": -1,

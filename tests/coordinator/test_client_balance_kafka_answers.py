@@ -16,23 +16,24 @@ from test_client_balance_wire import SETTINGS, join
 from coordinator.testing.peers.kafka_broker import KafkaBroker
 from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, SHARE_GROUP_HEARTBEAT = 11, 12, 13, 14, 76
+SHARE_GROUP_HEARTBEAT = 76
 
 
 async def classic_answers(client: WireClient, group: str, member: str) -> list[Any]:
     timeout = timedelta(seconds=10)
-    joined = await client.request(JOIN_GROUP, 5, {
+    joined = await client.request(ApiKey.JOIN_GROUP, 5, {
         "group_id": group, "session_timeout": timeout, "rebalance_timeout": timeout,
         "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": b""}],
     })  # fmt: skip
     member_fields = {"generation_id": 1, "member_id": member, "group_instance_id": None}
     synced = await client.request(
-        SYNC_GROUP, 3, {"group_id": group, "assignments": []} | member_fields
+        ApiKey.SYNC_GROUP, 3, {"group_id": group, "assignments": []} | member_fields
     )
-    beat = await client.request(HEARTBEAT, 3, {"group_id": group} | member_fields)
-    left = await client.request(LEAVE_GROUP, 3, {
+    beat = await client.request(ApiKey.HEARTBEAT, 3, {"group_id": group} | member_fields)
+    left = await client.request(ApiKey.LEAVE_GROUP, 3, {
         "group_id": group, "members": [{"member_id": member, "group_instance_id": None}],
     })  # fmt: skip
     return [

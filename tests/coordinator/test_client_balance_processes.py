@@ -22,6 +22,7 @@ from serve_process import start_serve, stop
 from coordinator.clients.client_balance import modulo_assigned
 from coordinator.testing.server import WireClient, record_batch
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 
 TOPIC, PARTITIONS, SESSION_MS = "t", 6, 1500
 NODE = [sys.executable, "-m", "coordinator.testing.client_balance_node"]
@@ -92,7 +93,7 @@ async def committed(client: WireClient) -> dict[int, int]:
 
 
 async def describe(client: WireClient) -> dict[str, list[int]]:
-    response = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["g"]})
+    response = await client.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["g"]})
     return {
         n.member_id: sorted(int(p) for h in n.held for p in h.partitions)
         for n in response.groups[0].nodes

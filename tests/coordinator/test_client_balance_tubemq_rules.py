@@ -14,8 +14,7 @@ from test_client_balance_wire import SETTINGS, join, register
 
 from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
-
-DELETE_RECORDS = 21
+from coordinator.wire.api_keys import ApiKey
 
 
 @pytest.fixture
@@ -29,7 +28,7 @@ async def client() -> AsyncIterator[WireClient]:
 
 async def heartbeat(client: WireClient, member: str, epoch: int, held: list[int]) -> Any:
     return await client.request(
-        schema.HEARTBEAT_KEY,
+        ApiKey.CLIENT_BALANCE_HEARTBEAT,
         0,
         {
             "group_id": "g",
@@ -42,7 +41,7 @@ async def heartbeat(client: WireClient, member: str, epoch: int, held: list[int]
 
 async def release(client: WireClient, member: str, epoch: int, partition: int) -> int:
     response = await client.request(
-        schema.RELEASE_KEY,
+        ApiKey.PARTITION_RELEASE,
         0,
         {
             "group_id": "g",
@@ -55,7 +54,7 @@ async def release(client: WireClient, member: str, epoch: int, partition: int) -
 
 
 async def holders(client: WireClient) -> dict[str, list[int]]:
-    response = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["g"]})
+    response = await client.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["g"]})
     return {
         n.member_id: sorted(int(p) for h in n.held for p in h.partitions)
         for n in response.groups[0].nodes
@@ -89,7 +88,7 @@ async def test_a_bootstrap_offset_is_clamped_to_the_log(client: WireClient) -> N
     await produce(client, 0, [b"%d" % i for i in range(20)])
     await produce(client, 1, [b"%d" % i for i in range(20)])
     deleted = await client.request(
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         2,
         {
             "topics": [{"name": "t", "partitions": [{"partition_index": 1, "offset": 8}]}],
@@ -111,7 +110,7 @@ async def test_the_first_nodes_source_count_stays_until_the_group_empties(
     assert int((await join(client, "a", 0, source_count=-1)).error_code) == 0
     assert int((await join(client, "b", 0, source_count=3)).error_code) == 0
     left = await client.request(
-        schema.HEARTBEAT_KEY, 0, {"group_id": "g", "member_id": "a", "member_epoch": -1}
+        ApiKey.CLIENT_BALANCE_HEARTBEAT, 0, {"group_id": "g", "member_id": "a", "member_epoch": -1}
     )
     assert int(left.error_code) == 0
     c = await join(client, "c", 0, source_count=4)  # the checks are still off

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from coordinator.testing.server import WireClient, running_server
-from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from rebalance.errors import ErrorCode
 
-API_VERSIONS, OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS = 18, 8, 9, 15
 SETTINGS = ("group.min.session.timeout.ms=100",)
 
 
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.node(topics=[("t", 4)], settings=SETTINGS)
 
 async def join(client: WireClient, member: str, node_id: int, **extra: Any) -> Any:
     return await client.request(
-        schema.HEARTBEAT_KEY,
+        ApiKey.CLIENT_BALANCE_HEARTBEAT,
         0,
         {
             "group_id": "g",
@@ -40,7 +39,7 @@ async def join(client: WireClient, member: str, node_id: int, **extra: Any) -> A
 
 async def register(client: WireClient, member: str, epoch: int, *parts: tuple[int, int]) -> Any:
     return await client.request(
-        schema.REGISTER_KEY,
+        ApiKey.PARTITION_REGISTER,
         0,
         {
             "group_id": "g",
@@ -58,7 +57,7 @@ async def register(client: WireClient, member: str, epoch: int, *parts: tuple[in
 
 async def commit(client: WireClient, member: str, epoch: int, offsets: dict[int, int]) -> Any:
     response = await client.request(
-        OFFSET_COMMIT,
+        ApiKey.OFFSET_COMMIT,
         9,
         {
             "group_id": "g",
@@ -78,9 +77,14 @@ async def commit(client: WireClient, member: str, epoch: int, offsets: dict[int,
 
 
 async def test_api_versions_advertises_the_extension_apis(client: WireClient) -> None:
-    response = await client.request(API_VERSIONS, 3, {})
+    response = await client.request(ApiKey.API_VERSIONS, 3, {})
     keys = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
-    for key in (schema.HEARTBEAT_KEY, schema.REGISTER_KEY, schema.RELEASE_KEY, schema.DESCRIBE_KEY):
+    for key in (
+        ApiKey.CLIENT_BALANCE_HEARTBEAT,
+        ApiKey.PARTITION_REGISTER,
+        ApiKey.PARTITION_RELEASE,
+        ApiKey.CLIENT_BALANCE_DESCRIBE,
+    ):
         assert keys[key] == (0, 0)
 
 
@@ -104,7 +108,9 @@ async def test_nodes_register_commit_describe_and_leave(client: WireClient) -> N
 
     assert await commit(client, "a", 1, {0: 7, 1: 60}) == {0: 0, 1: 0}
     assert await commit(client, "b", 2, {1: 99}) == {1: ErrorCode.FENCED_MEMBER_EPOCH}
-    fetched = await client.request(OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": None}]})
+    fetched = await client.request(
+        ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": None}]}
+    )
     offsets = {
         int(p.partition_index): int(p.committed_offset)
         for t in fetched.groups[0].topics
@@ -113,7 +119,7 @@ async def test_nodes_register_commit_describe_and_leave(client: WireClient) -> N
     assert offsets == {0: 7, 1: 60}
 
     beat = await client.request(
-        schema.HEARTBEAT_KEY,
+        ApiKey.CLIENT_BALANCE_HEARTBEAT,
         0,
         {
             "group_id": "g",
@@ -125,7 +131,9 @@ async def test_nodes_register_commit_describe_and_leave(client: WireClient) -> N
     assert [(h.topic, list(h.partitions)) for h in beat.held] == [("t", [0, 1])]
     assert int(beat.heartbeat_interval_ms) > 0
 
-    described = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["g", "nope"]})
+    described = await client.request(
+        ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["g", "nope"]}
+    )
     group, missing = described.groups
     assert (group.state, int(group.source_count), list(group.topics)) == ("Stable", 2, ["t"])
     assert [
@@ -134,12 +142,12 @@ async def test_nodes_register_commit_describe_and_leave(client: WireClient) -> N
     ] == [("a", 0, [("t", [0, 1])]), ("b", 1, [])]
     assert int(missing.error_code) == ErrorCode.GROUP_ID_NOT_FOUND
 
-    classic = await client.request(DESCRIBE_GROUPS, 5, {"groups": ["g"]})
+    classic = await client.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["g"]})
     assert classic.groups[0].protocol_type == "client-balance"
     assert [m.member_id for m in classic.groups[0].members] == ["a", "b"]
 
     released = await client.request(
-        schema.RELEASE_KEY,
+        ApiKey.PARTITION_RELEASE,
         0,
         {
             "group_id": "g",
@@ -153,7 +161,7 @@ async def test_nodes_register_commit_describe_and_leave(client: WireClient) -> N
     assert (int(taken.error_code), int(taken.offset)) == (0, 60)
 
     left = await client.request(
-        schema.HEARTBEAT_KEY, 0, {"group_id": "g", "member_id": "a", "member_epoch": -1}
+        ApiKey.CLIENT_BALANCE_HEARTBEAT, 0, {"group_id": "g", "member_id": "a", "member_epoch": -1}
     )
     assert int(left.error_code) == 0
 
@@ -166,7 +174,7 @@ async def test_the_group_survives_a_restart(tmp_path: Path) -> None:
         await client.close()
     async with running_server(settings=SETTINGS, data_dir=tmp_path) as node:
         client = await WireClient.connect(node.host, node.port)
-        described = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["g"]})
+        described = await client.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["g"]})
         nodes = described.groups[0].nodes
         assert [(n.member_id, [list(h.partitions) for h in n.held]) for n in nodes] == [
             ("a", [[2]])

@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 from kio.schema.errors import ErrorCode
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import (
     FrameError,
     build_entity,
@@ -29,8 +30,6 @@ from coordinator.wire.codec import (
     response_class,
 )
 
-API_VERSIONS, METADATA, FIND_COORDINATOR, JOIN_GROUP = 18, 3, 10, 11
-
 
 def golden(hex_text: str) -> bytes:
     return bytes.fromhex("".join(hex_text.split()))
@@ -38,7 +37,7 @@ def golden(hex_text: str) -> bytes:
 
 def test_api_versions_v0_golden() -> None:
     response = build_response(
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         0,
         {"error_code": 0, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]},
     )
@@ -49,7 +48,7 @@ def test_api_versions_v0_golden() -> None:
 
 def test_api_versions_v3_golden_uses_header_v0_and_compact_body() -> None:
     response = build_response(
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         3,
         {
             "error_code": ErrorCode.none,
@@ -64,7 +63,7 @@ def test_api_versions_v3_golden_uses_header_v0_and_compact_body() -> None:
 
 def test_find_coordinator_v0_golden() -> None:
     values = {"error_code": 0, "error_message": "dropped in v0", "node_id": 1, "host": "h"}
-    response = build_response(FIND_COORDINATOR, 0, {**values, "port": 9092})
+    response = build_response(ApiKey.FIND_COORDINATOR, 0, {**values, "port": 9092})
     assert encode_response(response, correlation_id=1) == golden(
         "00000011 00000001  0000 00000001 0001 68 00002384"
     )
@@ -73,7 +72,7 @@ def test_find_coordinator_v0_golden() -> None:
 def test_find_coordinator_v4_golden_batched_and_flexible() -> None:
     coordinator = {"key": "g", "node_id": 1, "host": "h", "port": 9092, "error_code": 0}
     response = build_response(
-        FIND_COORDINATOR, 4, {"throttle_time": 0, "coordinators": [coordinator]}
+        ApiKey.FIND_COORDINATOR, 4, {"throttle_time": 0, "coordinators": [coordinator]}
     )
     assert encode_response(response, correlation_id=1) == golden(
         "0000001b 00000001 00  00000000 02 0267 00000001 0268 00002384 0000 00 00 00"
@@ -82,7 +81,7 @@ def test_find_coordinator_v4_golden_batched_and_flexible() -> None:
 
 def test_metadata_v1_golden_rack_null_and_controller() -> None:
     response = build_response(
-        METADATA,
+        ApiKey.METADATA,
         1,
         {
             "brokers": [{"node_id": 1, "host": "h", "port": 9092}],
@@ -106,8 +105,8 @@ def test_none_becomes_empty_string_where_the_version_is_not_nullable() -> None:
         "member_id": "m1",
         "members": [],
     }
-    v5 = build_response(JOIN_GROUP, 5, values)
-    v7 = build_response(JOIN_GROUP, 7, values)
+    v5 = build_response(ApiKey.JOIN_GROUP, 5, values)
+    v7 = build_response(ApiKey.JOIN_GROUP, 7, values)
     assert v5.protocol_name == ""  # type: ignore[attr-defined]
     assert v7.protocol_name is None  # type: ignore[attr-defined]
     encode_response(v5, 1)
@@ -116,7 +115,7 @@ def test_none_becomes_empty_string_where_the_version_is_not_nullable() -> None:
 
 def test_ints_become_error_codes_and_timedeltas_and_missing_fields_get_defaults() -> None:
     response = build_entity(
-        response_class(API_VERSIONS, 3), {"error_code": 35, "throttle_time": 250}
+        response_class(ApiKey.API_VERSIONS, 3), {"error_code": 35, "throttle_time": 250}
     )
     assert response.error_code is ErrorCode.unsupported_version
     assert response.throttle_time == timedelta(milliseconds=250)
@@ -125,7 +124,9 @@ def test_ints_become_error_codes_and_timedeltas_and_missing_fields_get_defaults(
 
 
 def test_request_round_trip_and_trailing_bytes_are_ignored() -> None:
-    request = build_request(METADATA, 13, {"topics": None, "allow_auto_topic_creation": False})
+    request = build_request(
+        ApiKey.METADATA, 13, {"topics": None, "allow_auto_topic_creation": False}
+    )
     data = encode_request(request, correlation_id=42, client_id="rdkafka")
     frame = data[4:] + b"\0\0\0"  # librdkafka pads "all topics" requests
     prefix = read_prefix(frame)
@@ -137,8 +138,10 @@ def test_request_round_trip_and_trailing_bytes_are_ignored() -> None:
 
 
 def test_response_decodes_with_its_correlation_id() -> None:
-    response = build_response(API_VERSIONS, 4, {"api_keys": []})
-    correlation_id, decoded = decode_response(encode_response(response, 9)[4:], API_VERSIONS, 4)
+    response = build_response(ApiKey.API_VERSIONS, 4, {"api_keys": []})
+    correlation_id, decoded = decode_response(
+        encode_response(response, 9)[4:], ApiKey.API_VERSIONS, 4
+    )
     assert correlation_id == 9
     assert decoded == response
 
@@ -175,7 +178,7 @@ def test_kio_versions() -> None:
 
 def test_pre_encoded_body_frames_like_the_response_itself() -> None:
     response = build_response(
-        API_VERSIONS, 3, {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 13}]}
+        ApiKey.API_VERSIONS, 3, {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 13}]}
     )
     assert encode_response(encode_body(response), 11) == encode_response(response, 11)
 

@@ -13,8 +13,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.testing.server import RunningServer, WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 
-API_VERSIONS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 18, 32, 33, 44
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -42,7 +42,7 @@ async def describe(
     synonyms: bool = False,
 ) -> Any:
     response = await client.request(
-        DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_CONFIGS,
         version,
         {"resources": [{"resource_type": resource_type, "resource_name": name,
                         "configuration_keys": keys}],
@@ -56,11 +56,11 @@ def by_name(result: Any) -> dict[str, Any]:
 
 
 async def test_api_versions_advertises_the_config_apis(client: WireClient) -> None:
-    response = await client.request(API_VERSIONS, 3, {})
+    response = await client.request(ApiKey.API_VERSIONS, 3, {})
     versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert versions[DESCRIBE_CONFIGS] == (1, 4)
-    assert versions[ALTER_CONFIGS] == (0, 2)
-    assert versions[INCREMENTAL_ALTER_CONFIGS] == (0, 1)
+    assert versions[ApiKey.DESCRIBE_CONFIGS] == (1, 4)
+    assert versions[ApiKey.ALTER_CONFIGS] == (0, 2)
+    assert versions[ApiKey.INCREMENTAL_ALTER_CONFIGS] == (0, 1)
 
 
 @pytest.mark.parametrize("version", range(1, 5))
@@ -161,7 +161,7 @@ async def alter(
     validate_only: bool = False,
 ) -> list[ErrorCode]:
     response = await client.request(
-        ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         version,
         {"resources": [
             {"resource_type": t, "resource_name": n,
@@ -214,7 +214,7 @@ async def incremental(
     client: WireClient, version: int, name: str, *ops: tuple[str, int, str | None]
 ) -> tuple[ErrorCode, str | None]:
     response = await client.request(
-        INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         version,
         {"resources": [{"resource_type": TOPIC, "resource_name": name, "configs": [
             {"name": k, "config_operation": op, "value": v} for k, op, v in ops]}],

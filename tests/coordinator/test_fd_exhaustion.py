@@ -13,9 +13,8 @@ from pathlib import Path
 
 from serve_process import start_serve, stop
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
-
-API_VERSIONS = 18
 
 
 def leave_free(pid: int, free: int) -> None:
@@ -31,7 +30,7 @@ def leave_free(pid: int, free: int) -> None:
 
 async def served(client: WireClient) -> bool:
     try:
-        response = await asyncio.wait_for(client.request(API_VERSIONS, 3, {}), 5)
+        response = await asyncio.wait_for(client.request(ApiKey.API_VERSIONS, 3, {}), 5)
     except (asyncio.IncompleteReadError, ConnectionError):
         return False
     return bool(response.api_keys)

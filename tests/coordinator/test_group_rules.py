@@ -11,9 +11,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.testing.server import RunningServer, WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 from rebalance.testing import consumer_subscription
-
-OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
 
 Offsets = Mapping[str, Sequence[tuple[int, int]]]
 
@@ -33,7 +32,7 @@ async def commit(
 ) -> dict[tuple[str, int], ErrorCode]:
     """OffsetCommit at `version`; the error of every (topic, partition) answered."""
     response = await client.request(
-        OFFSET_COMMIT,
+        ApiKey.OFFSET_COMMIT,
         version,
         {
             "group_id": group,
@@ -68,7 +67,7 @@ async def fetch(
     )
     if version >= 8:
         response = await client.request(
-            OFFSET_FETCH,
+            ApiKey.OFFSET_FETCH,
             version,
             {"groups": [{"group_id": group, "topics": topics}], "require_stable": False},
         )
@@ -77,7 +76,7 @@ async def fetch(
         found = answer.topics
     else:
         response = await client.request(
-            OFFSET_FETCH, version, {"group_id": group, "topics": topics}
+            ApiKey.OFFSET_FETCH, version, {"group_id": group, "topics": topics}
         )
         if version >= 2:
             assert response.error_code is ErrorCode.none
@@ -90,7 +89,7 @@ async def fetch(
 
 
 async def group_ids(client: WireClient) -> list[str]:
-    response = await client.request(LIST_GROUPS, 4, {"states_filter": []})
+    response = await client.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
     return [g.group_id for g in response.groups]
 
 
@@ -167,9 +166,6 @@ async def test_offsets_for_a_topic_created_later_are_accepted(
     assert await fetch(client, 8, "later", None) == {("t2", 0): (4, ErrorCode.none)}
 
 
-CONSUMER_GROUP_HEARTBEAT = 68
-
-
 async def test_v9_commits_and_fetches_of_a_consumer_group_carry_the_member_epoch(
     client: WireClient,
 ) -> None:
@@ -177,7 +173,7 @@ async def test_v9_commits_and_fetches_of_a_consumer_group_carry_the_member_epoch
     epoch; an older epoch is STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, and a
     fetch naming nobody (what admin clients and librdkafka send) is answered."""
     joined = await client.request(
-        CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
         1,
         {"group_id": "kip848", "member_id": "m1", "member_epoch": 0,
          "rebalance_timeout": 30_000, "subscribed_topic_names": ["t1"], "topic_partitions": []},
@@ -192,7 +188,7 @@ async def test_v9_commits_and_fetches_of_a_consumer_group_carry_the_member_epoch
 
     async def fetch_as(member_id: str | None, member_epoch: int) -> Any:
         response = await client.request(
-            OFFSET_FETCH,
+            ApiKey.OFFSET_FETCH,
             9,
             {"groups": [{"group_id": "kip848", "member_id": member_id,
                          "member_epoch": member_epoch, "topics": None}], "require_stable": True},
@@ -208,7 +204,6 @@ async def test_v9_commits_and_fetches_of_a_consumer_group_carry_the_member_epoch
     assert await fetch_as("ghost", epoch) == (ErrorCode.unknown_member_id, {})
 
 
-JOIN_GROUP, HEARTBEAT, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 14, 15
 SYNC_TIMEOUT_SETTINGS = [
     "group.initial.rebalance.delay.ms=300",
     "group.min.session.timeout.ms=1000",
@@ -218,7 +213,7 @@ REBALANCE_TIMEOUT_MS = 1000
 
 async def join(client: WireClient, member_id: str) -> Any:
     return await client.request(
-        JOIN_GROUP,
+        ApiKey.JOIN_GROUP,
         5,
         {
             "group_id": "sync-timeout",
@@ -234,7 +229,7 @@ async def join(client: WireClient, member_id: str) -> Any:
 
 async def heartbeat(client: WireClient, member_id: str, generation: int) -> ErrorCode:
     response = await client.request(
-        HEARTBEAT,
+        ApiKey.HEARTBEAT,
         3,
         {
             "group_id": "sync-timeout",
@@ -263,7 +258,7 @@ async def test_members_that_never_sync_are_removed_and_the_synced_leader_rebalan
             by_member = {r.member_id: c for r, c in zip(joined, clients, strict=True)}
             followers = [m for m in by_member if m != leader]
             synced = await by_member[leader].request(
-                SYNC_GROUP,
+                ApiKey.SYNC_GROUP,
                 3,
                 {
                     "group_id": "sync-timeout",
@@ -283,7 +278,9 @@ async def test_members_that_never_sync_are_removed_and_the_synced_leader_rebalan
                 assert await heartbeat(by_member[follower], follower, generation) is (
                     ErrorCode.unknown_member_id
                 )
-            described = await clients[0].request(DESCRIBE_GROUPS, 5, {"groups": ["sync-timeout"]})
+            described = await clients[0].request(
+                ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["sync-timeout"]}
+            )
             (group,) = described.groups
             assert group.group_state == "PreparingRebalance"
             assert [m.member_id for m in group.members] == [leader]
@@ -295,14 +292,11 @@ async def test_members_that_never_sync_are_removed_and_the_synced_leader_rebalan
                 await c.close()
 
 
-OFFSET_DELETE = 47
-
-
 async def delete_offsets(
     client: WireClient, group: str, partitions: Mapping[str, Sequence[int]]
 ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
     response = await client.request(
-        OFFSET_DELETE,
+        ApiKey.OFFSET_DELETE,
         0,
         {
             "group_id": group,
@@ -341,7 +335,6 @@ async def test_offset_delete_still_reports_the_group_error(client: WireClient) -
     )
 
 
-METADATA, DESCRIBE_CLUSTER = 3, 60
 NOT_REQUESTED = -(2**31)
 # Bit n for Kafka's ACL operation code n: what a broker without an authorizer allows.
 GROUP_OPS = {3, 6, 8, 10, 11}  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
@@ -361,7 +354,7 @@ async def test_describe_groups_gives_the_group_operations_when_asked(
     await commit(client, 9, "described", {"t1": [(0, 1)]})
     for asked in (True, False):
         response = await client.request(
-            DESCRIBE_GROUPS,
+            ApiKey.DESCRIBE_GROUPS,
             version,
             {"groups": ["described", "never-seen"], "include_authorized_operations": asked},
         )
@@ -384,11 +377,11 @@ async def test_metadata_gives_topic_and_cluster_operations_when_asked(
     }
     if version <= 10:
         values["include_cluster_authorized_operations"] = True
-    response = await client.request(METADATA, version, values)
+    response = await client.request(ApiKey.METADATA, version, values)
     assert [operations(t.topic_authorized_operations) for t in response.topics] == [TOPIC_OPS] * 2
     if version <= 10:
         assert operations(response.cluster_authorized_operations) == CLUSTER_OPS
-    plain = await client.request(METADATA, version, {"topics": [{"name": "t1"}]})
+    plain = await client.request(ApiKey.METADATA, version, {"topics": [{"name": "t1"}]})
     assert plain.topics[0].topic_authorized_operations == NOT_REQUESTED
     if version <= 10:
         assert plain.cluster_authorized_operations == NOT_REQUESTED
@@ -398,10 +391,10 @@ async def test_describe_cluster_gives_the_cluster_operations_when_asked(
     client: WireClient,
 ) -> None:
     asked = await client.request(
-        DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
+        ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
     )
     assert operations(asked.cluster_authorized_operations) == CLUSTER_OPS
     plain = await client.request(
-        DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}
+        ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}
     )
     assert plain.cluster_authorized_operations == NOT_REQUESTED

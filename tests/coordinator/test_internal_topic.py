@@ -11,8 +11,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.errors import OperationalError
 from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
+from coordinator.wire.api_keys import ApiKey
 
-PRODUCE, METADATA, OFFSET_COMMIT = 0, 3, 8
 OFFSETS = "__consumer_offsets"
 SETTINGS = ["offsets.topic.num.partitions=7", "auto.create.topics.enable=true"]
 UNKNOWN = ErrorCode.unknown_topic_or_partition
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.node(topics=[("t1", 2)], settings=SETTINGS)
 async def test_metadata_for_all_topics_lists_it_as_internal(
     node: RunningServer, client: WireClient, version: int
 ) -> None:
-    response = await client.request(METADATA, version, {"topics": None})
+    response = await client.request(ApiKey.METADATA, version, {"topics": None})
     topics = {t.name: t for t in response.topics}
     assert set(topics) == {OFFSETS, "t1"}
     offsets = topics[OFFSETS]
@@ -37,7 +37,7 @@ async def test_metadata_for_all_topics_lists_it_as_internal(
 
 
 async def test_metadata_v0_for_all_topics_lists_it(client: WireClient) -> None:
-    response = await client.request(METADATA, 0, {"topics": []})
+    response = await client.request(ApiKey.METADATA, 0, {"topics": []})
     assert {t.name: len(t.partitions) for t in response.topics} == {OFFSETS: 7, "t1": 2}
 
 
@@ -46,7 +46,7 @@ async def test_asked_by_name_it_is_found_and_never_created_as_an_ordinary_topic(
     node: RunningServer, client: WireClient, allow: bool
 ) -> None:
     response = await client.request(
-        METADATA, 9, {"topics": [{"name": OFFSETS}], "allow_auto_topic_creation": allow}
+        ApiKey.METADATA, 9, {"topics": [{"name": OFFSETS}], "allow_auto_topic_creation": allow}
     )
     (topic,) = response.topics
     assert (topic.name, topic.error_code, topic.is_internal) == (OFFSETS, ErrorCode.none, True)
@@ -58,7 +58,7 @@ async def test_asked_by_name_it_is_found_and_never_created_as_an_ordinary_topic(
 async def test_found_by_name_with_auto_creation_off() -> None:
     async with running_server(settings=["auto.create.topics.enable=false"]) as node:
         client = await WireClient.connect(node.host, node.port)
-        response = await client.request(METADATA, 13, {"topics": [{"name": OFFSETS}]})
+        response = await client.request(ApiKey.METADATA, 13, {"topics": [{"name": OFFSETS}]})
         await client.close()
     (topic,) = response.topics
     assert topic.error_code is ErrorCode.none and len(topic.partitions) == 50  # Kafka's default
@@ -69,9 +69,9 @@ async def test_found_by_its_topic_id_which_survives_a_restart(tmp_path: Path) ->
     for _ in range(2):
         async with running_server(data_dir=tmp_path, settings=SETTINGS) as node:
             client = await WireClient.connect(node.host, node.port)
-            listed = await client.request(METADATA, 12, {"topics": None})
+            listed = await client.request(ApiKey.METADATA, 12, {"topics": None})
             (topic_id,) = [t.topic_id for t in listed.topics if t.name == OFFSETS]
-            by_id = await client.request(METADATA, 12, {"topics": [{"topic_id": topic_id}]})
+            by_id = await client.request(ApiKey.METADATA, 12, {"topics": [{"topic_id": topic_id}]})
             await client.close()
         assert [(t.name, t.is_internal) for t in by_id.topics] == [(OFFSETS, True)]
         ids.append(topic_id)
@@ -80,7 +80,7 @@ async def test_found_by_its_topic_id_which_survives_a_restart(tmp_path: Path) ->
 
 async def produce(client: WireClient, version: int, partition: int, **topic: object) -> object:
     response = await client.request(
-        PRODUCE,
+        ApiKey.PRODUCE,
         version,
         {
             "acks": -1,
@@ -107,7 +107,7 @@ async def test_producing_to_it_is_refused_as_kafka_refuses_it(
 
 
 async def test_producing_to_it_by_topic_id_is_refused(client: WireClient) -> None:
-    listed = await client.request(METADATA, 13, {"topics": None})
+    listed = await client.request(ApiKey.METADATA, 13, {"topics": None})
     (topic_id,) = [t.topic_id for t in listed.topics if t.name == OFFSETS]
     refused = await produce(client, 13, 3, topic_id=topic_id)
     assert refused.error_code is ErrorCode.invalid_topic_exception  # type: ignore[attr-defined]
@@ -116,7 +116,7 @@ async def test_producing_to_it_by_topic_id_is_refused(client: WireClient) -> Non
 async def test_offsets_may_be_committed_for_its_partitions(client: WireClient) -> None:
     """Kafka's commit check asks only whether the partition exists, internal or not."""
     response = await client.request(
-        OFFSET_COMMIT,
+        ApiKey.OFFSET_COMMIT,
         9,
         {
             "group_id": "g",
@@ -140,7 +140,7 @@ async def test_offsets_may_be_committed_for_its_partitions(client: WireClient) -
 async def test_a_node_without_the_group_coordinator_has_no_such_topic() -> None:
     async with running_server(groups=False, settings=["auto.create.topics.enable=false"]) as node:
         client = await WireClient.connect(node.host, node.port)
-        response = await client.request(METADATA, 13, {"topics": None})
+        response = await client.request(ApiKey.METADATA, 13, {"topics": None})
         await client.close()
     assert response.topics == ()
 
@@ -165,11 +165,8 @@ async def test_an_ordinary_topic_of_that_name_in_the_data_dir_stops_the_start(
     assert (tmp_path / "topics" / OFFSETS / "topic.json").exists()
 
 
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
-
-
 async def offsets_topic_id(client: WireClient) -> Any:
-    listed = await client.request(METADATA, 13, {"topics": None})
+    listed = await client.request(ApiKey.METADATA, 13, {"topics": None})
     (topic_id,) = [t.topic_id for t in listed.topics if t.name == OFFSETS]
     return topic_id
 
@@ -177,7 +174,7 @@ async def offsets_topic_id(client: WireClient) -> Any:
 @pytest.mark.parametrize("version", [2, 5, 7])
 async def test_create_topics_answers_that_it_exists(client: WireClient, version: int) -> None:
     response = await client.request(
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         version,
         {
             "topics": [
@@ -202,7 +199,7 @@ async def test_delete_topics_refuses_it(
         }
     else:
         values = {"topic_names": [OFFSETS]}
-    response = await client.request(DELETE_TOPICS, version, {**values, "timeout": 5000})
+    response = await client.request(ApiKey.DELETE_TOPICS, version, {**values, "timeout": 5000})
     (answer,) = response.responses
     assert answer.error_code is ErrorCode.invalid_topic_exception
     if version >= 5:
@@ -215,7 +212,7 @@ async def test_delete_records_of_it_is_refused_as_kafka_refuses_it(
     client: WireClient, version: int
 ) -> None:
     response = await client.request(
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         version,
         {"topics": [{"name": OFFSETS, "partitions": [
             {"partition_index": p, "offset": 0} for p in (0, 7)]}], "timeout": 5000},
@@ -227,17 +224,14 @@ async def test_delete_records_of_it_is_refused_as_kafka_refuses_it(
 async def test_create_partitions_cannot_grow_it(client: WireClient) -> None:
     """DIFFERS from Kafka, which would grow it and move groups between partitions."""
     response = await client.request(
-        CREATE_PARTITIONS,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {"topics": [{"name": OFFSETS, "count": 9, "assignments": None}], "timeout": 5000,
          "validate_only": False},
     )  # fmt: skip
     assert response.results[0].error_code is ErrorCode.invalid_topic_exception
-    listed = await client.request(METADATA, 13, {"topics": [{"name": OFFSETS}]})
+    listed = await client.request(ApiKey.METADATA, 13, {"topics": [{"name": OFFSETS}]})
     assert len(listed.topics[0].partitions) == 7
-
-
-FETCH, LIST_OFFSETS = 1, 2
 
 
 @pytest.mark.parametrize("version", [11, 12, 16])
@@ -247,7 +241,7 @@ async def test_fetch_reads_it_as_empty(client: WireClient, version: int) -> None
     answers = {}
     for partition, offset in ((0, 0), (1, 5), (7, 0)):
         response = await client.request(
-            FETCH,
+            ApiKey.FETCH,
             version,
             {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 1,
              "session_id": 0, "session_epoch": -1,
@@ -265,7 +259,7 @@ async def test_fetch_reads_it_as_empty(client: WireClient, version: int) -> None
 @pytest.mark.parametrize("version", [3, 7, 11])
 async def test_list_offsets_reads_it_as_empty(client: WireClient, version: int) -> None:
     response = await client.request(
-        LIST_OFFSETS,
+        ApiKey.LIST_OFFSETS,
         version,
         {"replica_id": -1, "isolation_level": 1, "topics": [{"name": OFFSETS, "partitions": [
             {"partition_index": p, "timestamp": t, "current_leader_epoch": -1}
@@ -275,7 +269,7 @@ async def test_list_offsets_reads_it_as_empty(client: WireClient, version: int) 
     assert found == [(ErrorCode.none, 0), (ErrorCode.none, 0), (ErrorCode.none, -1), (UNKNOWN, -1)]
 
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, TOPIC_RESOURCE = 32, 33, 2
+TOPIC_RESOURCE = 2
 
 
 @pytest.mark.parametrize("version", [1, 4])
@@ -283,7 +277,7 @@ async def test_describe_configs_shows_the_configs_kafka_gives_it(
     client: WireClient, version: int
 ) -> None:
     response = await client.request(
-        DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_CONFIGS,
         version,
         {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS,
                         "configuration_keys": None}],
@@ -301,7 +295,7 @@ async def test_describe_configs_shows_the_configs_kafka_gives_it(
 async def test_alter_configs_of_it_is_refused(client: WireClient) -> None:
     """DIFFERS: Kafka would alter them; nothing here would read them."""
     response = await client.request(
-        ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         2,
         {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS,
                         "configs": [{"name": "retention.ms", "value": "1000"}]}],

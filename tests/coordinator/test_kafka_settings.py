@@ -18,9 +18,10 @@ from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.node.kafka_settings import kafka_broker_settings
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 from rebalance.config import CoordinatorConfig
 
-DESCRIBE_CONFIGS, TOPIC, BROKER, STATIC_BROKER_CONFIG = 32, 2, 4, 4
+TOPIC, BROKER, STATIC_BROKER_CONFIG = 2, 4, 4
 
 #: What the issue found refused: settings every broker's server.properties has.
 EVERYDAY = [
@@ -182,7 +183,7 @@ async def test_accepted_settings_are_announced_once_and_described(
 
 async def _describe(client: WireClient, kind: int, name: str, keys: list[str]) -> dict[str, Any]:
     response = await client.request(
-        DESCRIBE_CONFIGS, 4,
+        ApiKey.DESCRIBE_CONFIGS, 4,
         {"resources": [{"resource_type": kind, "resource_name": name, "configuration_keys": keys}],
          "include_synonyms": False, "include_documentation": False},
     )  # fmt: skip
@@ -262,7 +263,7 @@ async def test_the_table_is_what_the_pinned_kafka_broker_describes(kafka_broker:
     client = await WireClient.connect(host, int(port))
     try:
         response = await client.request(
-            DESCRIBE_CONFIGS, 4,
+            ApiKey.DESCRIBE_CONFIGS, 4,
             {"resources": [{"resource_type": BROKER, "resource_name": str(NODE_ID),
                             "configuration_keys": None}],
              "include_synonyms": False, "include_documentation": False},

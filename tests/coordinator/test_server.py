@@ -18,9 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import ApiSpec, RequestContext, ResponseValue
 from coordinator.testing.server import RunningServer, WireClient, running_server
-
-HEARTBEAT = 12
-API_VERSIONS = 18
+from coordinator.wire.api_keys import ApiKey
 
 
 @pytest.fixture
@@ -39,7 +37,7 @@ async def assert_closed(client: WireClient) -> None:
 
 
 async def assert_works(client: WireClient) -> None:
-    response = await client.request(API_VERSIONS, 3, {})
+    response = await client.request(ApiKey.API_VERSIONS, 3, {})
     assert response.error_code is ErrorCode.none
 
 
@@ -81,12 +79,12 @@ async def test_bad_input_closes_only_that_connection(
 
 async def test_api_versions_above_our_max_gets_kip511_answer(node: RunningServer) -> None:
     client = await connect(node)
-    await client.send(frame(struct.pack(">hhi", API_VERSIONS, 99, 5) + b"\xff\xff"))
-    correlation_id, response = await client.read_response(API_VERSIONS, 0)
+    await client.send(frame(struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 5) + b"\xff\xff"))
+    correlation_id, response = await client.read_response(ApiKey.API_VERSIONS, 0)
     assert correlation_id == 5
     assert response.error_code is ErrorCode.unsupported_version
     versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert versions[API_VERSIONS] == (0, 4)
+    assert versions[ApiKey.API_VERSIONS] == (0, 4)
     await assert_works(client)  # the connection stays usable, clients retry with v0
     await client.close()
 
@@ -99,7 +97,7 @@ def delayed_heartbeat(log: list[str]) -> ApiSpec:
         log.append(request.group_id)
         return {"error_code": 0}
 
-    return ApiSpec(HEARTBEAT, range(0, 5), handle, "test_heartbeat")
+    return ApiSpec(ApiKey.HEARTBEAT, range(0, 5), handle, "test_heartbeat")
 
 
 async def test_responses_are_written_in_request_order(node: RunningServer) -> None:
@@ -108,13 +106,13 @@ async def test_responses_are_written_in_request_order(node: RunningServer) -> No
     client = await connect(node)
     beat = {"generation_id": 1, "member_id": "m"}
     await client.send(
-        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
-        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
-        + client.encode(API_VERSIONS, 3, {})
+        client.encode(ApiKey.HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(ApiKey.HEARTBEAT, 4, {"group_id": "fast", **beat})
+        + client.encode(ApiKey.API_VERSIONS, 3, {})
     )
-    first, _ = await client.read_response(HEARTBEAT, 4)
-    second, _ = await client.read_response(HEARTBEAT, 4)
-    third, _ = await client.read_response(API_VERSIONS, 3)
+    first, _ = await client.read_response(ApiKey.HEARTBEAT, 4)
+    second, _ = await client.read_response(ApiKey.HEARTBEAT, 4)
+    third, _ = await client.read_response(ApiKey.API_VERSIONS, 3)
     assert (first, second, third) == (1, 2, 3)
     assert finished == ["fast", "slow"]  # handled concurrently, answered in order
     await client.close()
@@ -123,9 +121,9 @@ async def test_responses_are_written_in_request_order(node: RunningServer) -> No
 async def test_registered_api_is_advertised(node: RunningServer) -> None:
     node.broker.registry.register(delayed_heartbeat([]))
     client = await connect(node)
-    response = await client.request(API_VERSIONS, 3, {})
+    response = await client.request(ApiKey.API_VERSIONS, 3, {})
     versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert versions[HEARTBEAT] == (0, 4)
+    assert versions[ApiKey.HEARTBEAT] == (0, 4)
     await client.close()
 
 
@@ -136,11 +134,11 @@ async def broken(request: Any, api_version: int, ctx: RequestContext) -> Respons
 async def test_handler_failure_answers_unknown_server_error_with_a_traceback(
     node: RunningServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    node.broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), broken))
+    node.broker.registry.register(ApiSpec(ApiKey.HEARTBEAT, range(0, 5), broken))
     client = await connect(node)
     with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
         response = await client.request(
-            HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
+            ApiKey.HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
         )
     assert response.error_code is ErrorCode.unknown_server_error
     assert "handler for api_key 12 v4 failed" in caplog.text
@@ -156,11 +154,11 @@ async def disk_full(request: Any, api_version: int, ctx: RequestContext) -> Resp
 async def test_storage_failure_answers_kafka_storage_error_in_one_line(
     node: RunningServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    node.broker.registry.register(ApiSpec(HEARTBEAT, range(0, 5), disk_full))
+    node.broker.registry.register(ApiSpec(ApiKey.HEARTBEAT, range(0, 5), disk_full))
     client = await connect(node)
     with caplog.at_level(logging.WARNING, logger="coordinator.wire"):
         response = await client.request(
-            HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
+            ApiKey.HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"}
         )
     assert response.error_code is ErrorCode.kafka_storage_error
     (record,) = [r for r in caplog.records if r.name == "coordinator.wire"]
@@ -208,7 +206,9 @@ def parked_heartbeat(answered: list[str]) -> ApiSpec:
         else:
             reply()
 
-    return ApiSpec(HEARTBEAT, range(0, 5), handle, "test_heartbeat", answer_parked=answer_parked)
+    return ApiSpec(
+        ApiKey.HEARTBEAT, range(0, 5), handle, "test_heartbeat", answer_parked=answer_parked
+    )
 
 
 # A request waiting in a task (a handler that awaits) or parked as a slot of its connection's
@@ -220,11 +220,13 @@ async def test_shutdown_lets_waiting_requests_finish(
     node.broker.registry.register(slow_heartbeat([]))
     client = await connect(node)
     await client.send(
-        client.encode(HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"})
+        client.encode(
+            ApiKey.HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"}
+        )
     )
     await asyncio.sleep(0.05)
     await node.app.stop(grace=5)
-    correlation_id, response = await client.read_response(HEARTBEAT, 4)
+    correlation_id, response = await client.read_response(ApiKey.HEARTBEAT, 4)
     assert (correlation_id, response.error_code) == (1, ErrorCode.none)
     await assert_closed(client)
     await client.close()
@@ -238,10 +240,10 @@ async def test_reading_pauses_when_max_in_flight_is_reached(node: RunningServer)
     client = await connect(node)
     beat = {"generation_id": 1, "member_id": "m"}
     await client.send(
-        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
-        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
+        client.encode(ApiKey.HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(ApiKey.HEARTBEAT, 4, {"group_id": "fast", **beat})
     )
-    assert [(await client.read_response(HEARTBEAT, 4))[0] for _ in range(2)] == [1, 2]
+    assert [(await client.read_response(ApiKey.HEARTBEAT, 4))[0] for _ in range(2)] == [1, 2]
     assert finished == ["slow", "fast"]  # the second was not read before the first was answered
     await client.close()
 
@@ -263,7 +265,7 @@ async def test_many_pipelining_connections_each_get_their_responses_in_order(
     async def session(index: int) -> list[int]:
         client = await connect(node)
         plan = [(1, 12, fetch(((index + step) % 4) * 20)) for step in range(20)]
-        plan += [(API_VERSIONS, 3, {})] * 5
+        plan += [(ApiKey.API_VERSIONS, 3, {})] * 5
         await client.send(
             b"".join(client.encode(key, version, body) for key, version, body in plan)
         )
@@ -284,7 +286,7 @@ async def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_b
     as it can and never reads: the server stops reading from it, so the sender is stopped by
     TCP flow control while the server holds little of its own, and others are still served."""
     bystander = await connect(node)
-    request = bystander.encode(API_VERSIONS, 3, {})
+    request = bystander.encode(ApiKey.API_VERSIONS, 3, {})
     greedy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     greedy.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -320,12 +322,15 @@ async def test_a_client_that_never_reads_cannot_make_the_server_buffer_without_b
 async def test_requests_split_across_many_reads_are_answered(node: RunningServer) -> None:
     """A frame may arrive a byte at a time, or (a large one) in many reads."""
     client = await connect(node)
-    first, second = client.encode(API_VERSIONS, 3, {}), client.encode(API_VERSIONS, 3, {})
+    first, second = (
+        client.encode(ApiKey.API_VERSIONS, 3, {}),
+        client.encode(ApiKey.API_VERSIONS, 3, {}),
+    )
     for byte in first + second[:3]:
         await client.send(bytes([byte]))
         await asyncio.sleep(0)
     await client.send(second[3:])
-    assert [(await client.read_response(API_VERSIONS, 3))[0] for _ in range(2)] == [1, 2]
+    assert [(await client.read_response(ApiKey.API_VERSIONS, 3))[0] for _ in range(2)] == [1, 2]
     await client.close()
 
 
@@ -334,12 +339,12 @@ async def test_a_large_request_arriving_in_many_reads_is_answered() -> None:
     does librdkafka's padding) sent in 1 KiB writes."""
     async with running_server(groups=False) as server:
         client = await connect(server)
-        header = struct.pack(">hhih", API_VERSIONS, 0, 7, -1)
+        header = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 7, -1)
         payload = header + bytes(2 << 20)
         data = frame(payload)
         for start in range(0, len(data), 1024):
             await client.send(data[start : start + 1024])
-        correlation_id, response = await client.read_response(API_VERSIONS, 0)
+        correlation_id, response = await client.read_response(ApiKey.API_VERSIONS, 0)
         assert (correlation_id, response.error_code) == (7, ErrorCode.none)
         await client.close()
 
@@ -355,16 +360,16 @@ async def test_parked_requests_are_slots_answered_in_request_order(node: Running
     client = await connect(node)
     beat = {"generation_id": 1, "member_id": "m"}
     await client.send(
-        client.encode(HEARTBEAT, 4, {"group_id": "slow", **beat})
-        + client.encode(HEARTBEAT, 4, {"group_id": "fast", **beat})
-        + client.encode(API_VERSIONS, 3, {})
+        client.encode(ApiKey.HEARTBEAT, 4, {"group_id": "slow", **beat})
+        + client.encode(ApiKey.HEARTBEAT, 4, {"group_id": "fast", **beat})
+        + client.encode(ApiKey.API_VERSIONS, 3, {})
     )
     await asyncio.sleep(0.05)
     (conn,) = connections(node)
     assert (conn.parked, len(conn.in_flight)) == (1, 0)  # a slot, no task
-    first, _ = await client.read_response(HEARTBEAT, 4)
-    second, _ = await client.read_response(HEARTBEAT, 4)
-    third, _ = await client.read_response(API_VERSIONS, 3)
+    first, _ = await client.read_response(ApiKey.HEARTBEAT, 4)
+    second, _ = await client.read_response(ApiKey.HEARTBEAT, 4)
+    third, _ = await client.read_response(ApiKey.API_VERSIONS, 3)
     assert (first, second, third) == (1, 2, 3)
     assert answered == ["fast", "slow"]
     assert conn.parked == 0
@@ -378,7 +383,7 @@ async def test_a_request_that_fails_to_park_answers_unknown_server_error(
     client = await connect(node)
     with caplog.at_level(logging.ERROR, logger="coordinator.wire"):
         response = await client.request(
-            HEARTBEAT, 4, {"group_id": "broken", "generation_id": 1, "member_id": "m"}
+            ApiKey.HEARTBEAT, 4, {"group_id": "broken", "generation_id": 1, "member_id": "m"}
         )
     assert response.error_code is ErrorCode.unknown_server_error
     assert "handler for api_key 12 v4 failed" in caplog.text
@@ -392,7 +397,9 @@ async def test_an_answer_for_a_closed_connection_is_dropped(node: RunningServer)
     node.broker.registry.register(parked_heartbeat(answered))
     client = await connect(node)
     await client.send(
-        client.encode(HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"})
+        client.encode(
+            ApiKey.HEARTBEAT, 4, {"group_id": "slow", "generation_id": 1, "member_id": "m"}
+        )
     )
     await asyncio.sleep(0.05)
     (conn,) = connections(node)

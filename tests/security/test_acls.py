@@ -14,7 +14,7 @@ import pytest
 from coordinator.node.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.testing.server import RunningServer, WireClient, running_server
-from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import (
     Acl,
     AclFilter,
@@ -42,11 +42,7 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDI
     9,
     10,
 )
-JOIN, HEARTBEAT, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 11, 12, 16, 15, 42
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, OFFSET_DELETE = 29, 30, 31, 47
+JOIN = 11
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
 GROUP_ID_NOT_FOUND = 69
 
@@ -189,9 +185,11 @@ async def node(tmp_path: Path) -> AsyncIterator[RunningServer]:
 
 async def client_of(server: RunningServer, user: str) -> WireClient:
     client = await WireClient.connect(server.host, server.port)
-    await client.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
     token = f"\0{user}\0{user}-secret".encode()
-    assert (await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token})).error_code == 0
+    assert (
+        await client.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+    ).error_code == 0
     return client
 
 
@@ -225,7 +223,9 @@ GRANTS = [
 
 async def grant(server: RunningServer) -> None:
     admin = await client_of(server, "admin")
-    answer = await admin.request(CREATE_ACLS, 3, {"creations": [creation(a) for a in GRANTS]})
+    answer = await admin.request(
+        ApiKey.CREATE_ACLS, 3, {"creations": [creation(a) for a in GRANTS]}
+    )
     assert [r.error_code for r in answer.results] == [0, 0]
     await admin.close()
 
@@ -259,20 +259,20 @@ async def test_acls_are_created_described_deleted_and_survive_a_restart(tmp_path
     settings = acl_settings()
     async with running_server(settings=settings, data_dir=tmp_path / "data") as server:
         alice = await client_of(server, "alice")
-        refused = await alice.request(CREATE_ACLS, 3, {"creations": [creation(GRANTS[0])]})
+        refused = await alice.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation(GRANTS[0])]})
         assert refused.results[0].error_code == CLUSTER_DENIED  # only ALTER on the cluster may
         await alice.close()
         admin = await client_of(server, "admin")
         bad = creation(acl(TOPIC, "t", "alice", READ))
         answer = await admin.request(
-            CREATE_ACLS, 3, {"creations": [creation(a) for a in GRANTS] + [bad]}
+            ApiKey.CREATE_ACLS, 3, {"creations": [creation(a) for a in GRANTS] + [bad]}
         )
         assert [r.error_code for r in answer.results] == [0, 0, INVALID_REQUEST]
         assert "is not TYPE:NAME" in answer.results[2].error_message
         await admin.close()
     async with running_server(settings=settings, data_dir=tmp_path / "data") as server:
         admin = await client_of(server, "admin")
-        described = await admin.request(DESCRIBE_ACLS, 3, ANY_FILTER)
+        described = await admin.request(ApiKey.DESCRIBE_ACLS, 3, ANY_FILTER)
         found = {
             (r.resource_type, r.resource_name, r.pattern_type, a.principal, a.operation)
             for r in described.resources
@@ -280,10 +280,10 @@ async def test_acls_are_created_described_deleted_and_survive_a_restart(tmp_path
         }
         assert found == {(3, "team-", 4, "User:alice", 3), (2, "visible", 3, "User:*", 2)}
         deleted = await admin.request(
-            DELETE_ACLS, 3, {"filters": [{**ANY_FILTER, "resource_type_filter": 3}]}
+            ApiKey.DELETE_ACLS, 3, {"filters": [{**ANY_FILTER, "resource_type_filter": 3}]}
         )
         assert [a.resource_name for a in deleted.filter_results[0].matching_acls] == ["team-"]
-        left = await admin.request(DESCRIBE_ACLS, 3, ANY_FILTER)
+        left = await admin.request(ApiKey.DESCRIBE_ACLS, 3, ANY_FILTER)
         assert [r.resource_name for r in left.resources] == ["visible"]
         await admin.close()
 
@@ -291,7 +291,7 @@ async def test_acls_are_created_described_deleted_and_survive_a_restart(tmp_path
 async def test_without_an_authorizer_the_acl_apis_are_disabled(tmp_path: Path) -> None:
     async with running_server() as server:
         client = await WireClient.connect(server.host, server.port)
-        answer = await client.request(DESCRIBE_ACLS, 1, ANY_FILTER)
+        answer = await client.request(ApiKey.DESCRIBE_ACLS, 1, ANY_FILTER)
         assert answer.error_code == SECURITY_DISABLED
         await client.close()
 
@@ -303,7 +303,7 @@ async def test_group_apis_need_read_on_the_group(node: RunningServer) -> None:
         joined = await client.request(JOIN, 5, join("team-a"))
         assert (joined.error_code == GROUP_DENIED) is not allowed
         beat = await client.request(
-            HEARTBEAT,
+            ApiKey.HEARTBEAT,
             4,
             {"group_id": "team-a", "generation_id": 1, "member_id": "m", "group_instance_id": None},
         )
@@ -330,14 +330,16 @@ async def test_group_apis_need_read_on_the_group(node: RunningServer) -> None:
     )
     assert [(c.key, c.error_code) for c in found.coordinators] == [("team-a", 0), ("x", 30)]
     described = await alice.request(
-        DESCRIBE_GROUPS, 5, {"groups": ["x", "team-a"], "include_authorized_operations": False}
+        ApiKey.DESCRIBE_GROUPS,
+        5,
+        {"groups": ["x", "team-a"], "include_authorized_operations": False},
     )
     assert [(g.group_id, g.error_code) for g in described.groups] == [("x", 30), ("team-a", 0)]
-    listed = await bob.request(LIST_GROUPS, 4, {"states_filter": []})
+    listed = await bob.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
     assert [g.group_id for g in listed.groups] == []  # bob may describe no group
-    listed = await alice.request(LIST_GROUPS, 4, {"states_filter": []})
+    listed = await alice.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
     assert [g.group_id for g in listed.groups] == ["team-a"]
-    deleted = await bob.request(DELETE_GROUPS, 2, {"groups_names": ["team-a"]})
+    deleted = await bob.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["team-a"]})
     assert deleted.results[0].error_code == GROUP_DENIED
     await alice.close()
     await bob.close()
@@ -437,7 +439,7 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
     await grant(node)
     admin = await client_of(node, "admin")
     creates = acl(TOPIC, "alice-", "User:alice", Operation.CREATE, pattern=PREFIXED)
-    await admin.request(CREATE_ACLS, 3, {"creations": [creation(creates)]})
+    await admin.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation(creates)]})
     await admin.close()
     alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
     new_topic = {
@@ -449,17 +451,17 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
     }
     for client, code in ((bob, TOPIC_DENIED), (alice, 0)):
         made = await client.request(
-            CREATE_TOPICS, 7, {"topics": [new_topic], "timeout": 5000, "validate_only": True}
+            ApiKey.CREATE_TOPICS, 7, {"topics": [new_topic], "timeout": 5000, "validate_only": True}
         )
         assert made.topics[0].error_code == code
     gone = await bob.request(
-        DELETE_TOPICS, 6, {"topics": [{"name": "hidden", "topic_id": None}], "timeout": 5000}
+        ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "hidden", "topic_id": None}], "timeout": 5000}
     )
     assert gone.responses[0].error_code == TOPIC_DENIED
-    gone = await bob.request(DELETE_TOPICS, 4, {"topic_names": ["hidden"], "timeout": 5000})
+    gone = await bob.request(ApiKey.DELETE_TOPICS, 4, {"topic_names": ["hidden"], "timeout": 5000})
     assert gone.responses[0].error_code == TOPIC_DENIED
     grown = await bob.request(
-        CREATE_PARTITIONS,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {
             "timeout": 5000,
@@ -469,7 +471,7 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
     )
     assert grown.results[0].error_code == TOPIC_DENIED
     cut = await bob.request(
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         2,
         {
             "timeout": 5000,
@@ -478,7 +480,7 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
     )
     assert cut.topics[0].partitions[0].error_code == TOPIC_DENIED
     configs = await bob.request(
-        DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_CONFIGS,
         4,
         {
             "resources": [
@@ -493,7 +495,7 @@ async def test_topic_admin_apis_need_their_operation(node: RunningServer) -> Non
     codes = {(r.resource_type, r.resource_name): r.error_code for r in configs.results}
     assert codes == {(2, "hidden"): TOPIC_DENIED, (2, "visible"): 0, (4, "1"): CLUSTER_DENIED}
     altered = await bob.request(
-        INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "validate_only": True,
@@ -560,9 +562,9 @@ async def test_idempotent_producers_need_write_somewhere(node: RunningServer) ->
         "producer_id": -1,
         "producer_epoch": -1,
     }
-    assert (await bob.request(INIT_PRODUCER_ID, 4, init)).error_code == CLUSTER_DENIED
+    assert (await bob.request(ApiKey.INIT_PRODUCER_ID, 4, init)).error_code == CLUSTER_DENIED
     await grant(node)  # WRITE (ALL) on the topic "visible" for everyone
-    answer = await bob.request(INIT_PRODUCER_ID, 4, init)
+    answer = await bob.request(ApiKey.INIT_PRODUCER_ID, 4, init)
     assert answer.error_code == 0 and answer.producer_id >= 0
     await bob.close()
 
@@ -583,7 +585,7 @@ async def test_authorized_operations_say_what_the_client_may_do(node: RunningSer
     assert as_admin.cluster_authorized_operations == CLUSTER_OPERATIONS  # a super user
     await alice.request(JOIN, 5, join("team-a"))
     described = await alice.request(
-        DESCRIBE_GROUPS, 5, {"groups": ["team-a"], "include_authorized_operations": True}
+        ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["team-a"], "include_authorized_operations": True}
     )
     assert described.groups[0].authorized_operations == (1 << READ) | (1 << DESCRIBE)
     await alice.close()
@@ -607,27 +609,27 @@ async def test_offset_delete_needs_delete_on_the_group_and_read_on_each_topic(
     await grant(node)
     admin = await client_of(node, "admin")
     deleter = acl(GROUP, "team-a", "User:alice", Operation.DELETE)
-    created = await admin.request(CREATE_ACLS, 3, {"creations": [creation(deleter)]})
+    created = await admin.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation(deleter)]})
     assert created.results[0].error_code == 0
     for topic in ("visible", "hidden"):  # the admin's commits: an empty group with offsets
         commit = await admin.request(OFFSET_COMMIT, 8, offset_commit("team-a", topic, offset=5))
         assert commit.topics[0].partitions[0].error_code == 0
     alice, bob = await client_of(node, "alice"), await client_of(node, "bob")
     # bob may READ the group's topics but not DELETE the group.
-    refused = await bob.request(OFFSET_DELETE, 0, offset_delete("team-a", "visible"))
+    refused = await bob.request(ApiKey.OFFSET_DELETE, 0, offset_delete("team-a", "visible"))
     assert answered(refused) == (GROUP_DENIED, {})
     # alice may DELETE the group and READ only "visible": "hidden" and a topic that does not
     # exist are denied (not UNKNOWN_TOPIC_OR_PARTITION), "visible" is deleted.
     mixed = await alice.request(
-        OFFSET_DELETE, 0, offset_delete("team-a", "hidden", "visible", "nope")
+        ApiKey.OFFSET_DELETE, 0, offset_delete("team-a", "hidden", "visible", "nope")
     )
     assert answered(mixed) == (0, {"visible": 0, "hidden": TOPIC_DENIED, "nope": TOPIC_DENIED})
     # Nothing left to delete is still the coordinator's question: its group error wins.
-    missing = await alice.request(OFFSET_DELETE, 0, offset_delete("team-absent", "hidden"))
+    missing = await alice.request(ApiKey.OFFSET_DELETE, 0, offset_delete("team-absent", "hidden"))
     assert answered(missing) == (GROUP_DENIED, {})  # no DELETE on team-absent either
     deleter = acl(GROUP, "team-absent", "User:alice", Operation.DELETE)
-    await admin.request(CREATE_ACLS, 3, {"creations": [creation(deleter)]})
-    missing = await alice.request(OFFSET_DELETE, 0, offset_delete("team-absent", "hidden"))
+    await admin.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation(deleter)]})
+    missing = await alice.request(ApiKey.OFFSET_DELETE, 0, offset_delete("team-absent", "hidden"))
     assert answered(missing) == (GROUP_ID_NOT_FOUND, {})
     fetched = await admin.request(
         OFFSET_FETCH,
@@ -657,9 +659,9 @@ async def test_client_balance_apis_need_read_on_the_group_and_topics_they_regist
             "session_timeout_ms": 10_000,
         }
 
-    refused = await bob.request(schema.HEARTBEAT_KEY, 0, heartbeat("bob-node"))
+    refused = await bob.request(ApiKey.CLIENT_BALANCE_HEARTBEAT, 0, heartbeat("bob-node"))
     assert (refused.error_code, refused.member_epoch) == (GROUP_DENIED, -1)
-    joined = await alice.request(schema.HEARTBEAT_KEY, 0, heartbeat("alice-node"))
+    joined = await alice.request(ApiKey.CLIENT_BALANCE_HEARTBEAT, 0, heartbeat("alice-node"))
     assert joined.error_code == 0
 
     def partitions(epoch: int, *topics: str) -> dict[str, Any]:
@@ -674,7 +676,7 @@ async def test_client_balance_apis_need_read_on_the_group_and_topics_they_regist
         }
 
     registered = await alice.request(
-        schema.REGISTER_KEY, 0, partitions(joined.member_epoch, "hidden", "visible")
+        ApiKey.PARTITION_REGISTER, 0, partitions(joined.member_epoch, "hidden", "visible")
     )
     assert registered.error_code == 0
     assert answered(registered)[1] == {"visible": 0, "hidden": TOPIC_DENIED}
@@ -684,18 +686,20 @@ async def test_client_balance_apis_need_read_on_the_group_and_topics_they_regist
         "member_epoch": joined.member_epoch,
         "topics": [{"name": "visible", "partitions": [0]}],
     }
-    assert (await bob.request(schema.RELEASE_KEY, 0, released)).error_code == GROUP_DENIED
-    described = await bob.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["team-cb"]})
+    assert (await bob.request(ApiKey.PARTITION_RELEASE, 0, released)).error_code == GROUP_DENIED
+    described = await bob.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["team-cb"]})
     assert [(g.group_id, g.error_code, g.nodes) for g in described.groups] == [
         ("team-cb", GROUP_DENIED, ())
     ]
-    described = await alice.request(schema.DESCRIBE_KEY, 0, {"group_ids": ["team-cb", "other"]})
+    described = await alice.request(
+        ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["team-cb", "other"]}
+    )
     assert [(g.group_id, g.error_code) for g in described.groups] == [
         ("team-cb", 0),
         ("other", GROUP_DENIED),
     ]
     held = [(h.topic, h.partitions) for h in described.groups[0].nodes[0].held]
     assert held == [("visible", (0,))]
-    assert (await alice.request(schema.RELEASE_KEY, 0, released)).error_code == 0
+    assert (await alice.request(ApiKey.PARTITION_RELEASE, 0, released)).error_code == 0
     await alice.close()
     await bob.close()

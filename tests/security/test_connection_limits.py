@@ -12,10 +12,9 @@ import pytest
 
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.testing.server import RunningServer, running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from coordinator.wire.transport.connection_quotas import ConnectionQuotas, parse_overrides
-
-API_VERSIONS = 18
 
 
 def test_quotas_count_per_address_and_in_all() -> None:
@@ -49,7 +48,7 @@ async def connect(node: RunningServer, source: str = "127.0.0.1") -> WireClient:
 async def served(client: WireClient, wait: float = 2.0) -> bool:
     """True if the server answers ApiVersions; False if it closed the connection."""
     try:
-        response = await asyncio.wait_for(client.request(API_VERSIONS, 3, {}), wait)
+        response = await asyncio.wait_for(client.request(ApiKey.API_VERSIONS, 3, {}), wait)
     except (asyncio.IncompleteReadError, ConnectionError):
         return False
     return bool(response.api_keys)

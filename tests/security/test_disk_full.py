@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 
 from coordinator.testing.server import read_records, record_batch, running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from rebalance.errors import ErrorCode
-
-PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_RECORDS = 0, 1, 8, 9, 19, 21
 
 
 @pytest.fixture
@@ -54,7 +53,7 @@ def fill(disk: Path) -> Path:
 
 async def produce(client: WireClient, value: bytes, topic: str = "t") -> Any:
     response = await client.request(
-        PRODUCE,
+        ApiKey.PRODUCE,
         9,
         {
             "acks": -1,
@@ -69,7 +68,7 @@ async def produce(client: WireClient, value: bytes, topic: str = "t") -> Any:
 
 async def commit(client: WireClient, offset: int) -> ErrorCode:
     response = await client.request(
-        OFFSET_COMMIT,
+        ApiKey.OFFSET_COMMIT,
         8,
         {
             "group_id": "g",
@@ -96,7 +95,7 @@ async def commit(client: WireClient, offset: int) -> ErrorCode:
 
 async def create_topic(client: WireClient, name: str) -> ErrorCode:
     response = await client.request(
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [
@@ -117,7 +116,7 @@ async def create_topic(client: WireClient, name: str) -> ErrorCode:
 
 async def delete_records(client: WireClient, topic: str, before: int) -> ErrorCode:
     response = await client.request(
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         2,
         {
             "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": before}]}],
@@ -129,7 +128,7 @@ async def delete_records(client: WireClient, topic: str, before: int) -> ErrorCo
 
 async def committed(client: WireClient) -> int:
     response = await client.request(
-        OFFSET_FETCH,
+        ApiKey.OFFSET_FETCH,
         7,
         {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]},
     )
@@ -138,7 +137,7 @@ async def committed(client: WireClient) -> int:
 
 async def stored_values(client: WireClient) -> list[bytes | None]:
     response = await client.request(
-        FETCH,
+        ApiKey.FETCH,
         12,
         {
             "max_wait": 0,

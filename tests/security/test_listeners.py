@@ -19,8 +19,7 @@ from coordinator.errors import OperationalError, UsageError
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.testing.certificates import CLIENT_DN, KEY_PASSWORD, Pki, make_pki
 from coordinator.testing.server import RunningServer, WireClient, running_server
-
-API_VERSIONS, METADATA, FIND_COORDINATOR, DESCRIBE_CONFIGS = 18, 3, 10, 32
+from coordinator.wire.api_keys import ApiKey
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +52,10 @@ async def told_address(bootstrap: str, tls: ssl.SSLContext | None = None) -> dic
     """What Metadata, FindCoordinator and DescribeConfigs tell a client of this listener."""
     client = await WireClient.connect(*address(bootstrap), tls=tls)
     try:
-        metadata = await client.request(METADATA, 12, {"topics": []})
-        found = await client.request(FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
+        metadata = await client.request(ApiKey.METADATA, 12, {"topics": []})
+        found = await client.request(ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
         configs = await client.request(
-            DESCRIBE_CONFIGS, 1,
+            ApiKey.DESCRIBE_CONFIGS, 1,
             {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}]},
         )  # fmt: skip
     finally:
@@ -100,7 +99,7 @@ async def ssl_server(pki: Pki, client_auth: str, *extra: str) -> Any:
 async def api_versions_over(server: RunningServer, tls: ssl.SSLContext) -> int:
     client = await WireClient.connect(server.host, server.port, tls=tls)
     try:
-        return int((await client.request(API_VERSIONS, 3, {})).error_code)
+        return int((await client.request(ApiKey.API_VERSIONS, 3, {})).error_code)
     finally:
         await client.close()
 
@@ -129,7 +128,7 @@ async def test_required_client_auth_takes_a_trusted_certificate_and_names_the_pr
 async def principal_of_a_connection(server: RunningServer, tls: ssl.SSLContext) -> str:
     client = await WireClient.connect(server.host, server.port, tls=tls)
     try:
-        await client.request(API_VERSIONS, 3, {})
+        await client.request(ApiKey.API_VERSIONS, 3, {})
         assert server.app.server is not None
         (conn,) = server.app.server._connections
         assert conn.session is not None

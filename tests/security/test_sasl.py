@@ -18,10 +18,10 @@ import pytest
 from coordinator.cli.main import main as rebalance
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.testing.server import RunningServer, WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.sasl import FailureLog
 
-API_VERSIONS, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 3, 17, 36
 NONE, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 0, 33, 34, 58
 PLAIN_FAILED = "Authentication failed: Invalid username or password"
 
@@ -58,10 +58,10 @@ async def connect(server: RunningServer, listener: str = "SASL_PLAINTEXT") -> Wi
 async def login(
     client: WireClient, user: str, password: str, *, version: int = 2, mechanism: str = "PLAIN"
 ) -> Any:
-    handshake = await client.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+    handshake = await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
     assert handshake.error_code == NONE
     token = b"\0" + user.encode() + b"\0" + password.encode()
-    return await client.request(SASL_AUTHENTICATE, version, {"auth_bytes": token})
+    return await client.request(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token})
 
 
 async def closed(client: WireClient) -> bool:
@@ -77,8 +77,8 @@ async def test_before_authentication_only_the_sasl_apis_are_answered(
     node: RunningServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = await connect(node)
-    assert (await client.request(API_VERSIONS, 3, {})).error_code == NONE
-    await client.send(client.encode(METADATA, 12, {"topics": []}))
+    assert (await client.request(ApiKey.API_VERSIONS, 3, {})).error_code == NONE
+    await client.send(client.encode(ApiKey.METADATA, 12, {"topics": []}))
     assert await closed(client)
     assert "api_key 3 before SASL authentication" in caplog.text
     await client.close()
@@ -86,14 +86,14 @@ async def test_before_authentication_only_the_sasl_apis_are_answered(
 
 async def test_the_handshake_names_the_enabled_mechanisms(node: RunningServer) -> None:
     client = await connect(node)
-    answer = await client.request(SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
+    answer = await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
     assert answer.error_code == UNSUPPORTED_SASL_MECHANISM
     assert list(answer.mechanisms) == ["PLAIN", "SCRAM-SHA-256"]
-    answer = await client.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    answer = await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
     assert answer.error_code == NONE
     await client.close()
     plain = await connect(node, "PLAINTEXT")  # a listener without SASL, as Kafka answers it
-    answer = await plain.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    answer = await plain.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
     assert (answer.error_code, list(answer.mechanisms)) == (ILLEGAL_SASL_STATE, [])
     await plain.close()
 
@@ -102,7 +102,7 @@ async def test_plain_lets_a_user_in_with_its_principal(node: RunningServer) -> N
     client = await connect(node)
     answer = await login(client, "alice", "alice-secret")
     assert (answer.error_code, answer.session_lifetime.total_seconds()) == (NONE, 0)
-    metadata = await client.request(METADATA, 12, {"topics": []})
+    metadata = await client.request(ApiKey.METADATA, 12, {"topics": []})
     assert metadata.brokers[0].port == int(node.bootstrap_of("SASL_PLAINTEXT").split(":")[1])
     assert node.app.server is not None
     (conn,) = node.app.server._connections
@@ -128,7 +128,9 @@ async def test_a_wrong_password_is_answered_then_the_connection_closed(
 
 async def test_authenticate_before_a_handshake_is_an_illegal_state(node: RunningServer) -> None:
     client = await connect(node)
-    answer = await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0alice-secret"})
+    answer = await client.request(
+        ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0alice-secret"}
+    )
     assert answer.error_code == ILLEGAL_SASL_STATE
     assert await closed(client)
     await client.close()
@@ -157,9 +159,9 @@ async def test_a_session_ends_unless_the_client_reauthenticates(tmp_path: Path) 
         again = await login(client, "alice", "alice-secret")  # same connection: a new session
         assert again.error_code == NONE
         await asyncio.sleep(0.35)  # past the first session's end, inside the second
-        assert (await client.request(METADATA, 12, {"topics": []})).brokers
+        assert (await client.request(ApiKey.METADATA, 12, {"topics": []})).brokers
         await asyncio.sleep(0.4)
-        await client.send(client.encode(METADATA, 12, {"topics": []}))
+        await client.send(client.encode(ApiKey.METADATA, 12, {"topics": []}))
         assert await closed(client)  # the session ended: the next request closes it
         await client.close()
 
@@ -173,7 +175,7 @@ async def test_a_session_ends_unless_the_client_reauthenticates(tmp_path: Path) 
         await client.close()
         client = await connect(server)
         await login(client, "alice", "alice-secret")
-        switch = await client.request(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})
+        switch = await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})
         assert switch.error_code == ILLEGAL_SASL_STATE  # a re-authentication keeps its mechanism
         await client.close()
 

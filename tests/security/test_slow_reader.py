@@ -9,9 +9,8 @@ import asyncio
 import socket
 
 from coordinator.testing.server import running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
-
-API_VERSIONS = 18
 
 
 async def test_a_client_that_never_reads_is_stopped_at_a_bound() -> None:
@@ -22,7 +21,7 @@ async def test_a_client_that_never_reads_is_stopped_at_a_bound() -> None:
         greedy.setblocking(False)
         await loop.sock_connect(greedy, (node.host, node.port))
         probe = WireClient(*await asyncio.open_connection(node.host, node.port))
-        request = probe.encode(API_VERSIONS, 3, {})
+        request = probe.encode(ApiKey.API_VERSIONS, 3, {})
         sent = 0
         try:
             while sent < 64 << 20:  # far more than any socket buffers hold
@@ -38,6 +37,6 @@ async def test_a_client_that_never_reads_is_stopped_at_a_bound() -> None:
         unparsed = len(held._buffer) + held._more_size
         assert unsent < 256 << 10, unsent  # high-water mark (64 KiB) + one batch (64 KiB)
         assert unparsed < 512 << 10, unparsed  # at most one socket read
-        assert (await probe.request(API_VERSIONS, 3, {})).api_keys  # others are served
+        assert (await probe.request(ApiKey.API_VERSIONS, 3, {})).api_keys  # others are served
         await probe.close()
         greedy.close()

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
 from coordinator.errors import OperationalError
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 
 LIST_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR = (16, 5), (15, 5), (10, 3)
@@ -73,7 +74,7 @@ async def _describe(bootstrap: str, group: str, out: TextIO) -> int:
         if int(described.error_code) != 0:
             raise OperationalError(f"DescribeGroups {group!r}: {described.error_code.name}")
         if described.protocol_type == CLIENT_BALANCE:
-            answer = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": [group]})
+            answer = await client.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": [group]})
             _print_client_balance(answer.groups[0], out)
         elif described.group_state == "Dead":
             answer = await client.request(

@@ -13,44 +13,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import kio_versions
 from rebalance.consumer_group.group import TopicInfo
 
-API_VERSIONS = 18
-METADATA = 3
-FIND_COORDINATOR = 10
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
-DESCRIBE_GROUPS = 15
-LIST_GROUPS = 16
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-DELETE_GROUPS = 42
-DESCRIBE_CONFIGS = 32
-CREATE_TOPICS = 19
 BROKER_RESOURCE = 4
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
 
 #: The newest version of each API whose behaviour the scenarios are written against.
 PREFERRED: Mapping[int, int] = {
-    FIND_COORDINATOR: 3,
-    JOIN_GROUP: 7,
-    HEARTBEAT: 4,
-    LEAVE_GROUP: 4,
-    SYNC_GROUP: 5,
-    DESCRIBE_GROUPS: 5,
-    LIST_GROUPS: 4,
-    OFFSET_COMMIT: 8,
-    OFFSET_FETCH: 7,
-    DELETE_GROUPS: 2,
-    DESCRIBE_CONFIGS: 4,
-    CREATE_TOPICS: 4,
-    CONSUMER_GROUP_HEARTBEAT: 1,
-    CONSUMER_GROUP_DESCRIBE: 1,
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.JOIN_GROUP: 7,
+    ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 4,
+    ApiKey.SYNC_GROUP: 5,
+    ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.LIST_GROUPS: 4,
+    ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 7,
+    ApiKey.DELETE_GROUPS: 2,
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.CREATE_TOPICS: 4,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: 1,
 }
 
 #: The settings scenarios may assume, and Kafka's defaults for them.
@@ -103,7 +88,7 @@ class BrokerUnderTest:
         except OSError as exc:
             raise BrokerError(f"cannot connect to {bootstrap}: {exc.strerror or exc}") from None
         try:
-            advertised = await client.request(API_VERSIONS, 0, {})
+            advertised = await client.request(ApiKey.API_VERSIONS, 0, {})
             for key in advertised.api_keys:
                 ours = kio_versions(int(key.api_key))
                 highest = min(int(key.max_version), ours.stop - 1)
@@ -114,21 +99,27 @@ class BrokerUnderTest:
                 top = min(highest, PREFERRED.get(int(key.api_key), 99))
                 if top >= max(int(key.min_version), ours.start):
                     broker.versions[int(key.api_key)] = top
-            missing = [k for k in (JOIN_GROUP, SYNC_GROUP, HEARTBEAT) if k not in broker.versions]
+            missing = [
+                k
+                for k in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT)
+                if k not in broker.versions
+            ]
             if missing:
-                raise BrokerError(f"the broker does not answer the group APIs {missing}")
+                raise BrokerError(
+                    f"the broker does not answer the group APIs {[int(k) for k in missing]}"
+                )
             await broker._read_settings(client, assume)
         finally:
             await client.close()
         return broker
 
     async def _read_settings(self, client: WireClient, assume: Mapping[str, str]) -> None:
-        if DESCRIBE_CONFIGS in self.versions:
+        if ApiKey.DESCRIBE_CONFIGS in self.versions:
             metadata = await client.request(3, 1, {"topics": []})
             node = str(metadata.brokers[0].node_id) if metadata.brokers else "0"
             response = await client.request(
-                DESCRIBE_CONFIGS,
-                self.versions[DESCRIBE_CONFIGS],
+                ApiKey.DESCRIBE_CONFIGS,
+                self.versions[ApiKey.DESCRIBE_CONFIGS],
                 {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": node,
                                 "configuration_keys": list(KAFKA_DEFAULTS)}],
                  "include_synonyms": False, "include_documentation": False},
@@ -153,13 +144,13 @@ class BrokerUnderTest:
     async def ensure_topic(self, name: str, partitions: int = 1) -> bool:
         """Create `name` with CreateTopics (an existing one is fine); False if the broker
         cannot create topics for us."""
-        version = self.versions.get(CREATE_TOPICS)
+        version = self.versions.get(ApiKey.CREATE_TOPICS)
         if version is None:
             return False
         client = await WireClient.connect(self.host, self.port)
         try:
             response = await client.request(
-                CREATE_TOPICS,
+                ApiKey.CREATE_TOPICS,
                 version,
                 {"topics": [{"name": name, "num_partitions": partitions,
                              "replication_factor": -1, "assignments": [], "configs": []}],
@@ -173,11 +164,11 @@ class BrokerUnderTest:
         """The topic's id and partition count (Metadata v10+, where topics have ids)."""
         client = await WireClient.connect(self.host, self.port)
         try:
-            version = min(self.advertised.get(METADATA, 0), 12)
+            version = min(self.advertised.get(ApiKey.METADATA, 0), 12)
             if version < 10:
                 raise BrokerError(f"Metadata v{version} has no topic ids (v10+ needed)")
             response = await client.request(
-                METADATA,
+                ApiKey.METADATA,
                 version,
                 {"topics": [{"name": name, "topic_id": None}], "allow_auto_topic_creation": False,
                  "include_topic_authorized_operations": False},
@@ -190,12 +181,12 @@ class BrokerUnderTest:
     async def member(self, group_id: str) -> Member:
         """A connection to `group_id`'s coordinator."""
         client = await WireClient.connect(self.host, self.port)
-        version = self.versions.get(FIND_COORDINATOR)
+        version = self.versions.get(ApiKey.FIND_COORDINATOR)
         if version is None:
             return Member(client, self, group_id)
         values: dict[str, Any] = {"key_type": 0}
         values |= {"coordinator_keys": [group_id]} if version >= 4 else {"key": group_id}
-        found = await client.request(FIND_COORDINATOR, version, values)
+        found = await client.request(ApiKey.FIND_COORDINATOR, version, values)
         if version >= 4:
             (found,) = found.coordinators
         if (found.host, found.port) != (self.host, self.port):
@@ -229,8 +220,8 @@ class Member:
         version: int | None = None,
     ) -> Any:
         response = await self.client.request(
-            JOIN_GROUP,
-            self.version(JOIN_GROUP) if version is None else version,
+            ApiKey.JOIN_GROUP,
+            self.version(ApiKey.JOIN_GROUP) if version is None else version,
             {
                 "group_id": self.group_id,
                 "session_timeout": session_ms,
@@ -257,8 +248,8 @@ class Member:
 
     async def sync(self, assignments: Mapping[str, bytes] | None = None) -> Any:
         return await self.client.request(
-            SYNC_GROUP,
-            self.version(SYNC_GROUP),
+            ApiKey.SYNC_GROUP,
+            self.version(ApiKey.SYNC_GROUP),
             {
                 "group_id": self.group_id,
                 "generation_id": self.generation,
@@ -274,8 +265,8 @@ class Member:
 
     async def heartbeat(self, generation: int | None = None, member_id: str | None = None) -> Any:
         response = await self.client.request(
-            HEARTBEAT,
-            self.version(HEARTBEAT),
+            ApiKey.HEARTBEAT,
+            self.version(ApiKey.HEARTBEAT),
             {
                 "group_id": self.group_id,
                 "generation_id": self.generation if generation is None else generation,
@@ -286,7 +277,7 @@ class Member:
         return response.error_code
 
     async def leave(self) -> Any:
-        version = self.version(LEAVE_GROUP)
+        version = self.version(ApiKey.LEAVE_GROUP)
         values: dict[str, Any] = {"group_id": self.group_id}
         if version >= 3:
             values["members"] = [
@@ -295,12 +286,12 @@ class Member:
             ]  # fmt: skip
         else:
             values["member_id"] = self.member_id
-        return await self.client.request(LEAVE_GROUP, version, values)
+        return await self.client.request(ApiKey.LEAVE_GROUP, version, values)
 
     async def commit(self, topic: str, partition: int, offset: int, generation: int) -> Any:
         response = await self.client.request(
-            OFFSET_COMMIT,
-            self.version(OFFSET_COMMIT),
+            ApiKey.OFFSET_COMMIT,
+            self.version(ApiKey.OFFSET_COMMIT),
             {
                 "group_id": self.group_id,
                 "generation_id_or_member_epoch": generation,
@@ -322,8 +313,8 @@ class Member:
     async def fetch(self, topic: str, partition: int) -> int:
         """The group's committed offset for one partition (-1: none)."""
         response = await self.client.request(
-            OFFSET_FETCH,
-            self.version(OFFSET_FETCH),
+            ApiKey.OFFSET_FETCH,
+            self.version(ApiKey.OFFSET_FETCH),
             {"group_id": self.group_id,
              "topics": [{"name": topic, "partition_indexes": [partition]}],
              "require_stable": False},
@@ -332,21 +323,23 @@ class Member:
 
     async def describe(self) -> Any:
         response = await self.client.request(
-            DESCRIBE_GROUPS,
-            self.version(DESCRIBE_GROUPS),
+            ApiKey.DESCRIBE_GROUPS,
+            self.version(ApiKey.DESCRIBE_GROUPS),
             {"groups": [self.group_id], "include_authorized_operations": False},
         )
         return response.groups[0]
 
     async def list_groups(self) -> Any:
-        version = self.version(LIST_GROUPS)
+        version = self.version(ApiKey.LIST_GROUPS)
         values: dict[str, Any] = {"states_filter": [], "types_filter": []}
-        response = await self.client.request(LIST_GROUPS, version, values)
+        response = await self.client.request(ApiKey.LIST_GROUPS, version, values)
         return response.groups
 
     async def delete(self) -> Any:
         response = await self.client.request(
-            DELETE_GROUPS, self.version(DELETE_GROUPS), {"groups_names": [self.group_id]}
+            ApiKey.DELETE_GROUPS,
+            self.version(ApiKey.DELETE_GROUPS),
+            {"groups_names": [self.group_id]},
         )
         return response.results[0].error_code
 

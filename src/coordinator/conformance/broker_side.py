@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from coordinator.conformance.broker import (
-    FIND_COORDINATOR,
-    BrokerUnderTest,
-)
+from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import build_request, encode_request
 from coordinator.wire.group_messages import api_key_of, reply_of, request_values
@@ -52,14 +50,14 @@ class ConnectionPool:
     async def coordinator(self, group_id: str) -> tuple[str, int]:
         """The address of `group_id`'s coordinator (FindCoordinator, where the broker has it)."""
         bootstrap = (self.broker.host, self.broker.port)
-        version = self.broker.versions.get(FIND_COORDINATOR)
+        version = self.broker.versions.get(ApiKey.FIND_COORDINATOR)
         if version is None:
             return bootstrap
         client = await self.take(bootstrap)
         try:
             values: dict[str, Any] = {"key_type": 0}
             values |= {"coordinator_keys": [group_id]} if version >= 4 else {"key": group_id}
-            found = await client.request(FIND_COORDINATOR, version, values)
+            found = await client.request(ApiKey.FIND_COORDINATOR, version, values)
         finally:
             self.give_back(bootstrap, client)
         if version >= 4:

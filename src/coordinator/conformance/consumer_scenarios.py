@@ -21,12 +21,7 @@ from assignors.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from coordinator.conformance.broker import (
-    CONSUMER_GROUP_HEARTBEAT,
-    CREATE_TOPICS,
-    OFFSET_COMMIT,
-    Member,
-)
+from coordinator.conformance.broker import Member
 from coordinator.conformance.scenarios import (
     Context,
     advertised_at_least,
@@ -35,6 +30,7 @@ from coordinator.conformance.scenarios import (
     scenario,
     version_at_least,
 )
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
@@ -42,7 +38,10 @@ PARTITIONS = 3
 
 
 #: What every scenario here needs: ConsumerGroupHeartbeat and a topic to be assigned.
-KIP848 = (version_at_least(CONSUMER_GROUP_HEARTBEAT, 0), version_at_least(CREATE_TOPICS, 0))
+KIP848 = (
+    version_at_least(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0),
+    version_at_least(ApiKey.CREATE_TOPICS, 0),
+)
 
 
 @dataclass
@@ -68,7 +67,7 @@ class ConsumerMember:
         epoch = self.epoch if epoch is None else epoch
         joining = epoch == JOIN_EPOCH or full
         response = await self.client.request(
-            CONSUMER_GROUP_HEARTBEAT,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
             self.version,
             {
                 "group_id": self.group_id,
@@ -109,7 +108,7 @@ async def consumer(ctx: Context, instance_id: str | None = None) -> ConsumerMemb
     topic = f"{ctx.group_id}-t"
     expect(await ctx.broker.ensure_topic(topic, PARTITIONS), True, "topic created")
     member = await ctx.member()  # a connection to the group's coordinator
-    version = ctx.broker.versions[CONSUMER_GROUP_HEARTBEAT]
+    version = ctx.broker.versions[ApiKey.CONSUMER_GROUP_HEARTBEAT]
     return ConsumerMember(member.client, version, ctx.group_id, topic, instance_id)
 
 
@@ -226,7 +225,7 @@ async def unsupported_assignor(ctx: Context) -> None:
     "consumer.commit_with_a_stale_epoch",
     rule="§7, §3.1: a consumer group's OffsetCommit (v9+) carries the member epoch",
     kafka="STALE_MEMBER_EPOCH for an epoch below the member's; NONE at its epoch",
-    assumes=(*KIP848, advertised_at_least(OFFSET_COMMIT, 9)),
+    assumes=(*KIP848, advertised_at_least(ApiKey.OFFSET_COMMIT, 9)),
 )
 async def stale_epoch_commit(ctx: Context) -> None:
     m = await consumer(ctx)
@@ -234,7 +233,7 @@ async def stale_epoch_commit(ctx: Context) -> None:
 
     async def commit(epoch: int) -> str:
         response = await m.client.request(
-            OFFSET_COMMIT,
+            ApiKey.OFFSET_COMMIT,
             9,
             {"group_id": ctx.group_id, "generation_id_or_member_epoch": epoch,
              "member_id": m.member_id, "group_instance_id": None,

@@ -30,12 +30,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from coordinator.conformance.broker import (
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    OFFSET_COMMIT,
-    BrokerUnderTest,
-)
+from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.broker_side import BrokerSide, ConnectionPool
 from coordinator.conformance.lockstep import (
     ANSWER_TIMEOUT_S,
@@ -70,6 +65,7 @@ from coordinator.conformance.steps import (
     parse_steps,
 )
 from coordinator.conformance.timing import TimingInconclusive
+from coordinator.wire.api_keys import ApiKey
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import TopicInfo
 from rebalance.replies import ConsumerGroupHeartbeatReply
@@ -198,8 +194,8 @@ class Session:
         # id (the model must assign the same topic) and one target assignment per epoch bump
         # (batching by time would make the model, whose clock stands still, wait forever).
         batching = self.broker.setting_ms("group.consumer.assignment.interval.ms") or 0
-        heartbeats = self.broker.versions.get(CONSUMER_GROUP_HEARTBEAT, -1) >= 1
-        commits = self.broker.advertised.get(OFFSET_COMMIT, -1) >= KIP848_COMMIT_VERSION
+        heartbeats = self.broker.versions.get(ApiKey.CONSUMER_GROUP_HEARTBEAT, -1) >= 1
+        commits = self.broker.advertised.get(ApiKey.OFFSET_COMMIT, -1) >= KIP848_COMMIT_VERSION
         if heartbeats and commits and not batching and self._consumer_sessions_fit():
             self.topics = [self.run(self.broker.topic_info(self.topic))]
             self.regex = self.run(self._resolves_regexes_at_once())
@@ -217,7 +213,7 @@ class Session:
         pattern = f"differential[-]{self.broker.run_id}"  # a regex that matches `topic` only
         group_id = f"differential-{self.id}-regex-probe"
         member_id = str(uuid.uuid4())
-        version = self.broker.versions[CONSUMER_GROUP_HEARTBEAT]
+        version = self.broker.versions[ApiKey.CONSUMER_GROUP_HEARTBEAT]
         topic_id = self.topics[0].topic_id
         side = BrokerSide(self.broker, self.pool)
         await side.open({"probe": group_id})
@@ -281,7 +277,7 @@ class Session:
 
     @property
     def consumer_group_describe(self) -> bool:
-        return self.consumer_groups and CONSUMER_GROUP_DESCRIBE in self.broker.versions
+        return self.consumer_groups and ApiKey.CONSUMER_GROUP_DESCRIBE in self.broker.versions
 
     def start(self) -> Lockstep:
         self.runs += 1

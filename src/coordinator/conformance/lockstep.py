@@ -29,17 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.consumer_protocol import Subscription, encode_subscription
-from coordinator.conformance.broker import (
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    DESCRIBE_GROUPS,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-)
 from coordinator.conformance.broker_side import BrokerSide
 from coordinator.conformance.model_side import ModelSide
 from coordinator.conformance.steps import (
@@ -61,6 +50,7 @@ from coordinator.conformance.steps import (
     group_of,
     instance_of,
 )
+from coordinator.wire.api_keys import ApiKey
 from rebalance import commands
 from rebalance.commands import Command
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
@@ -221,7 +211,7 @@ class Lockstep:
                 f"step {self.steps + 1} ({step}): the broker resolves a new regex in the "
                 "background (Kafka 4.x), not at once as the model does: see docs/conformance.md"
             )
-        if step == Describe(CONSUMER_GROUP) and CONSUMER_GROUP_DESCRIBE not in self.versions:
+        if step == Describe(CONSUMER_GROUP) and ApiKey.CONSUMER_GROUP_DESCRIBE not in self.versions:
             raise StepNotPossible(
                 f"step {self.steps + 1} ({step}): the broker has no ConsumerGroupDescribe"
             )
@@ -258,8 +248,10 @@ class Lockstep:
         await asyncio.sleep(waited / 1000)
         self.clock.check(f"step {self.steps} ({step}, {waited} ms)")
         replies = await self._answered()
-        described = [g for g in GROUPS if g in self.group_ids and DESCRIBE_GROUPS in self.versions]
-        if CONSUMER_GROUP in self.group_ids and CONSUMER_GROUP_DESCRIBE in self.versions:
+        described = [
+            g for g in GROUPS if g in self.group_ids and ApiKey.DESCRIBE_GROUPS in self.versions
+        ]
+        if CONSUMER_GROUP in self.group_ids and ApiKey.CONSUMER_GROUP_DESCRIBE in self.versions:
             described.append(CONSUMER_GROUP)  # KIP-848: sessions and revocations expired
         for group in described:
             describe = Describe(group)
@@ -295,7 +287,7 @@ class Lockstep:
         """A timer the model fired at once changed `group_id`: wait (a while) for the broker's
         own timer to fire, seen as DescribeGroups showing the state the model's left. The
         answers are compared afterwards as usual; a broker that never gets there shows then."""
-        if DESCRIBE_GROUPS not in self.versions or group_id not in self.group_ids.values():
+        if ApiKey.DESCRIBE_GROUPS not in self.versions or group_id not in self.group_ids.values():
             return
         describe = commands.DescribeGroups((group_id,))
         token = self.model.send(describe)
@@ -323,12 +315,14 @@ class Lockstep:
         v = self.versions
         if isinstance(step, Fetch):
             return commands.OffsetFetch(
-                self.group_ids[step.group], ((self.topic, PARTITIONS),), version=v[OFFSET_FETCH]
+                self.group_ids[step.group],
+                ((self.topic, PARTITIONS),),
+                version=v[ApiKey.OFFSET_FETCH],
             )
         if isinstance(step, Describe) and step.group == CONSUMER_GROUP:
             return ConsumerGroupDescribe((self.group_ids[step.group],))
         if isinstance(step, Describe):
-            assert DESCRIBE_GROUPS in v
+            assert ApiKey.DESCRIBE_GROUPS in v
             return commands.DescribeGroups((self.group_ids[step.group],))
         assert not isinstance(step, Wait), "a wait is no request"
         slot = step.slot
@@ -351,7 +345,7 @@ class Lockstep:
                 session_timeout_ms=self.session_ms,
                 rebalance_timeout_ms=self.rebalance_ms,
                 group_instance_id=instance,
-                version=v[JOIN_GROUP],
+                version=v[ApiKey.JOIN_GROUP],
             )
         if isinstance(step, Sync):
             group = group_of(slot)
@@ -370,15 +364,19 @@ class Lockstep:
                 protocol_type="consumer",
                 # What its join answered (a consumer syncs only after one); else what it offered.
                 protocol_name=view.protocol.get(group) or view.offered.get(slot, "range"),
-                version=v[SYNC_GROUP],
+                version=v[ApiKey.SYNC_GROUP],
             )
         if isinstance(step, Heartbeat):
             return commands.Heartbeat(
-                group_id, generation - step.stale, view.ids[slot], instance, version=v[HEARTBEAT]
+                group_id,
+                generation - step.stale,
+                view.ids[slot],
+                instance,
+                version=v[ApiKey.HEARTBEAT],
             )
         if isinstance(step, Leave):
             return commands.LeaveGroup(
-                group_id, (commands.LeavingMember(view.ids[slot], instance),), v[LEAVE_GROUP]
+                group_id, (commands.LeavingMember(view.ids[slot], instance),), v[ApiKey.LEAVE_GROUP]
             )
         simple = step.mode == "simple"
         partition = commands.CommitPartition(step.partition, step.offset)
@@ -388,7 +386,7 @@ class Lockstep:
             generation_id=-1 if simple else generation - (step.mode == "stale"),
             member_id="" if simple else view.ids[slot],
             group_instance_id=None if simple else instance,
-            version=KIP848_COMMIT_VERSION if kip848 else v[OFFSET_COMMIT],
+            version=KIP848_COMMIT_VERSION if kip848 else v[ApiKey.OFFSET_COMMIT],
         )
 
     def _beat(
@@ -397,7 +395,7 @@ class Lockstep:
         """A KIP-848 consumer's heartbeat: full when joining (epoch 0, its subscription),
         else its epoch and the partitions it owns (what it was last assigned)."""
         slot = step.slot
-        version = self.versions[CONSUMER_GROUP_HEARTBEAT]
+        version = self.versions[ApiKey.CONSUMER_GROUP_HEARTBEAT]
         if step.kind == REGEX_KIND:  # subscribes by the regex only (no topic names)
             return ConsumerGroupHeartbeat(
                 group_id, view.ids[slot], 0, instance_id=instance,

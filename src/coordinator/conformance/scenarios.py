@@ -19,17 +19,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.conformance.broker import (
-    CREATE_TOPICS,
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    JOIN_GROUP,
-    LIST_GROUPS,
-    OFFSET_COMMIT,
-    BrokerUnderTest,
-    Member,
-)
+from coordinator.conformance.broker import BrokerUnderTest, Member
 from coordinator.errors import install_hint
+from coordinator.wire.api_keys import ApiKey
 
 #: A condition on the broker: the reason it does not hold, or None.
 Assumption = Callable[[BrokerUnderTest], str | None]
@@ -208,7 +200,7 @@ def version_between(api_key: int, low: int, high: int) -> Assumption:
 QUICK_SESSIONS = setting_at_most("group.min.session.timeout.ms", 10_000)
 QUICK_DELAY = setting_at_most("group.initial.rebalance.delay.ms", 5_000)
 #: KIP-394's two-step join (JoinGroup v4, Kafka 2.2) is what every scenario's members speak.
-BASE = (QUICK_SESSIONS, QUICK_DELAY, version_at_least(JOIN_GROUP, 4))
+BASE = (QUICK_SESSIONS, QUICK_DELAY, version_at_least(ApiKey.JOIN_GROUP, 4))
 
 
 @scenario(
@@ -352,7 +344,11 @@ async def session_expiry(ctx: Context) -> None:
     "commit.stale_generation_fenced",
     rule="§3.1: a commit carries the member's generation; an old generation is fenced",
     kafka="OffsetCommit ILLEGAL_GENERATION for the previous generation, NONE for the current",
-    assumes=(*BASE, version_at_least(OFFSET_COMMIT, 1), version_at_least(CREATE_TOPICS, 0)),
+    assumes=(
+        *BASE,
+        version_at_least(ApiKey.OFFSET_COMMIT, 1),
+        version_at_least(ApiKey.CREATE_TOPICS, 0),
+    ),
 )
 async def stale_commit(ctx: Context) -> None:
     topic = f"{ctx.group_id}-t"
@@ -367,7 +363,11 @@ async def stale_commit(ctx: Context) -> None:
     "commit.unknown_member_fenced",
     rule="§3.1: a commit with a generation must come from a member of it",
     kafka="OffsetCommit UNKNOWN_MEMBER_ID for a member id the group does not know",
-    assumes=(*BASE, version_at_least(OFFSET_COMMIT, 1), version_at_least(CREATE_TOPICS, 0)),
+    assumes=(
+        *BASE,
+        version_at_least(ApiKey.OFFSET_COMMIT, 1),
+        version_at_least(ApiKey.CREATE_TOPICS, 0),
+    ),
 )
 async def unknown_member_commit(ctx: Context) -> None:
     topic = f"{ctx.group_id}-t"
@@ -383,7 +383,7 @@ async def unknown_member_commit(ctx: Context) -> None:
     "static.replacement_fences_old_id",
     rule="§2 (KIP-345): a static member rejoining with its instance id replaces its old id",
     kafka="a new member id for the instance; the old id gets FENCED_INSTANCE_ID",
-    assumes=(*BASE, version_at_least(JOIN_GROUP, 5)),
+    assumes=(*BASE, version_at_least(ApiKey.JOIN_GROUP, 5)),
 )
 async def static_replacement(ctx: Context) -> None:
     old = await ctx.member()
@@ -426,7 +426,7 @@ async def static_leader_restarted(ctx: Context, version: int) -> tuple[Member, M
     "is answered at once, without a rebalance; it leads but must not assign again",
     kafka="JoinGroup v9: NONE, the same generation, leader = its new id, SkipAssignment true, the "
     "member list; the group stays Stable and the old id is FENCED_INSTANCE_ID",
-    assumes=(*BASE, advertised_at_least(JOIN_GROUP, 9)),
+    assumes=(*BASE, advertised_at_least(ApiKey.JOIN_GROUP, 9)),
 )
 async def static_leader_restart(ctx: Context) -> None:
     old, new, reply = await static_leader_restarted(ctx, 9)
@@ -444,10 +444,12 @@ async def static_leader_restart(ctx: Context) -> None:
     rule="§2 (KIP-814): before JoinGroup v9 a restarted static leader is told the old leader id, "
     "so it does not assign (it cannot be told to skip)",
     kafka="JoinGroup v5-v8: NONE, the same generation, leader = the old member id, no members",
-    assumes=(*BASE, version_at_least(JOIN_GROUP, 5)),
+    assumes=(*BASE, version_at_least(ApiKey.JOIN_GROUP, 5)),
 )
 async def static_leader_restart_before_v9(ctx: Context) -> None:
-    old, _, reply = await static_leader_restarted(ctx, min(ctx.broker.versions[JOIN_GROUP], 8))
+    old, _, reply = await static_leader_restarted(
+        ctx, min(ctx.broker.versions[ApiKey.JOIN_GROUP], 8)
+    )
     expect(error_name(reply.error_code), "none", "the restarted leader's JoinGroup")
     expect(reply.generation_id, old.generation, "the generation (no rebalance)")
     expect((reply.leader, len(reply.members)), (old.member_id, 0), "leader, members")
@@ -457,7 +459,11 @@ async def static_leader_restart_before_v9(ctx: Context) -> None:
     "delete.only_empty_groups",
     rule="§5 (DeleteGroups): only an Empty group is deleted",
     kafka="NON_EMPTY_GROUP while it has members; NONE once empty; then DescribeGroups shows Dead",
-    assumes=(*BASE, version_at_least(DELETE_GROUPS, 0), version_at_least(DESCRIBE_GROUPS, 0)),
+    assumes=(
+        *BASE,
+        version_at_least(ApiKey.DELETE_GROUPS, 0),
+        version_at_least(ApiKey.DESCRIBE_GROUPS, 0),
+    ),
 )
 async def delete_groups(ctx: Context) -> None:
     (m,) = await ctx.formed(1)
@@ -557,7 +563,7 @@ async def leader_reelected(ctx: Context) -> None:
     "list.stable_group_listed",
     rule="§5 (ListGroups): every group of the coordinator is listed with its protocol type",
     kafka="ListGroups lists the group with protocol type consumer (v4+: state Stable)",
-    assumes=(*BASE, version_at_least(LIST_GROUPS, 0)),
+    assumes=(*BASE, version_at_least(ApiKey.LIST_GROUPS, 0)),
 )
 async def list_groups(ctx: Context) -> None:
     (m,) = await ctx.formed(1)
@@ -565,7 +571,7 @@ async def list_groups(ctx: Context) -> None:
     expect(ctx.group_id in listed, True, "the group in ListGroups")
     entry = listed[ctx.group_id]
     expect(entry.protocol_type, "consumer", "its protocol type")
-    if m.version(LIST_GROUPS) >= 4:
+    if m.version(ApiKey.LIST_GROUPS) >= 4:
         expect(entry.group_state, "Stable", "its state")
 
 
@@ -597,10 +603,10 @@ async def max_size(ctx: Context) -> None:
     assumes=(
         hypothesis_installed,
         setting_at_most("group.initial.rebalance.delay.ms", 0),
-        version_at_least(JOIN_GROUP, 4),
-        version_at_least(DESCRIBE_GROUPS, 0),
-        version_at_least(OFFSET_COMMIT, 2),
-        version_at_least(CREATE_TOPICS, 0),
+        version_at_least(ApiKey.JOIN_GROUP, 4),
+        version_at_least(ApiKey.DESCRIBE_GROUPS, 0),
+        version_at_least(ApiKey.OFFSET_COMMIT, 2),
+        version_at_least(ApiKey.CREATE_TOPICS, 0),
     ),
     timeout_s=None,  # run_differential keeps to its own time budget
 )
@@ -636,10 +642,10 @@ TIMED_STEPS_FRACTION = 40
         hypothesis_installed,
         setting_at_most("group.initial.rebalance.delay.ms", 0),
         setting_at_most("group.min.session.timeout.ms", 900),
-        version_at_least(JOIN_GROUP, 4),
-        version_at_least(DESCRIBE_GROUPS, 0),
-        version_at_least(OFFSET_COMMIT, 2),
-        version_at_least(CREATE_TOPICS, 0),
+        version_at_least(ApiKey.JOIN_GROUP, 4),
+        version_at_least(ApiKey.DESCRIBE_GROUPS, 0),
+        version_at_least(ApiKey.OFFSET_COMMIT, 2),
+        version_at_least(ApiKey.CREATE_TOPICS, 0),
     ),
     timeout_s=None,  # run_differential keeps to its own time budget
 )
@@ -664,9 +670,9 @@ async def differential_timed(ctx: Context) -> None:
     kafka="OffsetFetch -1 for the partition once the retention and a check interval passed; the "
     "simple group is then gone (DescribeGroups Dead)",
     assumes=(
-        version_between(OFFSET_COMMIT, 2, 4),
-        version_at_least(CREATE_TOPICS, 0),
-        version_at_least(DESCRIBE_GROUPS, 0),
+        version_between(ApiKey.OFFSET_COMMIT, 2, 4),
+        version_at_least(ApiKey.CREATE_TOPICS, 0),
+        version_at_least(ApiKey.DESCRIBE_GROUPS, 0),
         setting_at_most("offsets.retention.check.interval.ms", 5_000),
     ),
 )
@@ -674,10 +680,10 @@ async def explicit_retention(ctx: Context) -> None:
     topic = f"{ctx.group_id}-t"
     expect(await ctx.broker.ensure_topic(topic), True, "topic created for the commit")
     m = await ctx.member()
-    version = min(ctx.broker.advertised[OFFSET_COMMIT], 4)
+    version = min(ctx.broker.advertised[ApiKey.OFFSET_COMMIT], 4)
     retention_ms = 300
     response = await m.client.request(
-        OFFSET_COMMIT,
+        ApiKey.OFFSET_COMMIT,
         version,
         {"group_id": ctx.group_id, "generation_id": -1, "member_id": "",
          "retention_time": retention_ms,

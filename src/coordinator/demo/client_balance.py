@@ -27,6 +27,7 @@ from coordinator.demo.story import STORY_CONFIG, Say, supervised
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from rebalance.config import CoordinatorConfig
 
 GROUP = "demo-audit"
@@ -109,7 +110,7 @@ async def describe(server: RunningServer, group: str) -> dict[int, tuple[str, li
     """nodeId -> (member id, held partition keys), from ClientBalanceDescribe."""
     client = await WireClient.connect(server.host, server.port)
     try:
-        answer = await client.request(schema.DESCRIBE_KEY, 0, {"group_ids": [group]})
+        answer = await client.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": [group]})
     finally:
         await client.close()
     broker = server.broker.node_id

@@ -57,7 +57,7 @@ from coordinator.node.apis.operations import (
     TOPIC_OPERATIONS,
 )
 from coordinator.node.contract import ApiRegistry, ApiSpec, RequestContext, ResponseValue
-from coordinator.wire import client_balance_schema as client_balance
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import CLUSTER_NAME, Operation, ResourceType
 
 GROUP_DENIED = ErrorCode.group_authorization_failed
@@ -872,8 +872,8 @@ RULES: dict[int, Rule] = {
     2: Rule(_per_topic(Operation.DESCRIBE, "topics", _list_offsets_denied, "topics")),
     50: Rule(_scram_describe),
     51: Rule(_scram_alter),
-    client_balance.HEARTBEAT_KEY: Rule(_client_balance_group_read),
-    client_balance.REGISTER_KEY: Rule(_partition_register),
-    client_balance.RELEASE_KEY: Rule(_partition_release),
-    client_balance.DESCRIBE_KEY: Rule(_client_balance_describe),
+    ApiKey.CLIENT_BALANCE_HEARTBEAT: Rule(_client_balance_group_read),
+    ApiKey.PARTITION_REGISTER: Rule(_partition_register),
+    ApiKey.PARTITION_RELEASE: Rule(_partition_release),
+    ApiKey.CLIENT_BALANCE_DESCRIBE: Rule(_client_balance_describe),
 }

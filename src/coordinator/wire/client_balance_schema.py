@@ -21,12 +21,8 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import register_schemas
-
-HEARTBEAT_KEY = 10000
-REGISTER_KEY = 10001
-RELEASE_KEY = 10002
-DESCRIBE_KEY = 10003
 
 
 def _string() -> dict[str, str]:
@@ -39,7 +35,7 @@ class HeldTopicRequest:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(HEARTBEAT_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_HEARTBEAT)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic: str = field(metadata=_string())
     """The topic."""
@@ -52,7 +48,7 @@ class ClientBalanceHeartbeatRequest:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(HEARTBEAT_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_HEARTBEAT)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     group_id: str = field(metadata=_string())
     """The group."""
@@ -77,7 +73,7 @@ class HeldTopicResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(HEARTBEAT_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_HEARTBEAT)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic: str = field(metadata=_string())
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
@@ -88,7 +84,7 @@ class ClientBalanceHeartbeatResponse:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(HEARTBEAT_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_HEARTBEAT)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time_ms: i32 = field(metadata={"kafka_type": "int32"})
     error_code: i16 = field(metadata={"kafka_type": "int16"})
@@ -109,7 +105,7 @@ class RegisterPartitionRequest:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(REGISTER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_REGISTER)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     bootstrap_offset: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
@@ -121,7 +117,7 @@ class RegisterTopicRequest:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(REGISTER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_REGISTER)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     name: str = field(metadata=_string())
     partitions: tuple[RegisterPartitionRequest, ...]
@@ -132,7 +128,7 @@ class PartitionRegisterRequest:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(REGISTER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_REGISTER)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     group_id: str = field(metadata=_string())
     member_id: str = field(metadata=_string())
@@ -145,7 +141,7 @@ class RegisterPartitionResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(REGISTER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_REGISTER)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: i16 = field(metadata={"kafka_type": "int16"})
@@ -160,7 +156,7 @@ class RegisterTopicResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(REGISTER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_REGISTER)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     name: str = field(metadata=_string())
     partitions: tuple[RegisterPartitionResponse, ...]
@@ -171,7 +167,7 @@ class PartitionRegisterResponse:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(REGISTER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_REGISTER)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time_ms: i32 = field(metadata={"kafka_type": "int32"})
     error_code: i16 = field(metadata={"kafka_type": "int16"})
@@ -185,7 +181,7 @@ class ReleaseTopicRequest:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(RELEASE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_RELEASE)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     name: str = field(metadata=_string())
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
@@ -196,7 +192,7 @@ class PartitionReleaseRequest:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(RELEASE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_RELEASE)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     group_id: str = field(metadata=_string())
     member_id: str = field(metadata=_string())
@@ -209,7 +205,7 @@ class ReleasePartitionResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(RELEASE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_RELEASE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: i16 = field(metadata={"kafka_type": "int16"})
@@ -220,7 +216,7 @@ class ReleaseTopicResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(RELEASE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_RELEASE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     name: str = field(metadata=_string())
     partitions: tuple[ReleasePartitionResponse, ...]
@@ -231,7 +227,7 @@ class PartitionReleaseResponse:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(RELEASE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PARTITION_RELEASE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time_ms: i32 = field(metadata={"kafka_type": "int32"})
     error_code: i16 = field(metadata={"kafka_type": "int16"})
@@ -244,7 +240,7 @@ class ClientBalanceDescribeRequest:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_DESCRIBE)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     group_ids: tuple[str, ...] = field(metadata=_string())
 
@@ -254,7 +250,7 @@ class DescribedHeldTopic:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_DESCRIBE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic: str = field(metadata=_string())
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
@@ -265,7 +261,7 @@ class DescribedNodeResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_DESCRIBE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     member_id: str = field(metadata=_string())
     member_epoch: i32 = field(metadata={"kafka_type": "int32"})
@@ -282,7 +278,7 @@ class DescribedGroupResponse:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_DESCRIBE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     group_id: str = field(metadata=_string())
     error_code: i16 = field(metadata={"kafka_type": "int16"})
@@ -300,7 +296,7 @@ class ClientBalanceDescribeResponse:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.CLIENT_BALANCE_DESCRIBE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time_ms: i32 = field(metadata={"kafka_type": "int32"})
     groups: tuple[DescribedGroupResponse, ...]
@@ -308,10 +304,14 @@ class ClientBalanceDescribeResponse:
 
 #: Every client-balance API's schemas: key -> {version: (request class, response class)}.
 SCHEMAS: dict[int, dict[int, tuple[type[Any], type[Any]]]] = {
-    HEARTBEAT_KEY: {0: (ClientBalanceHeartbeatRequest, ClientBalanceHeartbeatResponse)},
-    REGISTER_KEY: {0: (PartitionRegisterRequest, PartitionRegisterResponse)},
-    RELEASE_KEY: {0: (PartitionReleaseRequest, PartitionReleaseResponse)},
-    DESCRIBE_KEY: {0: (ClientBalanceDescribeRequest, ClientBalanceDescribeResponse)},
+    ApiKey.CLIENT_BALANCE_HEARTBEAT: {
+        0: (ClientBalanceHeartbeatRequest, ClientBalanceHeartbeatResponse)
+    },
+    ApiKey.PARTITION_REGISTER: {0: (PartitionRegisterRequest, PartitionRegisterResponse)},
+    ApiKey.PARTITION_RELEASE: {0: (PartitionReleaseRequest, PartitionReleaseResponse)},
+    ApiKey.CLIENT_BALANCE_DESCRIBE: {
+        0: (ClientBalanceDescribeRequest, ClientBalanceDescribeResponse)
+    },
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Final
 
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import (
     Command,
     DescribeGroups,
@@ -47,15 +48,17 @@ from rebalance.replies import (
     SyncGroupReply,
 )
 
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT = 8, 9, 11, 12
-LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 13, 14, 15, 68
-CONSUMER_GROUP_DESCRIBE = 69
-API_KEYS: Final[dict[type[Any], int]] = {
-    OffsetCommit: OFFSET_COMMIT, OffsetFetch: OFFSET_FETCH, JoinGroup: JOIN_GROUP,
-    Heartbeat: HEARTBEAT, LeaveGroup: LEAVE_GROUP, SyncGroup: SYNC_GROUP,
-    DescribeGroups: DESCRIBE_GROUPS, ConsumerGroupHeartbeat: CONSUMER_GROUP_HEARTBEAT,
-    ConsumerGroupDescribe: CONSUMER_GROUP_DESCRIBE,
-}  # fmt: skip
+API_KEYS: Final[dict[type[Any], ApiKey]] = {
+    OffsetCommit: ApiKey.OFFSET_COMMIT,
+    OffsetFetch: ApiKey.OFFSET_FETCH,
+    JoinGroup: ApiKey.JOIN_GROUP,
+    Heartbeat: ApiKey.HEARTBEAT,
+    LeaveGroup: ApiKey.LEAVE_GROUP,
+    SyncGroup: ApiKey.SYNC_GROUP,
+    DescribeGroups: ApiKey.DESCRIBE_GROUPS,
+    ConsumerGroupHeartbeat: ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupDescribe: ApiKey.CONSUMER_GROUP_DESCRIBE,
+}
 
 ErrorReader = Callable[[Any], ErrorCode]
 
@@ -65,7 +68,7 @@ def strict_error(value: Any) -> ErrorCode:
     return ErrorCode(int(value))
 
 
-def api_key_of(command: Command[Any]) -> int:
+def api_key_of(command: Command[Any]) -> ApiKey:
     """The API that carries `command`."""
     try:
         return API_KEYS[type(command)]
@@ -73,11 +76,11 @@ def api_key_of(command: Command[Any]) -> int:
         raise TypeError(f"no wire form for {type(command).__name__}") from None
 
 
-def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, Any]]:
+def request_values(command: Command[Any], version: int) -> tuple[ApiKey, dict[str, Any]]:
     """The API key of `command` and its fields for `build_request` at `version` of that API
     (only LeaveGroup changes shape: one member id before v3, a list of members from v3)."""
     if isinstance(command, JoinGroup):
-        return JOIN_GROUP, {
+        return ApiKey.JOIN_GROUP, {
             "group_id": command.group_id,
             "session_timeout": command.session_timeout_ms,
             "rebalance_timeout": command.rebalance_timeout_ms,
@@ -88,7 +91,7 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
             "reason": command.reason,
         }
     if isinstance(command, SyncGroup):
-        return SYNC_GROUP, {
+        return ApiKey.SYNC_GROUP, {
             "group_id": command.group_id,
             "generation_id": command.generation_id,
             "member_id": command.member_id,
@@ -98,7 +101,7 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
             "assignments": [{"member_id": m, "assignment": a} for m, a in command.assignments],
         }
     if isinstance(command, Heartbeat):
-        return HEARTBEAT, {
+        return ApiKey.HEARTBEAT, {
             "group_id": command.group_id,
             "generation_id": command.generation_id,
             "member_id": command.member_id,
@@ -107,8 +110,8 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
     if isinstance(command, LeaveGroup):
         if version < 3:
             (only,) = command.members
-            return LEAVE_GROUP, {"group_id": command.group_id, "member_id": only.member_id}
-        return LEAVE_GROUP, {
+            return ApiKey.LEAVE_GROUP, {"group_id": command.group_id, "member_id": only.member_id}
+        return ApiKey.LEAVE_GROUP, {
             "group_id": command.group_id,
             "members": [
                 {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
@@ -117,7 +120,7 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
             ],
         }  # fmt: skip
     if isinstance(command, OffsetCommit):
-        return OFFSET_COMMIT, {
+        return ApiKey.OFFSET_COMMIT, {
             "group_id": command.group_id,
             "generation_id_or_member_epoch": command.generation_id,
             "generation_id": command.generation_id,  # the field's name before v9
@@ -137,7 +140,7 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
     if isinstance(command, OffsetFetch):
         if command.topics is None:
             raise TypeError("an OffsetFetch of all topics has no wire form here")
-        return OFFSET_FETCH, {
+        return ApiKey.OFFSET_FETCH, {
             "group_id": command.group_id,
             "topics": [{"name": t, "partition_indexes": list(ps)} for t, ps in command.topics],
             "require_stable": command.require_stable,
@@ -145,7 +148,7 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
     if isinstance(command, ConsumerGroupHeartbeat):
         owned = command.topic_partitions
         names = command.subscribed_topic_names
-        return CONSUMER_GROUP_HEARTBEAT, {
+        return ApiKey.CONSUMER_GROUP_HEARTBEAT, {
             "group_id": command.group_id,
             "member_id": command.member_id,
             "member_epoch": command.member_epoch,
@@ -160,12 +163,12 @@ def request_values(command: Command[Any], version: int) -> tuple[int, dict[str, 
             ],
         }  # fmt: skip
     if isinstance(command, DescribeGroups):
-        return DESCRIBE_GROUPS, {
+        return ApiKey.DESCRIBE_GROUPS, {
             "groups": list(command.group_ids),
             "include_authorized_operations": False,
         }
     if isinstance(command, ConsumerGroupDescribe):
-        return CONSUMER_GROUP_DESCRIBE, {
+        return ApiKey.CONSUMER_GROUP_DESCRIBE, {
             "group_ids": list(command.group_ids),
             "include_authorized_operations": False,
         }

@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from coordinator.clients.client_balance.errors import ClientBalanceError, ClientCode
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient, read_records
 from coordinator.zookeeper.fetcher import list_offsets
 from rebalance.errors import ErrorCode
@@ -46,7 +47,13 @@ CLIENT_VERSION: Final = "rebalance-client-balance/1"
 #: TubeMQ's `TBaseConstants.META_VALUE_UNDEFINED`: the getters' answer when checks are off.
 UNDEFINED: Final = -2
 MIN_META_CHECK_INTERVAL_MS: Final = 5000
-METADATA, FIND_COORDINATOR, OFFSET_COMMIT, FETCH = (3, 1), (10, 3), (8, 9), (1, 4)
+#: The version sent of each Kafka API the node uses (OffsetCommit v9: the member epoch).
+VERSIONS: Final[dict[ApiKey, int]] = {
+    ApiKey.METADATA: 1,
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.OFFSET_COMMIT: 9,
+    ApiKey.FETCH: 4,
+}
 EARLIEST, LATEST = -2, -1
 #: Errors after which `start` tries again: the group may accept the node a moment later (its
 #: node id held by a node whose session is about to run out; the coordinator loading).
@@ -253,7 +260,7 @@ class ClientBalanceConsumer:
 
     async def _join(self) -> None:
         response = await self._group_request(
-            schema.HEARTBEAT_KEY,
+            ApiKey.CLIENT_BALANCE_HEARTBEAT,
             {
                 "group_id": self.config.group_id,
                 "member_id": self._consumer_id,
@@ -288,7 +295,7 @@ class ClientBalanceConsumer:
         for topic, partition in reported:
             by_topic.setdefault(topic, []).append(partition)
         response = await self._group_request(
-            schema.HEARTBEAT_KEY,
+            ApiKey.CLIENT_BALANCE_HEARTBEAT,
             {
                 "group_id": self.config.group_id,
                 "member_id": self._consumer_id,
@@ -335,7 +342,9 @@ class ClientBalanceConsumer:
         if not refresh and self._meta_at is not None and now - self._meta_at < interval:
             return dict(self._meta)
         response = await self._group_request(
-            METADATA[0], {"topics": [{"name": t} for t in self._topics]}, version=METADATA[1]
+            ApiKey.METADATA,
+            {"topics": [{"name": t} for t in self._topics]},
+            version=VERSIONS[ApiKey.METADATA],
         )
         self._leaders = {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
         meta: dict[str, bool] = {}
@@ -406,7 +415,7 @@ class ClientBalanceConsumer:
     ) -> int:
         loop = asyncio.get_running_loop()
         response = await self._group_request(
-            schema.REGISTER_KEY,
+            ApiKey.PARTITION_REGISTER,
             {
                 "group_id": self.config.group_id,
                 "member_id": self._consumer_id,
@@ -459,7 +468,7 @@ class ClientBalanceConsumer:
         self._in_flight.add((topic, partition))
         try:
             response = await self._group_request(
-                schema.RELEASE_KEY,
+                ApiKey.PARTITION_RELEASE,
                 {
                     "group_id": self.config.group_id,
                     "member_id": self._consumer_id,
@@ -560,14 +569,14 @@ class ClientBalanceConsumer:
                 {"partition_index": part.partition, "committed_offset": part.position}
             )
         response = await self._group_request(
-            OFFSET_COMMIT[0],
+            ApiKey.OFFSET_COMMIT,
             {
                 "group_id": self.config.group_id,
                 "generation_id_or_member_epoch": self._epoch,
                 "member_id": self._consumer_id,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
             },
-            version=OFFSET_COMMIT[1],
+            version=VERSIONS[ApiKey.OFFSET_COMMIT],
         )
         for topic in response.topics:
             for p in topic.partitions:
@@ -598,7 +607,8 @@ class ClientBalanceConsumer:
                 )  # fmt: skip
             async with lock:
                 response = await client.request(
-                    *FETCH,
+                    ApiKey.FETCH,
+                    VERSIONS[ApiKey.FETCH],
                     {
                         "replica_id": -1,
                         "max_wait": timedelta(milliseconds=wait_ms),
@@ -650,7 +660,7 @@ class ClientBalanceConsumer:
             for key in list(self._parts):
                 await self.disconnect(key)
             await self._group_request(
-                schema.HEARTBEAT_KEY,
+                ApiKey.CLIENT_BALANCE_HEARTBEAT,
                 {"group_id": self.config.group_id, "member_id": self._consumer_id,
                  "member_epoch": -1},
             )  # fmt: skip
@@ -693,7 +703,9 @@ class ClientBalanceConsumer:
         bootstrap = await WireClient.connect(host, int(port), self.config.client_id)
         try:
             found = await bootstrap.request(
-                *FIND_COORDINATOR, {"key": self.config.group_id, "key_type": 0}
+                ApiKey.FIND_COORDINATOR,
+                VERSIONS[ApiKey.FIND_COORDINATOR],
+                {"key": self.config.group_id, "key_type": 0},
             )
         except BaseException:
             await bootstrap.close()

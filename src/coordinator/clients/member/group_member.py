@@ -34,6 +34,7 @@ from typing import Any
 from assignors.spec import TopicPartition
 from coordinator.clients.member import wire
 from coordinator.clients.member.connection import Connection, ConnectionLost
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member import (
@@ -380,7 +381,7 @@ class GroupMember:
             (api, values) = wire.to_wire(request)
             self.sent[type(request).__name__] += 1
             timeout = self._request_timeout_s
-            if api == wire.JOIN_GROUP:
+            if api[0] == ApiKey.JOIN_GROUP:
                 timeout = max(timeout, self.member.config.rebalance_timeout_ms / 1000)
                 timeout += wire.JOIN_EXTRA_S
             response = await connection.request(*api, values, timeout)

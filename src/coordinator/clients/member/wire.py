@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.group_messages import api_key_of, reply_of, request_values
 from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
@@ -22,17 +23,28 @@ from rebalance.member.messages import (
     TopicsDescribed,
 )
 
-METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (3, 12), (8, 8), (9, 7), (10, 3)
-CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT_EPOCH = (68, 1), (8, 9)
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (11, 7), (12, 4), (13, 4), (14, 5)
 JOIN_EXTRA_S: Final = 5.0
 """A JoinGroup may be parked for the rebalance timeout: Java waits that long plus 5 s."""
 
-VERSIONS: Final = dict((JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, OFFSET_COMMIT,
-                        CONSUMER_GROUP_HEARTBEAT))  # fmt: skip
-"""The version sent of each group API (a commit of a KIP-848 member: `OFFSET_COMMIT_EPOCH`)."""
+VERSIONS: Final[dict[ApiKey, int]] = {
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.METADATA: 12,
+    ApiKey.JOIN_GROUP: 7,
+    ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 4,
+    ApiKey.SYNC_GROUP: 5,
+    ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 7,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
+}
+"""The version sent of each API (a commit of a KIP-848 member: `OFFSET_COMMIT_EPOCH`)."""
+OFFSET_COMMIT_EPOCH: Final = 9
 
-WireRequest = tuple[tuple[int, int], dict[str, Any]]
+WireRequest = tuple[tuple[ApiKey, int], dict[str, Any]]
+
+
+def _at(key: ApiKey) -> tuple[ApiKey, int]:
+    return key, VERSIONS[key]
 
 
 def error(value: Any) -> ErrorCode:
@@ -42,9 +54,9 @@ def error(value: Any) -> ErrorCode:
 def to_wire(request: Any) -> WireRequest:
     """(api key, version) and the request's fields for `build_request`."""
     if isinstance(request, FindCoordinator):
-        return FIND_COORDINATOR, {"key": request.group_id, "key_type": 0}
+        return _at(ApiKey.FIND_COORDINATOR), {"key": request.group_id, "key_type": 0}
     if isinstance(request, DescribeTopics):
-        return METADATA, {
+        return _at(ApiKey.METADATA), {
             "topics": None
             if request.topics is None
             else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in request.topics],
@@ -55,7 +67,7 @@ def to_wire(request: Any) -> WireRequest:
     key = api_key_of(request)
     version = VERSIONS[key]
     if isinstance(request, OffsetCommit) and request.version >= 9:
-        version = OFFSET_COMMIT_EPOCH[1]  # a KIP-848 member's commit: the member epoch
+        version = OFFSET_COMMIT_EPOCH  # a KIP-848 member's commit: the member epoch
     return (key, version), request_values(request, version)[1]
 
 
@@ -80,7 +92,7 @@ def offset_fetch(group_id: str, partitions: list[tuple[str, int]]) -> WireReques
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):
         by_topic.setdefault(topic, []).append(partition)
-    return OFFSET_FETCH, {
+    return _at(ApiKey.OFFSET_FETCH), {
         "group_id": group_id,
         "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
         "require_stable": True,

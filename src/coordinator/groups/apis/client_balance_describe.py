@@ -11,10 +11,11 @@ from coordinator.groups.apis.client_balance_heartbeat import held_to_wire
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from rebalance.client_balance.commands import ClientBalanceDescribe
 from rebalance.replies import ClientBalanceDescribeReply
 
-API_KEY = schema.DESCRIBE_KEY
+API_KEY = ApiKey.CLIENT_BALANCE_DESCRIBE
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
 

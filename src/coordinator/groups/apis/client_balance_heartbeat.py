@@ -10,10 +10,11 @@ from typing import Any
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from rebalance.client_balance.commands import ClientBalanceHeartbeat
 from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 
-API_KEY = schema.HEARTBEAT_KEY
+API_KEY = ApiKey.CLIENT_BALANCE_HEARTBEAT
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
 

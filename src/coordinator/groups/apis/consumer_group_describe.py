@@ -9,11 +9,12 @@ from typing import Any
 from coordinator.groups.apis.common import runtime
 from coordinator.node.apis.operations import GROUP_OPERATIONS, NOT_REQUESTED, if_requested
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.consumer_group.commands import ConsumerGroupDescribe
 from rebalance.errors import ErrorCode
 from rebalance.replies import NamedAssignment
 
-API_KEY = 69
+API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 VERSIONS = range(0, 2)
 #: Kafka's `MemberType`: -1 unknown, 0 classic, 1 consumer.
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1

@@ -13,10 +13,11 @@ from typing import Any
 
 from coordinator.groups.apis.common import millis, runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.replies import ConsumerGroupHeartbeatReply
 
-API_KEY = 68
+API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 VERSIONS = range(0, 2)
 
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import DeleteGroups
 
-API_KEY = 42
+API_KEY = ApiKey.DELETE_GROUPS
 VERSIONS = range(0, 3)
 
 

@@ -11,10 +11,11 @@ from typing import Any
 from coordinator.groups.apis.common import runtime
 from coordinator.node.apis.operations import GROUP_OPERATIONS, NOT_REQUESTED, if_requested
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import DescribeGroups
 from rebalance.errors import ErrorCode
 
-API_KEY = 15
+API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = range(0, 6)
 
 

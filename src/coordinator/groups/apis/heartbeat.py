@@ -11,11 +11,12 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
 from rebalance.commands import Heartbeat
 from rebalance.errors import ErrorCode
 
-API_KEY = 12
+API_KEY = ApiKey.HEARTBEAT
 VERSIONS = range(0, 5)
 
 

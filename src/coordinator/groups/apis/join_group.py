@@ -15,10 +15,11 @@ from typing import Any
 
 from coordinator.groups.apis.common import millis, name_for_version, runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import JoinGroup
 from rebalance.replies import JoinGroupReply
 
-API_KEY = 11
+API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = range(0, 10)
 
 

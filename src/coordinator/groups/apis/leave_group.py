@@ -11,10 +11,11 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import LeaveGroup, LeavingMember
 from rebalance.replies import LeaveGroupReply
 
-API_KEY = 13
+API_KEY = ApiKey.LEAVE_GROUP
 VERSIONS = range(0, 6)
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import ListGroups
 
-API_KEY = 16
+API_KEY = ApiKey.LIST_GROUPS
 VERSIONS = range(0, 6)
 
 

@@ -22,11 +22,12 @@ from typing import Any
 
 from coordinator.groups.apis.common import millis, runtime, topic_partition_errors
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetCommitReply
 
-API_KEY = 8
+API_KEY = ApiKey.OFFSET_COMMIT
 VERSIONS = range(2, 10)
 
 

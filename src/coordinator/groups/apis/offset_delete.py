@@ -13,10 +13,11 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime, topic_partition_errors
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import OffsetDelete
 from rebalance.errors import ErrorCode
 
-API_KEY = 47
+API_KEY = ApiKey.OFFSET_DELETE
 VERSIONS = range(0, 1)
 
 Partitions = tuple[tuple[str, tuple[int, ...]], ...]

@@ -15,11 +15,12 @@ from typing import Any
 from coordinator.groups.apis.common import runtime
 from coordinator.groups.runtime import GroupRuntime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import OffsetFetch
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetFetchReply
 
-API_KEY = 9
+API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = range(1, 10)
 
 

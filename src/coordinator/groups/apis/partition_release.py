@@ -9,10 +9,11 @@ from typing import Any
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
+from coordinator.wire.api_keys import ApiKey
 from rebalance.client_balance.commands import PartitionRequest, ReleasePartitions
 from rebalance.replies import ReleasePartitionsReply
 
-API_KEY = schema.RELEASE_KEY
+API_KEY = ApiKey.PARTITION_RELEASE
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
 

@@ -12,10 +12,11 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import SyncGroup
 from rebalance.replies import SyncGroupReply
 
-API_KEY = 14
+API_KEY = ApiKey.SYNC_GROUP
 VERSIONS = range(0, 6)
 
 

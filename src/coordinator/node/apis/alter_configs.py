@@ -13,8 +13,9 @@ from coordinator.node.apis.topic_config_changes import alter_each
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.topic_configs import validate_topic_configs
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 33
+API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = range(0, 3)
 
 

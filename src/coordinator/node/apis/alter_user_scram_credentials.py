@@ -24,6 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.scram import (
     MAX_ITERATIONS,
@@ -33,7 +34,7 @@ from coordinator.wire.security.scram import (
     credential_of_salted,
 )
 
-API_KEY = 51
+API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 VERSIONS = range(0, 1)
 
 _TWICE = "A user credential cannot be altered twice in the same request"

@@ -17,9 +17,10 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from coordinator.node.contract import ApiRegistry, RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
 
-API_KEY = 18
+API_KEY = ApiKey.API_VERSIONS
 VERSIONS = range(0, 5)
 
 

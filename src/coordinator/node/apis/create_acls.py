@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.acl_common import access_of, refusal
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import (
     Acl,
     InvalidAcl,
@@ -23,7 +24,7 @@ from coordinator.wire.security.acls import (
     ResourceType,
 )
 
-API_KEY = 30
+API_KEY = ApiKey.CREATE_ACLS
 VERSIONS = range(1, 4)
 
 

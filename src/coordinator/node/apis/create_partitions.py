@@ -25,8 +25,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.create_topics import MAX_PARTITIONS, TopicRefused
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 37
+API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = range(0, 4)
 
 

@@ -30,8 +30,9 @@ from coordinator.partition_log.topic_configs import (
     validate_topic_configs,
 )
 from coordinator.partition_log.topics import InvalidTopicError, check_topic_name
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = range(2, 8)
 
 DEFAULT = -1

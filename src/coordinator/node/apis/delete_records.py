@@ -22,8 +22,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.partition import OffsetOutOfRangeError, PartitionLog
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 21
+API_KEY = ApiKey.DELETE_RECORDS
 
 logger = logging.getLogger("coordinator.partition_log")
 VERSIONS = range(0, 3)

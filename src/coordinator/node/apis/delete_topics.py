@@ -28,8 +28,9 @@ from kio.static.constants import uuid_zero
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 20
+API_KEY = ApiKey.DELETE_TOPICS
 VERSIONS = range(1, 7)
 
 NAME_OR_ID = "A topic must be given by its name or by its id (one of them)."

@@ -12,9 +12,10 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.acl_common import access_of, read_filter, refusal
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Acl, Operation
 
-API_KEY = 29
+API_KEY = ApiKey.DESCRIBE_ACLS
 VERSIONS = range(1, 4)
 
 

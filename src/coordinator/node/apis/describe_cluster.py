@@ -18,8 +18,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.operations import CLUSTER_OPERATIONS, if_requested
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 60
+API_KEY = ApiKey.DESCRIBE_CLUSTER
 VERSIONS = range(0, 3)
 
 BROKER_ENDPOINTS = 1

@@ -29,8 +29,9 @@ from coordinator.node.apis.config_resources import (
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
 from coordinator.node.described_configs import ConfigEntry, ConfigType
 from coordinator.partition_log.topic_configs import describe_topic_configs
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 32
+API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = range(1, 5)
 
 

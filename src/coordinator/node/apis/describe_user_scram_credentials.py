@@ -18,10 +18,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.scram import MECHANISM_CODES
 
-API_KEY = 50
+API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
 VERSIONS = range(0, 1)
 
 _CODE_OF = {name: code for code, name in MECHANISM_CODES.items()}

@@ -30,8 +30,9 @@ from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.partition import OffsetOutOfRangeError
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 1
+API_KEY = ApiKey.FETCH
 VERSIONS = range(4, 19)
 
 

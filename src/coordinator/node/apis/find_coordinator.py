@@ -17,8 +17,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 10
+API_KEY = ApiKey.FIND_COORDINATOR
 VERSIONS = range(0, 7)
 
 GROUP_KEY_TYPE = 0

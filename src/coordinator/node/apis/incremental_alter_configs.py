@@ -26,8 +26,9 @@ from coordinator.partition_log.topic_configs import (
     validate_topic_config,
 )
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 44
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 VERSIONS = range(0, 2)
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

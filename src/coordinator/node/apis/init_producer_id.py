@@ -18,8 +18,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 22
+API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = range(0, 7)
 
 MAX_EPOCH = 32767

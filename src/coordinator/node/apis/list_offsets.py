@@ -21,8 +21,9 @@ from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import EmptyPartition, InternalTopic
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = range(1, 12)
 
 LATEST = -1

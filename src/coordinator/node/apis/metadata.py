@@ -32,8 +32,9 @@ from coordinator.node.apis.operations import (
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 3
+API_KEY = ApiKey.METADATA
 VERSIONS = range(0, 14)
 
 NO_AUTHORIZED_OPERATIONS = NOT_REQUESTED

@@ -37,8 +37,9 @@ from coordinator.partition_log.batch import InvalidBatchError, iter_batches
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
 VERSIONS = range(3, 14)
 
 VALID_ACKS = frozenset({-1, 0, 1})

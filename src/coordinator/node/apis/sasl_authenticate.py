@@ -13,8 +13,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 36
+API_KEY = ApiKey.SASL_AUTHENTICATE
 VERSIONS = range(0, 3)
 
 

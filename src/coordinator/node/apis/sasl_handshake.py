@@ -13,8 +13,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.api_keys import ApiKey
 
-API_KEY = 17
+API_KEY = ApiKey.SASL_HANDSHAKE
 VERSIONS = range(1, 2)
 
 
