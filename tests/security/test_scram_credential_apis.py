@@ -15,12 +15,13 @@ from kio.schema.alter_user_scram_credentials.v0.request import (
     ScramCredentialUpsertion,
 )
 from kio.static.primitive import i8, i32
-from test_acls import SASL_AUTHENTICATE, SASL_HANDSHAKE, acl_settings, add_users, client_of
+from test_acls import acl_settings, add_users, client_of
 from test_scram import client_final
 
 from coordinator.node.apis.alter_user_scram_credentials import plan
 from coordinator.node.apis.describe_user_scram_credentials import describe
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.scram import ScramExchange
 
 DESCRIBE, ALTER = 50, 51
@@ -116,14 +117,14 @@ def wire_upsert(name: str, password: str, iterations: int = 8192) -> dict[str, A
 
 async def scram_login(client: WireClient, user: str, password: str) -> int:
     """SCRAM-SHA-512 with `password`, as a client computes it; the final error code."""
-    handshake = await client.request(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
+    handshake = await client.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
     assert handshake.error_code == 0
     first_bare = f"n={user},r=nonce123".encode()
-    first = await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"n,," + first_bare})
+    first = await client.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"n,," + first_bare})
     if first.error_code:
         return int(first.error_code)
     final = client_final(password, "SCRAM-SHA-512", first.auth_bytes, first_bare, "sha512")
-    answer = await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": final})
+    answer = await client.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": final})
     return int(answer.error_code)
 
 
@@ -168,8 +169,10 @@ async def test_credentials_altered_over_the_wire_authenticate_and_need_the_clust
         for client in (admin, bob, dora):
             await client.close()
         again = await WireClient.connect(node.host, node.port)  # bob's only credential is gone
-        await again.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
-        plain = await again.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0bob\0bob-secret"})
+        await again.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        plain = await again.request(
+            ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0bob\0bob-secret"}
+        )
         assert plain.error_code == 58
         await again.close()
 
