@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.node.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from coordinator.node.authorization.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.testing.server import RunningServer, WireClient, running_server
 from coordinator.wire.api_keys import ApiKey

@@ -3,7 +3,7 @@
 `authorizer.class.name` set to one of Kafka's ACL authorizers turns it on (without it, as on
 Kafka, nothing is checked and the ACL APIs answer SECURITY_DISABLED). `super.users`
 (`User:a;User:b`) may do anything; `allow.everyone.if.no.acl.found` decides for resources no ACL
-names. What each API checks is in `coordinator.node.authorization`.
+names. What each API checks is its module's `AUTHORIZATION` (`coordinator.node.authorization`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ Each API lives in its own module in `coordinator.node.apis` and declares::
     VERSIONS: range                   # advertised versions, inside kio's supported range
     async def handle(request, api_version, ctx) -> ResponseValue
 
+    AUTHORIZATION: Rule | Exempt      # what it asks the authorizer (coordinator.node.authorization)
+
 and optionally `answer_now(request, api_version, ctx)` and `answer_parked(request, api_version,
 ctx, answer)` (see `ApiSpec`), `SCHEMAS` (an API of
 this project's own, outside Kafka's key range: {version: (request class, response class)}, kio-
@@ -89,6 +91,9 @@ class ApiSpec:
     #: An extension API's own schema classes by version (None: kio's, a Kafka API).
     schemas: Mapping[int, tuple[type[Any], type[Any]]] | None = None
     answer_parked: ParkingHandler | None = None
+    #: The module's `AUTHORIZATION`: a `coordinator.node.authorization.Rule`, or `Exempt` with
+    #: its reason; `guard` wraps the handler in it when the node has an authorizer.
+    authorization: object = None
 
     @classmethod
     def from_module(cls, module: ModuleType) -> ApiSpec:
@@ -109,6 +114,7 @@ class ApiSpec:
             getattr(module, "answer_unsupported_version", None),
             getattr(module, "SCHEMAS", None),
             getattr(module, "answer_parked", None),
+            getattr(module, "AUTHORIZATION", None),
         )
 
 

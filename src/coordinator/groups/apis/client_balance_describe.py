@@ -9,15 +9,37 @@ from typing import Any
 
 from coordinator.groups.apis.client_balance_heartbeat import held_to_wire
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, per_group
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.client_balance.commands import ClientBalanceDescribe
 from rebalance.replies import ClientBalanceDescribeReply
 
 API_KEY = ApiKey.CLIENT_BALANCE_DESCRIBE
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
+
+#: DESCRIBE on each group, as DescribeGroups (else GROUP_AUTHORIZATION_FAILED for it).
+AUTHORIZATION = Rule(
+    per_group(
+        "group_ids",
+        "groups",
+        Operation.DESCRIBE,
+        lambda g: {
+            "group_id": g,
+            "error_code": GROUP_DENIED,
+            "state": "",
+            "group_epoch": -1,
+            "source_count": -1,
+            "topics": [],
+            "nodes": [],
+        },
+        throttle_field="throttle_time_ms",
+    )
+)
 
 
 def to_response(reply: ClientBalanceDescribeReply) -> dict[str, Any]:

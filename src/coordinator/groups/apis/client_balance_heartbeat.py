@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
@@ -17,6 +19,21 @@ from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 API_KEY = ApiKey.CLIENT_BALANCE_HEARTBEAT
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
+
+#: READ on the group, as ConsumerGroupHeartbeat (else GROUP_AUTHORIZATION_FAILED).
+AUTHORIZATION = Rule(
+    group_read(
+        lambda r: {
+            "throttle_time_ms": 0,
+            "error_code": GROUP_DENIED,
+            "error_message": "Not authorized to access group",
+            "member_epoch": -1,
+            "heartbeat_interval_ms": 0,
+            "source_count": -1,
+            "held": [],
+        }
+    )
+)
 
 
 def held_to_wire(held: HeldPartitions) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from coordinator.groups.runtime import GroupRuntime
+from coordinator.node.authorization.checks import GROUP_DENIED
 from coordinator.node.contract import RequestContext
 from rebalance.errors import ErrorCode
 
@@ -68,3 +69,17 @@ def topic_partition_errors(
         }
         for topic, partitions in topics
     ]
+
+
+def described_denied(group: str) -> dict[str, Any]:
+    """A group described to a client that may not DESCRIBE it (DescribeGroups and
+    ConsumerGroupDescribe): GROUP_AUTHORIZATION_FAILED."""
+    return {
+        "error_code": GROUP_DENIED,
+        "group_id": group,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "error_message": None,
+    }

@@ -6,16 +6,31 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.groups.apis.common import runtime
-from coordinator.node.apis.operations import GROUP_OPERATIONS, NOT_REQUESTED, if_requested
+from coordinator.groups.apis.common import described_denied, runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import per_group
+from coordinator.node.authorization.operations import (
+    GROUP_AUTHORIZED_OPERATIONS,
+    GROUP_OPERATIONS,
+    NOT_REQUESTED,
+    if_requested,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.consumer_group.commands import ConsumerGroupDescribe
 from rebalance.errors import ErrorCode
 from rebalance.replies import NamedAssignment
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 VERSIONS = range(0, 2)
+
+#: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; authorized operations from the
+#: authorizer (KIP-430).
+AUTHORIZATION = Rule(
+    per_group("group_ids", "groups", Operation.DESCRIBE, described_denied),
+    GROUP_AUTHORIZED_OPERATIONS,
+)
 #: Kafka's `MemberType`: -1 unknown, 0 classic, 1 consumer.
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 

@@ -12,6 +12,8 @@ import uuid
 from typing import Any
 
 from coordinator.groups.apis.common import millis, runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
@@ -19,6 +21,19 @@ from rebalance.replies import ConsumerGroupHeartbeatReply
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 VERSIONS = range(0, 2)
+
+#: READ on the group, else GROUP_AUTHORIZATION_FAILED (KafkaApis.handleConsumerGroupHeartbeat).
+AUTHORIZATION = Rule(
+    group_read(
+        lambda r: {
+            "throttle_time": 0,
+            "error_code": GROUP_DENIED,
+            "error_message": "Not authorized to access group",
+            "member_epoch": -1,
+            "heartbeat_interval": 0,
+        }
+    )
+)
 
 
 def to_command(request: Any, api_version: int, ctx: RequestContext) -> ConsumerGroupHeartbeat:

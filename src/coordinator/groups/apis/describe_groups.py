@@ -1,6 +1,6 @@
 """DescribeGroups (key 15). v1: throttle time; v3: authorized operations (asked for with
 IncludeAuthorizedOperations: every group operation, as a broker without an authorizer answers,
-see `coordinator.node.apis.operations`); v4: member GroupInstanceId; v5: flexible. v6
+see `coordinator.node.authorization.operations`); v4: member GroupInstanceId; v5: flexible. v6
 (GROUP_ID_NOT_FOUND for unknown groups) is not advertised: before it, an unknown group is
 described as "Dead" with no error, which admin tools expect."""
 
@@ -8,15 +8,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.apis.common import runtime
-from coordinator.node.apis.operations import GROUP_OPERATIONS, NOT_REQUESTED, if_requested
+from coordinator.groups.apis.common import described_denied, runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import per_group
+from coordinator.node.authorization.operations import (
+    GROUP_AUTHORIZED_OPERATIONS,
+    GROUP_OPERATIONS,
+    NOT_REQUESTED,
+    if_requested,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.commands import DescribeGroups
 from rebalance.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = range(0, 6)
+
+#: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; authorized operations from the
+#: authorizer (KIP-430).
+AUTHORIZATION = Rule(
+    per_group("groups", "groups", Operation.DESCRIBE, described_denied),
+    GROUP_AUTHORIZED_OPERATIONS,
+)
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:

@@ -10,6 +10,8 @@ from functools import cache
 from typing import Any
 
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
@@ -18,6 +20,9 @@ from rebalance.errors import ErrorCode
 
 API_KEY = ApiKey.HEARTBEAT
 VERSIONS = range(0, 5)
+
+#: READ on the group, else GROUP_AUTHORIZATION_FAILED (KafkaApis.handleHeartbeatRequest).
+AUTHORIZATION = Rule(group_read(lambda r: {"throttle_time": 0, "error_code": GROUP_DENIED}))
 
 
 @cache

@@ -14,6 +14,8 @@ from sys import intern
 from typing import Any
 
 from coordinator.groups.apis.common import millis, name_for_version, runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import JoinGroup
@@ -21,6 +23,20 @@ from rebalance.replies import JoinGroupReply
 
 API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = range(0, 10)
+
+#: READ on the group, else GROUP_AUTHORIZATION_FAILED (KafkaApis.handleJoinGroupRequest).
+AUTHORIZATION = Rule(
+    group_read(
+        lambda r: {
+            "throttle_time": 0,
+            "error_code": GROUP_DENIED,
+            "generation_id": -1,
+            "member_id": "",
+            "leader": "",
+            "members": [],
+        }
+    )
+)
 
 
 def to_command(request: Any, api_version: int, ctx: RequestContext) -> JoinGroup:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import LeaveGroup, LeavingMember
@@ -17,6 +19,11 @@ from rebalance.replies import LeaveGroupReply
 
 API_KEY = ApiKey.LEAVE_GROUP
 VERSIONS = range(0, 6)
+
+#: READ on the group, else GROUP_AUTHORIZATION_FAILED (KafkaApis.handleLeaveGroupRequest).
+AUTHORIZATION = Rule(
+    group_read(lambda r: {"throttle_time": 0, "error_code": GROUP_DENIED, "members": []})
+)
 
 
 def to_command(request: Any, api_version: int) -> LeaveGroup:

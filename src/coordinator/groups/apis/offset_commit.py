@@ -21,8 +21,12 @@ from dataclasses import replace
 from typing import Any
 
 from coordinator.groups.apis.common import millis, runtime, topic_partition_errors
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP, GROUP_DENIED, TOPIC_DENIED, may, per_topic
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetCommitReply
@@ -140,3 +144,46 @@ def answer_parked(
         answer(_response(command, None, None))
     else:
         runtime(ctx).submit_then(asked, lambda reply: answer(_response(command, asked, reply)))
+
+
+def _denied(request: Any) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "topic_id": getattr(t, "topic_id", None),
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": GROUP_DENIED}
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ],
+    }
+
+
+_commit_topics = per_topic(
+    Operation.READ,
+    "topics",
+    lambda t: {
+        "name": t.name,
+        "topic_id": getattr(t, "topic_id", None),
+        "partitions": [
+            {"partition_index": p.partition_index, "error_code": TOPIC_DENIED} for p in t.partitions
+        ],
+    },
+    "topics",
+)
+
+
+def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """READ on the group (GROUP_AUTHORIZATION_FAILED on every partition), then READ on each
+    topic committed to (TOPIC_AUTHORIZATION_FAILED on its partitions): KafkaApis's
+    handleOffsetCommitRequest."""
+    if not may(access, ctx, Operation.READ, GROUP, request.group_id):
+        return _denied(request)
+    return _commit_topics(request, version, ctx, access)
+
+
+AUTHORIZATION = Rule(_authorize)

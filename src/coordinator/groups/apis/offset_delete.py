@@ -12,13 +12,26 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups.apis.common import runtime, topic_partition_errors
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, TOPIC_DENIED, group_then_topics
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.commands import OffsetDelete
 from rebalance.errors import ErrorCode
 
 API_KEY = ApiKey.OFFSET_DELETE
 VERSIONS = range(0, 1)
+
+#: DELETE on the group (GROUP_AUTHORIZATION_FAILED), then READ on each topic
+#: (TOPIC_AUTHORIZATION_FAILED on its partitions).
+AUTHORIZATION = Rule(
+    group_then_topics(
+        Operation.DELETE,
+        {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": []},
+        lambda p: {"partition_index": p.partition_index, "error_code": TOPIC_DENIED},
+    )
+)
 
 Partitions = tuple[tuple[str, tuple[int, ...]], ...]
 

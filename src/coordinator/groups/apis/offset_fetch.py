@@ -14,8 +14,19 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.groups.runtime import GroupRuntime
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import (
+    GROUP,
+    GROUP_DENIED,
+    TOPIC,
+    TOPIC_DENIED,
+    may,
+    split,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.commands import OffsetFetch
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetFetchReply
@@ -108,3 +119,87 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "topics": _topic_list(reply, fold_error=False),
         "error_code": int(reply.error),
     }
+
+
+def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; then DESCRIBE on each
+    topic (`_topic_offsets`), as KafkaApis.handleOffsetFetchRequest."""
+    if version < 8:
+        if may(access, ctx, Operation.DESCRIBE, GROUP, request.group_id):
+            return None
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": GROUP_DENIED,
+                    }
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in (request.topics or ())
+        ]
+        return {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": topics}
+    denied = [
+        g.group_id
+        for g in request.groups
+        if not may(access, ctx, Operation.DESCRIBE, GROUP, g.group_id)
+    ]
+    if not denied:
+        return None
+    entries = {g: {"group_id": g, "topics": [], "error_code": GROUP_DENIED} for g in denied}
+    allowed = tuple(g for g in request.groups if g.group_id not in entries)
+    return split(
+        request,
+        "groups",
+        allowed,
+        "groups",
+        "group_id",
+        [g.group_id for g in request.groups],
+        entries,
+    )
+
+
+def _topic_offsets(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """Offsets of topics the client may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED when it
+    named them, left out when it asked for all (reading offsets changes nothing, so the
+    handler answers first and the answer is filtered)."""
+
+    def filtered(topics: list[dict[str, Any]], named: bool) -> list[dict[str, Any]]:
+        kept = []
+        for topic in topics:
+            if may(access, ctx, Operation.DESCRIBE, TOPIC, str(topic["name"])):
+                kept.append(topic)
+            elif named:
+                kept.append(
+                    {
+                        **topic,
+                        "partitions": [
+                            {
+                                **p,
+                                "committed_offset": -1,
+                                "metadata": "",
+                                "error_code": TOPIC_DENIED,
+                            }
+                            for p in topic["partitions"]
+                        ],
+                    }
+                )
+        return kept
+
+    if version < 8:
+        return {**answer, "topics": filtered(answer.get("topics", []), request.topics is not None)}
+    named = {g.group_id: g.topics is not None for g in request.groups}
+    groups = [
+        {**g, "topics": filtered(g.get("topics", []), named.get(g["group_id"], True))}
+        for g in answer.get("groups", [])
+    ]
+    return {**answer, "groups": groups}
+
+
+AUTHORIZATION = Rule(_authorize, _topic_offsets)

@@ -11,15 +11,38 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, TOPIC_DENIED, group_then_topics
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
 from rebalance.replies import RegisterPartitionsReply
 
 API_KEY = ApiKey.PARTITION_REGISTER
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
+
+#: Registering partitions is consuming them: OffsetCommit's READ on the group
+#: (GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions).
+AUTHORIZATION = Rule(
+    group_then_topics(
+        Operation.READ,
+        {
+            "throttle_time_ms": 0,
+            "error_code": GROUP_DENIED,
+            "error_message": "Not authorized to access group",
+            "topics": [],
+        },
+        lambda p: {
+            "partition_index": p.partition_index,
+            "error_code": TOPIC_DENIED,
+            "offset": -1,
+            "holder": None,
+        },
+    )
+)
 
 
 def to_command(request: Any, ctx: RequestContext) -> RegisterPartitions:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
@@ -16,6 +18,11 @@ from rebalance.replies import ReleasePartitionsReply
 API_KEY = ApiKey.PARTITION_RELEASE
 VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
+
+#: Releasing is part of a node's heartbeat: ConsumerGroupHeartbeat's READ on the group.
+AUTHORIZATION = Rule(
+    group_read(lambda r: {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "topics": []})
+)
 
 
 def to_command(request: Any) -> ReleasePartitions:

@@ -11,6 +11,8 @@ from sys import intern
 from typing import Any
 
 from coordinator.groups.apis.common import runtime
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import SyncGroup
@@ -18,6 +20,11 @@ from rebalance.replies import SyncGroupReply
 
 API_KEY = ApiKey.SYNC_GROUP
 VERSIONS = range(0, 6)
+
+#: READ on the group, else GROUP_AUTHORIZATION_FAILED (KafkaApis.handleSyncGroupRequest).
+AUTHORIZATION = Rule(
+    group_read(lambda r: {"throttle_time": 0, "error_code": GROUP_DENIED, "assignment": b""})
+)
 
 
 def to_command(request: Any, api_version: int) -> SyncGroup:

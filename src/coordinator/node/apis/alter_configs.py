@@ -10,13 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.node.apis.topic_config_changes import alter_each
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import config_resource, per_entry
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.topic_configs import validate_topic_configs
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = range(0, 3)
+
+#: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for the broker, the cluster
+#: (CLUSTER_AUTHORIZATION_FAILED).
+AUTHORIZATION = Rule(
+    per_entry(
+        "resources", "responses", config_resource(Operation.ALTER_CONFIGS, with_configs=False)
+    )
+)
 
 
 def _replaced(topic: Topic, resource: Any) -> dict[str, str]:

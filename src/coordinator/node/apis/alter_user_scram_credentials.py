@@ -23,8 +23,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import (
+    CLUSTER_DENIED,
+    CLUSTER_DENIED_MESSAGE,
+    may_on_cluster,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.scram import (
     MAX_ITERATIONS,
@@ -139,3 +147,18 @@ def _validated_and_written(data_dir: Path, request: Any) -> Alteration:
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     change = await asyncio.to_thread(_apply, ctx.broker.data_dir, request)
     return {"throttle_time": 0, "results": change.results()}
+
+
+def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """ALTER on the cluster, else every user named is refused (in name order, as Kafka)."""
+    if may_on_cluster(access, ctx, Operation.ALTER):
+        return None
+    users = sorted({c.name for c in (*request.deletions, *request.upsertions)})
+    results = [
+        {"user": u, "error_code": CLUSTER_DENIED, "error_message": CLUSTER_DENIED_MESSAGE}
+        for u in users
+    ]
+    return {"throttle_time": 0, "results": results}
+
+
+AUTHORIZATION = Rule(_authorize)

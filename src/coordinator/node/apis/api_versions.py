@@ -16,12 +16,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from coordinator.node.authorization import Exempt
 from coordinator.node.contract import ApiRegistry, RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
 
 API_KEY = ApiKey.API_VERSIONS
 VERSIONS = range(0, 5)
+
+AUTHORIZATION = Exempt("answered before authentication, to any client (KIP-511)")
 
 
 def advertised(registry: ApiRegistry) -> list[dict[str, int]]:

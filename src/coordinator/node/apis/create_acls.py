@@ -13,6 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.acl_common import access_of, refusal
+from coordinator.node.authorization import Exempt
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import (
@@ -26,6 +27,8 @@ from coordinator.wire.security.acls import (
 
 API_KEY = ApiKey.CREATE_ACLS
 VERSIONS = range(1, 4)
+
+AUTHORIZATION = Exempt("checks ALTER on the cluster in its handler (CLUSTER_AUTHORIZATION_FAILED)")
 
 
 def _acl(creation: Any) -> Acl:

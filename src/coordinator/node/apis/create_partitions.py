@@ -24,11 +24,26 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.create_topics import MAX_PARTITIONS, TopicRefused
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC_DENIED, per_entry, topic_operation
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = range(0, 4)
+
+#: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
+AUTHORIZATION = Rule(
+    per_entry(
+        "topics",
+        "results",
+        topic_operation(
+            Operation.ALTER,
+            lambda t: {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None},
+        ),
+    )
+)
 
 
 def _check_assignments(request: Any, added: int, node_id: int) -> None:

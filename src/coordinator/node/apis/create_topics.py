@@ -23,6 +23,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import (
+    TOPIC,
+    TOPIC_DENIED,
+    may,
+    may_on_cluster,
+    per_entry,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.topic_configs import (
     InvalidConfigError,
@@ -31,6 +40,7 @@ from coordinator.partition_log.topic_configs import (
 )
 from coordinator.partition_log.topics import InvalidTopicError, check_topic_name
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = range(2, 8)
@@ -210,3 +220,23 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             message = f"not created: {exc.strerror or exc}"
             results.append(_refused(name, ErrorCode.kafka_storage_error, message))
     return {"throttle_time": 0, "topics": results}
+
+
+def _denial(topic: Any, ctx: RequestContext, access: AccessControl) -> Any:
+    name = str(topic.name)
+    if may_on_cluster(access, ctx, Operation.CREATE) or may(
+        access, ctx, Operation.CREATE, TOPIC, name
+    ):
+        return None
+    return {
+        "name": name,
+        "error_code": TOPIC_DENIED,
+        "error_message": "Authorization failed.",
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }
+
+
+#: CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED for it.
+AUTHORIZATION = Rule(per_entry("topics", "topics", _denial))

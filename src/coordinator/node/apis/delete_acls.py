@@ -11,12 +11,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.acl_common import access_of, binding, read_filter, refusal
+from coordinator.node.authorization import Exempt
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.DELETE_ACLS
 VERSIONS = range(1, 4)
+
+AUTHORIZATION = Exempt("checks ALTER on the cluster in its handler (CLUSTER_AUTHORIZATION_FAILED)")
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:

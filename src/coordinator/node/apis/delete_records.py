@@ -20,14 +20,39 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC_DENIED, per_entry, topic_operation
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.partition import OffsetOutOfRangeError, PartitionLog
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.DELETE_RECORDS
 
 logger = logging.getLogger("coordinator.partition_log")
 VERSIONS = range(0, 3)
+
+#: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+AUTHORIZATION = Rule(
+    per_entry(
+        "topics",
+        "topics",
+        topic_operation(
+            Operation.DELETE,
+            lambda t: {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "low_watermark": -1,
+                        "error_code": TOPIC_DENIED,
+                    }
+                    for p in t.partitions
+                ],
+            },
+        ),
+    )
+)
 
 HIGH_WATERMARK = -1
 

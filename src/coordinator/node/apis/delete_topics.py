@@ -25,10 +25,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC, TOPIC_DENIED, may, per_entry, topic_name
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.DELETE_TOPICS
 VERSIONS = range(1, 7)
@@ -105,3 +109,22 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     if deleted:
         await broker.topics.announce_deleted([topic.name for topic in deleted])
     return {"throttle_time": 0, "responses": answers}
+
+
+def _denial(topic: Any, ctx: RequestContext, access: AccessControl) -> Any:
+    name = topic if isinstance(topic, str) else topic_name(topic, ctx)
+    if name is None or may(access, ctx, Operation.DELETE, TOPIC, name):
+        return None
+    topic_id = getattr(topic, "topic_id", None)
+    return {
+        "name": name,
+        "topic_id": topic_id or uuid.UUID(int=0),
+        "error_code": TOPIC_DENIED,
+        "error_message": None,
+    }
+
+
+#: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
+AUTHORIZATION = Rule(
+    per_entry(lambda v: "topics" if v >= 6 else "topic_names", "responses", _denial)
+)

@@ -16,12 +16,20 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.node.apis.operations import CLUSTER_OPERATIONS, if_requested
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.operations import (
+    CLUSTER_OPERATIONS,
+    cluster_operations,
+    if_requested,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 VERSIONS = range(0, 3)
+
+#: Anyone may describe the cluster; its authorized operations come from the authorizer (KIP-430).
+AUTHORIZATION = Rule(after=cluster_operations)
 
 BROKER_ENDPOINTS = 1
 

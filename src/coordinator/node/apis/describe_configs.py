@@ -26,13 +26,24 @@ from coordinator.node.apis.config_resources import (
     topic_overrides,
     unsupported,
 )
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import config_resource, per_entry
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
 from coordinator.node.described_configs import ConfigEntry, ConfigType
 from coordinator.partition_log.topic_configs import describe_topic_configs
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = range(1, 5)
+
+#: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for the broker, the cluster
+#: (CLUSTER_AUTHORIZATION_FAILED).
+AUTHORIZATION = Rule(
+    per_entry(
+        "resources", "results", config_resource(Operation.DESCRIBE_CONFIGS, with_configs=True)
+    )
+)
 
 
 def _entries(broker: Broker, resource: Any) -> list[ConfigEntry]:

@@ -17,8 +17,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import (
+    CLUSTER_DENIED,
+    CLUSTER_DENIED_MESSAGE,
+    may_on_cluster,
+)
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.scram import MECHANISM_CODES
 
@@ -83,3 +91,15 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "error_message": None,
         "results": describe(asked, stored),
     }
+
+
+def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """DESCRIBE on the cluster; Kafka's refusal repeats the error once per user named."""
+    if may_on_cluster(access, ctx, Operation.DESCRIBE):
+        return None
+    denied = {"error_code": CLUSTER_DENIED, "error_message": CLUSTER_DENIED_MESSAGE}
+    results = [{"user": "", **denied, "credential_infos": []} for _ in request.users or ()]
+    return {"throttle_time": 0, **denied, "results": results}
+
+
+AUTHORIZATION = Rule(_authorize)

@@ -26,11 +26,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC_DENIED, per_topic
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.partition import OffsetOutOfRangeError
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.FETCH
 VERSIONS = range(4, 19)
@@ -125,3 +128,25 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "session_id": 0,
         "responses": responses,
     }
+
+
+def _denied(topic: Any) -> dict[str, Any]:
+    return {
+        "topic": getattr(topic, "topic", None),
+        "topic_id": getattr(topic, "topic_id", None),
+        "partitions": [
+            {
+                "partition_index": p.partition,
+                "error_code": TOPIC_DENIED,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "records": None,
+            }
+            for p in topic.partitions
+        ],
+    }
+
+
+#: READ on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+AUTHORIZATION = Rule(per_topic(Operation.READ, "topics", _denied, "responses"))

@@ -16,8 +16,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import GROUP, GROUP_DENIED, may
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.FIND_COORDINATOR
 VERSIONS = range(0, 7)
@@ -60,3 +64,31 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             ],
         }
     return {"throttle_time": 0, **locate(key_type, api_version, ctx)}
+
+
+def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """Group keys: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for that key."""
+    key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
+    if key_type != GROUP_KEY_TYPE:
+        return None
+    keys = list(request.coordinator_keys) if version >= 4 else [request.key]
+    if all(may(access, ctx, Operation.DESCRIBE, GROUP, k) for k in keys):
+        return None
+
+    def entry(key: str) -> dict[str, Any]:
+        if may(access, ctx, Operation.DESCRIBE, GROUP, key):
+            return locate(key_type, version, ctx)
+        return {
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": GROUP_DENIED,
+            "error_message": None,
+        }
+
+    if version >= 4:
+        return {"throttle_time": 0, "coordinators": [{"key": k, **entry(k)} for k in keys]}
+    return {"throttle_time": 0, **entry(keys[0])}
+
+
+AUTHORIZATION = Rule(_authorize)

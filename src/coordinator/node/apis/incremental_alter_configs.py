@@ -17,6 +17,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.node.apis.config_resources import ResourceError
 from coordinator.node.apis.topic_config_changes import alter_each
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import config_resource, per_entry
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.node.described_configs import ConfigType
 from coordinator.partition_log.topic_configs import (
@@ -27,9 +29,18 @@ from coordinator.partition_log.topic_configs import (
 )
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 VERSIONS = range(0, 2)
+
+#: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for the broker, the cluster
+#: (CLUSTER_AUTHORIZATION_FAILED).
+AUTHORIZATION = Rule(
+    per_entry(
+        "resources", "responses", config_resource(Operation.ALTER_CONFIGS, with_configs=False)
+    )
+)
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 

@@ -17,8 +17,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import CLUSTER_DENIED, TOPIC, may_on_cluster
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = range(0, 7)
@@ -46,3 +50,23 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "producer_id": producer_id,
         "producer_epoch": epoch,
     }
+
+
+def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+    """An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic,
+    else CLUSTER_AUTHORIZATION_FAILED."""
+    if request.transactional_id is not None:
+        return None  # answered COORDINATOR_NOT_AVAILABLE: no transactions here
+    if may_on_cluster(access, ctx, Operation.IDEMPOTENT_WRITE) or (
+        access.allowed_somewhere(ctx, Operation.WRITE, TOPIC)
+    ):
+        return None
+    return {
+        "throttle_time": 0,
+        "error_code": CLUSTER_DENIED,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+
+
+AUTHORIZATION = Rule(_authorize)

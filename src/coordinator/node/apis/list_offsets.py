@@ -17,11 +17,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC_DENIED, per_topic
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import EmptyPartition, InternalTopic
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = range(1, 12)
@@ -72,3 +75,23 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             )
         answer.append({"name": requested.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": answer}
+
+
+def _denied(topic: Any) -> dict[str, Any]:
+    return {
+        "name": topic.name,
+        "partitions": [
+            {
+                "partition_index": p.partition_index,
+                "error_code": TOPIC_DENIED,
+                "timestamp": -1,
+                "offset": -1,
+                "old_style_offsets": [],
+            }
+            for p in topic.partitions
+        ],
+    }
+
+
+#: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+AUTHORIZATION = Rule(per_topic(Operation.DESCRIBE, "topics", _denied, "topics"))

@@ -6,7 +6,7 @@ offline_replicas; v7 leader_epoch; v8 authorized-operations flags; v9 flexible; 
 both directions; v12 topic name nullable in requests (lookup by id only); v13 top-level
 error_code. aiokafka sends v5, kafka-python and librdkafka v13. Authorized operations (v8+,
 cluster only to v10) are every operation, as without an authorizer
-(`coordinator.node.apis.operations`).
+(`coordinator.node.authorization.operations`).
 
 Unknown topics are created when `auto.create.topics.enable` is true and the request allows it
 (always below v4; aiokafka/kafka-python allow it, librdkafka does not). Topic ids are real and
@@ -23,16 +23,23 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
-from coordinator.node.apis.operations import (
+from coordinator.node.access_control import AccessControl
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC, TOPIC_DENIED, may
+from coordinator.node.authorization.operations import (
     CLUSTER_OPERATIONS,
     NOT_REQUESTED,
     TOPIC_OPERATIONS,
+    cluster_operations,
     if_requested,
+    then,
+    with_operations,
 )
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation, ResourceType
 
 API_KEY = ApiKey.METADATA
 VERSIONS = range(0, 14)
@@ -130,3 +137,32 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "cluster_authorized_operations": if_requested(asked_cluster, CLUSTER_OPERATIONS),
         "error_code": ErrorCode.none,
     }
+
+
+def _topics(
+    request: Any, version: int, ctx: RequestContext, access: AccessControl, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """DESCRIBE on each topic: TOPIC_AUTHORIZATION_FAILED for a topic asked for by name, left out
+    of "all topics"."""
+    named = request.topics is not None and not (version == 0 and not request.topics)
+    topics = []
+    for topic in answer.get("topics", []):
+        name = topic.get("name")
+        if name is None or may(access, ctx, Operation.DESCRIBE, TOPIC, name):
+            topics.append(topic)
+        elif named:
+            topics.append(
+                {**topic, "error_code": TOPIC_DENIED, "partitions": [], "is_internal": False}
+            )
+    return {**answer, "topics": topics}
+
+
+AUTHORIZATION = Rule(
+    after=then(
+        _topics,
+        with_operations(
+            "topic_authorized_operations", ResourceType.TOPIC, TOPIC_OPERATIONS, "name"
+        ),
+        cluster_operations,
+    )
+)

@@ -32,12 +32,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import TOPIC_DENIED, per_topic
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.batch import InvalidBatchError, iter_batches
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.PRODUCE
 VERSIONS = range(3, 14)
@@ -177,3 +180,24 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     if request.acks == 0:
         return None
     return {"responses": responses, "throttle_time": 0}
+
+
+def _denied(topic: Any) -> dict[str, Any]:
+    return {
+        "name": getattr(topic, "name", None),
+        "topic_id": getattr(topic, "topic_id", None),
+        "partition_responses": [
+            {
+                "index": p.index,
+                "error_code": TOPIC_DENIED,
+                "base_offset": -1,
+                "log_append_time": None,
+                "log_start_offset": -1,
+            }
+            for p in topic.partition_data
+        ],
+    }
+
+
+#: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+AUTHORIZATION = Rule(per_topic(Operation.WRITE, "topic_data", _denied, "responses"))

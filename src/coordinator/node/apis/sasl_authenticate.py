@@ -12,11 +12,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.node.authorization import Exempt
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
 VERSIONS = range(0, 3)
+
+AUTHORIZATION = Exempt("authentication itself: answered before there is a principal")
 
 
 def answer_now(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
