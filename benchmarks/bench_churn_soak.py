@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_groups import join_values  # the same classic JoinGroup as the group benchmark
-from coordinator.testing import WireClient
+from coordinator.testing.server import WireClient
 
 PARTITIONS = 20
 CHURN_SECONDS = 18.0
@@ -160,7 +160,7 @@ def child_pids(pid: int) -> list[int]:
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="churn-soak-") as data_dir:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "coordinator.cli", "serve", "--bind", "127.0.0.1:0",
+            sys.executable, "-m", "coordinator.cli.main", "serve", "--bind", "127.0.0.1:0",
             "--data-dir", data_dir, "--topic", f"orders:{PARTITIONS}",
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

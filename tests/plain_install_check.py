@@ -56,7 +56,7 @@ def serve_help() -> None:
 
 
 async def _serve_and_ask_api_versions(data_dir: Path) -> None:
-    from coordinator.testing import WireClient
+    from coordinator.testing.server import WireClient
 
     server = await asyncio.create_subprocess_exec(
         REBALANCE, "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from coordinator.analytics.report import _busiest_phrase, groups_heading
 from coordinator.analytics.report_html import STYLE, html_table
-from coordinator.demo_epochs import counted
+from coordinator.demo.epochs import counted
 
 
 def test_the_groups_heading_says_the_50_only_when_groups_were_left_out() -> None:

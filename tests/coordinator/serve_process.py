@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REBALANCE = [sys.executable, "-m", "coordinator.cli"]
+REBALANCE = [sys.executable, "-m", "coordinator.cli.main"]
 STARTED: list[int] = []
 """The pid of every server `start_serve` started: the conftest kills any a failed test left."""
 
@@ -51,7 +51,7 @@ def kill_leftovers() -> None:
     while STARTED:
         pid = STARTED.pop()
         with contextlib.suppress(OSError):  # exited (and maybe reaped) meanwhile
-            if alive(pid) and b"coordinator.cli" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if alive(pid) and b"coordinator.cli.main" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 os.kill(pid, signal.SIGKILL)
 
 

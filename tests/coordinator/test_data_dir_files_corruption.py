@@ -21,7 +21,7 @@ from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
-from coordinator.testing import record_batch
+from coordinator.testing.server import record_batch
 
 CONFIGS = {"retention.ms": "3600000", "cleanup.policy": "delete"}
 

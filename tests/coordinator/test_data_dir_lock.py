@@ -21,8 +21,8 @@ from serve_process import (
     stop,
 )
 
-from coordinator.data_dir import DataDirError, DataDirInUseError, DirectoryLock
-from coordinator.testing import WireClient, running_server
+from coordinator.node.data_dir import DataDirError, DataDirInUseError, DirectoryLock
+from coordinator.testing.server import WireClient, running_server
 
 
 def test_a_second_lock_in_the_same_process_is_refused_naming_this_process(tmp_path: Path) -> None:

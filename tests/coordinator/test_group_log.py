@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.cli.log_format import JsonFormatter
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.consumer_scenarios import ConsumerMember
-from coordinator.log_format import JsonFormatter
-from coordinator.testing import WireClient, running_server
+from coordinator.testing.server import WireClient, running_server
 
 LEAVE_EPOCH = -1
 
@@ -74,14 +74,14 @@ async def test_a_join_leave_expire_story_is_logged_once_per_state_change(
 
 
 def test_json_log_lines_carry_the_groups_fields() -> None:
-    record = logging.LogRecord("coordinator.groups", logging.INFO, __file__, 1,
+    record = logging.LogRecord("coordinator.groups.extension", logging.INFO, __file__, 1,
                                "Group %s is now empty.", ("g",), None)  # fmt: skip
     record.group, record.generation, record.event = "g", 3, "group_empty"
     line = json.loads(JsonFormatter().format(record))
     assert line["message"] == "Group g is now empty."
     assert (line["level"], line["logger"], line["group"], line["generation"]) == (
         "INFO",
-        "coordinator.groups",
+        "coordinator.groups.extension",
         "g",
         3,
     )

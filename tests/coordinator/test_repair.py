@@ -9,15 +9,15 @@ from pathlib import Path
 
 from serve_process import one_line, run_rebalance, snapshot, start_serve, stop
 
-from coordinator.groups import STORE_FILE
+from coordinator.groups.extension import STORE_FILE
+from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.sqlite import SqliteStore, inspect_store
 from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.repair import inspect_partition, repair
 from coordinator.partition_log.sealed import seal_number
 from coordinator.partition_log.topics import TopicStore
-from coordinator.store.base import StoredRecord
-from coordinator.store.sqlite import SqliteStore, inspect_store
-from coordinator.testing import WireClient, read_records, record_batch
+from coordinator.testing.server import WireClient, read_records, record_batch
 
 
 async def damaged_data_dir(data_dir: Path, flip_at_batch: int = 1) -> Path:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from serve_process import refused_start
 
-from coordinator.store.base import StoredRecord, StoreError
-from coordinator.store.sqlite import SqliteStore
+from coordinator.groups.store.base import StoredRecord, StoreError
+from coordinator.groups.store.sqlite import SqliteStore
 
 RECORDS = [
     StoredRecord("offset", f"orders-group\x00orders\x00{p}", f"offset {p} ".encode() * 3)

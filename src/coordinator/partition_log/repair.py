@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.data_dir import DirectoryLock
 from coordinator.errors import OperationalError
+from coordinator.node.data_dir import DirectoryLock
 from coordinator.partition_log.batch import BatchInfo
 from coordinator.partition_log.recovery import Damage, batch_to_end, scan_log
 from coordinator.partition_log.sealed import DamagedFileError, unseal_number
