@@ -42,8 +42,9 @@ def chosen_assignor(group: ConsumerGroup, config: CoordinatorConfig) -> str:
 
 class MemberInputs(NamedTuple):
     """A member's part of the inputs. A named tuple, kept by the member until its subscription
-    changes: the worker process's deltas compare 10,000 of them in one C-level pass (~1 ms;
-    a dataclass's Python-level `__eq__` took ~15 ms)."""
+    changes: the worker process's deltas compare 10,000 of them in one C-level pass, where a
+    dataclass's Python-level `__eq__` is an order of magnitude slower (RESULTS.md: figures behind
+    the code)."""
 
     member_id: str
     topic_names: tuple[str, ...]
