@@ -13,10 +13,10 @@ import asyncio
 from typing import Any
 
 from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.groups.apis.as_client import api_key_of, reply_of, request_values
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import build_request, encode_request
-from coordinator.wire.group_messages import api_key_of, reply_of, request_values
 from rebalance.commands import (
     Command,
     OffsetCommit,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
+from coordinator.groups.apis.as_client import api_key_of, reply_of, request_values
 from coordinator.wire.api_keys import ApiKey
-from coordinator.wire.group_messages import api_key_of, reply_of, request_values
 from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member.messages import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -83,3 +83,13 @@ def described_denied(group: str) -> dict[str, Any]:
         "members": [],
         "error_message": None,
     }
+
+
+#: How a client reads a response's error code: strictly (`strict_error`), or leniently where a
+#: broker may answer a code the core does not know (the conformance run).
+ErrorReader = Callable[[Any], ErrorCode]
+
+
+def strict_error(value: Any) -> ErrorCode:
+    """An error code the core knows (ValueError for one it does not)."""
+    return ErrorCode(int(value))

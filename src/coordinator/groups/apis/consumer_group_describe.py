@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.groups.apis.common import described_denied, runtime
+from coordinator.groups.apis.common import ErrorReader, described_denied, runtime
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import per_group
 from coordinator.node.authorization.operations import (
@@ -20,7 +20,12 @@ from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 from rebalance.consumer_group.commands import ConsumerGroupDescribe
 from rebalance.errors import ErrorCode
-from rebalance.replies import NamedAssignment
+from rebalance.replies import (
+    ConsumerGroupDescribeReply,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    NamedAssignment,
+)
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 VERSIONS = range(0, 2)
@@ -44,9 +49,16 @@ def _assignment(assignment: NamedAssignment) -> dict[str, Any]:
     }
 
 
+def to_command(request: Any, api_version: int) -> ConsumerGroupDescribe:
+    return ConsumerGroupDescribe(tuple(request.group_ids))
+
+
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    reply = await runtime(ctx).submit(ConsumerGroupDescribe(tuple(request.group_ids)))
-    asked = request.include_authorized_operations
+    reply = await runtime(ctx).submit(to_command(request, api_version))
+    return to_response(reply, request.include_authorized_operations)
+
+
+def to_response(reply: ConsumerGroupDescribeReply, asked: bool) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "groups": [
@@ -83,3 +95,55 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             for g in reply.groups
         ],
     }
+
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = ConsumerGroupDescribe
+
+
+def request_values(command: ConsumerGroupDescribe, version: int) -> dict[str, Any]:
+    return {"group_ids": list(command.group_ids), "include_authorized_operations": False}
+
+
+def reply_of(r: Any, error: ErrorReader) -> ConsumerGroupDescribeReply:
+    return ConsumerGroupDescribeReply(
+        tuple(
+            DescribedConsumerGroup(
+                g.group_id,
+                error(g.error_code),
+                g.error_message,
+                g.group_state,
+                int(g.group_epoch),
+                int(g.assignment_epoch),
+                g.assignor_name,
+                tuple(_described_member(m) for m in g.members),
+            )
+            for g in r.groups
+        )
+    )
+
+
+#: ConsumerGroupDescribe v1's MemberType of a classic member (online migration).
+_CLASSIC_MEMBER_TYPE = 0
+
+
+def _described_member(m: Any) -> DescribedConsumerMember:
+    def named(assignment: Any) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
+        return tuple(
+            (str(t.topic_id), t.topic_name, tuple(int(p) for p in t.partitions))
+            for t in assignment.topic_partitions
+        )
+
+    return DescribedConsumerMember(
+        m.member_id,
+        m.instance_id,
+        m.rack_id,
+        int(m.member_epoch),
+        m.client_id,
+        m.client_host,
+        tuple(m.subscribed_topic_names),
+        m.subscribed_topic_regex,
+        named(m.assignment),
+        named(m.target_assignment),
+        classic=getattr(m, "member_type", -1) == _CLASSIC_MEMBER_TYPE,
+    )

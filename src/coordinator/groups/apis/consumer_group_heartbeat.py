@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.groups.apis.common import millis, runtime
+from coordinator.groups.apis.common import ErrorReader, millis, runtime
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
@@ -85,3 +85,43 @@ def to_response(reply: ConsumerGroupHeartbeatReply) -> dict[str, Any]:
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(to_command(request, api_version, ctx))
     return to_response(reply)
+
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = ConsumerGroupHeartbeat
+
+
+def request_values(command: ConsumerGroupHeartbeat, version: int) -> dict[str, Any]:
+    owned = command.topic_partitions
+    names = command.subscribed_topic_names
+    return {
+        "group_id": command.group_id,
+        "member_id": command.member_id,
+        "member_epoch": command.member_epoch,
+        "instance_id": command.instance_id,
+        "rack_id": command.rack_id,
+        "rebalance_timeout": command.rebalance_timeout_ms,
+        "subscribed_topic_names": None if names is None else list(names),
+        "subscribed_topic_regex": command.subscribed_topic_regex,
+        "server_assignor": command.server_assignor,
+        "topic_partitions": None
+        if owned is None
+        else [{"topic_id": uuid.UUID(t), "partitions": list(ps)} for t, ps in owned],
+    }
+
+
+def reply_of(r: Any, error: ErrorReader) -> ConsumerGroupHeartbeatReply:
+    assignment = None
+    if r.assignment is not None:
+        assignment = tuple(
+            (str(t.topic_id), tuple(int(p) for p in t.partitions))
+            for t in r.assignment.topic_partitions
+        )
+    return ConsumerGroupHeartbeatReply(
+        error(r.error_code),
+        r.error_message,
+        r.member_id,
+        int(r.member_epoch),
+        millis(r.heartbeat_interval),
+        assignment,
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.apis.common import described_denied, runtime
+from coordinator.groups.apis.common import ErrorReader, described_denied, runtime
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import per_group
 from coordinator.node.authorization.operations import (
@@ -22,6 +22,7 @@ from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 from rebalance.commands import DescribeGroups
 from rebalance.errors import ErrorCode
+from rebalance.replies import DescribedGroup, DescribedMember, DescribeGroupsReply
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = range(0, 6)
@@ -34,9 +35,16 @@ AUTHORIZATION = Rule(
 )
 
 
+def to_command(request: Any, api_version: int) -> DescribeGroups:
+    return DescribeGroups(tuple(request.groups))
+
+
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    reply = await runtime(ctx).submit(DescribeGroups(tuple(request.groups)))
-    asked = getattr(request, "include_authorized_operations", False)
+    reply = await runtime(ctx).submit(to_command(request, api_version))
+    return to_response(reply, getattr(request, "include_authorized_operations", False))
+
+
+def to_response(reply: DescribeGroupsReply, asked: bool) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "groups": [
@@ -67,3 +75,37 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             for g in reply.groups
         ],
     }
+
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = DescribeGroups
+
+
+def request_values(command: DescribeGroups, version: int) -> dict[str, Any]:
+    return {"groups": list(command.group_ids), "include_authorized_operations": False}
+
+
+def reply_of(r: Any, error: ErrorReader) -> DescribeGroupsReply:
+    return DescribeGroupsReply(
+        tuple(
+            DescribedGroup(
+                g.group_id,
+                error(g.error_code),
+                g.group_state,
+                g.protocol_type,
+                g.protocol_data,
+                tuple(
+                    DescribedMember(
+                        m.member_id,
+                        getattr(m, "group_instance_id", None),
+                        m.client_id,
+                        m.client_host,
+                        bytes(m.member_metadata),
+                        bytes(m.member_assignment),
+                    )
+                    for m in g.members
+                ),
+            )
+            for g in r.groups
+        )
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from coordinator.groups.apis.common import runtime
+from coordinator.groups.apis.common import ErrorReader, runtime
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
@@ -17,6 +17,7 @@ from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
 from rebalance.commands import Heartbeat
 from rebalance.errors import ErrorCode
+from rebalance.replies import HeartbeatReply
 
 API_KEY = ApiKey.HEARTBEAT
 VERSIONS = range(0, 5)
@@ -51,3 +52,20 @@ def answer_now(request: Any, api_version: int, ctx: RequestContext) -> ResponseV
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     reply = await runtime(ctx).submit(to_command(request, api_version))
     return encoded(api_version, reply.error)
+
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = Heartbeat
+
+
+def request_values(command: Heartbeat, version: int) -> dict[str, Any]:
+    return {
+        "group_id": command.group_id,
+        "generation_id": command.generation_id,
+        "member_id": command.member_id,
+        "group_instance_id": command.group_instance_id,
+    }
+
+
+def reply_of(r: Any, error: ErrorReader) -> HeartbeatReply:
+    return HeartbeatReply(error(r.error_code))

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from sys import intern
 from typing import Any
 
-from coordinator.groups.apis.common import millis, name_for_version, runtime
+from coordinator.groups.apis.common import ErrorReader, millis, name_for_version, runtime
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import JoinGroup
-from rebalance.replies import JoinGroupReply
+from rebalance.replies import JoinGroupMember, JoinGroupReply
 
 API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = range(0, 10)
@@ -114,3 +114,36 @@ def answer_parked(
         answer(to_response(reply, api_version))
 
     runtime(ctx).submit_then(to_command(request, api_version, ctx), deliver)
+
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = JoinGroup
+
+
+def request_values(command: JoinGroup, version: int) -> dict[str, Any]:
+    return {
+        "group_id": command.group_id,
+        "session_timeout": command.session_timeout_ms,
+        "rebalance_timeout": command.rebalance_timeout_ms,
+        "member_id": command.member_id,
+        "group_instance_id": command.group_instance_id,
+        "protocol_type": command.protocol_type,
+        "protocols": [{"name": n, "metadata": m} for n, m in command.protocols],
+        "reason": command.reason,
+    }
+
+
+def reply_of(r: Any, error: ErrorReader) -> JoinGroupReply:
+    return JoinGroupReply(
+        error(r.error_code),
+        generation_id=int(r.generation_id),
+        protocol_type=getattr(r, "protocol_type", None),
+        protocol_name=r.protocol_name,
+        leader=r.leader,
+        member_id=r.member_id,
+        skip_assignment=bool(getattr(r, "skip_assignment", False)),
+        members=tuple(
+            JoinGroupMember(m.member_id, getattr(m, "group_instance_id", None), bytes(m.metadata))
+            for m in r.members
+        ),
+    )

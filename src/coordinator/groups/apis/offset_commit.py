@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.apis.common import millis, runtime, topic_partition_errors
+from coordinator.groups.apis.common import ErrorReader, millis, runtime, topic_partition_errors
 from coordinator.node.access_control import AccessControl
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP, GROUP_DENIED, TOPIC_DENIED, may, per_topic
@@ -187,3 +187,42 @@ def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessCo
 
 
 AUTHORIZATION = Rule(_authorize)
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = OffsetCommit
+
+
+def request_values(command: OffsetCommit, version: int) -> dict[str, Any]:
+    return {
+        "group_id": command.group_id,
+        "generation_id_or_member_epoch": command.generation_id,
+        "generation_id": command.generation_id,  # the field's name before v9
+        "member_id": command.member_id,
+        "group_instance_id": command.group_instance_id,
+        "retention_time": command.retention_time_ms,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition,
+                        "committed_offset": p.offset,
+                        "committed_leader_epoch": p.leader_epoch,
+                        "committed_metadata": p.metadata,
+                        "commit_timestamp": p.commit_timestamp_ms,
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in command.topics
+        ],
+    }
+
+
+def reply_of(r: Any, error: ErrorReader) -> OffsetCommitReply:
+    return OffsetCommitReply(
+        tuple(
+            (t.name, tuple((int(p.partition_index), error(p.error_code)) for p in t.partitions))
+            for t in r.topics
+        )
+    )

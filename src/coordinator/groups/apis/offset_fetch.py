@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.apis.common import runtime
+from coordinator.groups.apis.common import ErrorReader, runtime
 from coordinator.groups.runtime import GroupRuntime
 from coordinator.node.access_control import AccessControl
 from coordinator.node.authorization import Rule
@@ -29,7 +29,7 @@ from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 from rebalance.commands import OffsetFetch
 from rebalance.errors import ErrorCode
-from rebalance.replies import OffsetFetchReply
+from rebalance.replies import FetchedOffset, OffsetFetchReply
 
 API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = range(1, 10)
@@ -68,12 +68,23 @@ async def _fetch(
     asker: Any = None,
 ) -> OffsetFetchReply:
     """`asker`: the v9+ group entry naming the member that fetches (None before v9)."""
+    return await rt.submit(_command(group_id, topics, require_stable, api_version, asker))
+
+
+def _command(
+    group_id: str, topics: Any, require_stable: bool, api_version: int, asker: Any = None
+) -> OffsetFetch:
     member_id = getattr(asker, "member_id", None)
     member_epoch = getattr(asker, "member_epoch", -1)
-    command = OffsetFetch(
+    return OffsetFetch(
         group_id, _topics(topics), require_stable, api_version, member_id, member_epoch
     )
-    return await rt.submit(command)
+
+
+def to_command(request: Any, api_version: int) -> OffsetFetch:
+    """A v0-v7 request: one group."""
+    require_stable = getattr(request, "require_stable", False)
+    return _command(request.group_id, request.topics, require_stable, api_version)
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
@@ -93,7 +104,12 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
                 }
             )
         return {"throttle_time": 0, "groups": groups}
-    reply = await _fetch(rt, request.group_id, request.topics, require_stable, api_version)
+    reply = await rt.submit(to_command(request, api_version))
+    return to_response(reply, request, api_version)
+
+
+def to_response(reply: OffsetFetchReply, request: Any, api_version: int) -> dict[str, Any]:
+    """The v0-v7 answer (one group)."""
     if api_version < 2:
         if reply.error is not ErrorCode.NONE and not reply.topics:
             # No top-level error field: report the error on every requested partition.
@@ -203,3 +219,39 @@ def _topic_offsets(
 
 
 AUTHORIZATION = Rule(_authorize, _topic_offsets)
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = OffsetFetch
+
+
+def request_values(command: OffsetFetch, version: int) -> dict[str, Any]:
+    """The v0-v7 form (one group, named topics)."""
+    if command.topics is None:
+        raise TypeError("an OffsetFetch of all topics has no wire form here")
+    return {
+        "group_id": command.group_id,
+        "topics": [{"name": t, "partition_indexes": list(ps)} for t, ps in command.topics],
+        "require_stable": command.require_stable,
+    }
+
+
+def reply_of(r: Any, error: ErrorReader) -> OffsetFetchReply:
+    return OffsetFetchReply(
+        error(getattr(r, "error_code", 0)),
+        tuple(
+            (
+                t.name,
+                tuple(
+                    FetchedOffset(
+                        p.partition_index,
+                        p.committed_offset,
+                        getattr(p, "committed_leader_epoch", -1),
+                        p.metadata or "",
+                        error(p.error_code),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in r.topics
+        ),
+    )

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from sys import intern
 from typing import Any
 
-from coordinator.groups.apis.common import runtime
+from coordinator.groups.apis.common import ErrorReader, runtime
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
@@ -66,3 +66,28 @@ def answer_parked(
         answer(to_response(reply))
 
     runtime(ctx).submit_then(to_command(request, api_version), deliver)
+
+
+# -- the client's side: the core's command as this request, the response as the core's reply
+COMMAND = SyncGroup
+
+
+def request_values(command: SyncGroup, version: int) -> dict[str, Any]:
+    return {
+        "group_id": command.group_id,
+        "generation_id": command.generation_id,
+        "member_id": command.member_id,
+        "group_instance_id": command.group_instance_id,
+        "protocol_type": command.protocol_type,
+        "protocol_name": command.protocol_name,
+        "assignments": [{"member_id": m, "assignment": a} for m, a in command.assignments],
+    }
+
+
+def reply_of(r: Any, error: ErrorReader) -> SyncGroupReply:
+    return SyncGroupReply(
+        error(r.error_code),
+        bytes(r.assignment),
+        getattr(r, "protocol_type", None),
+        getattr(r, "protocol_name", None),
+    )
