@@ -113,22 +113,7 @@ def to_response(reply: OffsetFetchReply, request: Any, api_version: int) -> dict
     if api_version < 2:
         if reply.error is not ErrorCode.NONE and not reply.topics:
             # No top-level error field: report the error on every requested partition.
-            topics = [
-                {
-                    "name": t.name,
-                    "partitions": [
-                        {
-                            "partition_index": p,
-                            "committed_offset": -1,
-                            "metadata": "",
-                            "error_code": int(reply.error),
-                        }
-                        for p in t.partition_indexes
-                    ],
-                }
-                for t in request.topics
-            ]
-            return {"topics": topics}
+            return {"topics": _every_partition_failed(request.topics, int(reply.error))}
         return {"topics": _topic_list(reply, fold_error=True)}
     return {
         "throttle_time": 0,
@@ -137,27 +122,27 @@ def to_response(reply: OffsetFetchReply, request: Any, api_version: int) -> dict
     }
 
 
+def _every_partition_failed(topics: Any, error: int) -> list[dict[str, Any]]:
+    """`error` on each partition the request named (no offset)."""
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": error}
+                for p in t.partition_indexes
+            ],
+        }
+        for t in topics
+    ]
+
+
 def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
     """DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; then DESCRIBE on each
     topic (`_topic_offsets`), as KafkaApis.handleOffsetFetchRequest."""
     if version < 8:
         if may(access, ctx, Operation.DESCRIBE, GROUP, request.group_id):
             return None
-        topics = [
-            {
-                "name": t.name,
-                "partitions": [
-                    {
-                        "partition_index": p,
-                        "committed_offset": -1,
-                        "metadata": "",
-                        "error_code": GROUP_DENIED,
-                    }
-                    for p in t.partition_indexes
-                ],
-            }
-            for t in (request.topics or ())
-        ]
+        topics = _every_partition_failed(request.topics or (), GROUP_DENIED)
         return {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": topics}
     denied = [
         g.group_id
