@@ -26,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_groups import join_values  # the same classic JoinGroup as the group benchmark
 from coordinator.testing.server import WireClient
+from coordinator.wire.api_keys import ApiKey
 
 PARTITIONS = 20
 CHURN_SECONDS = 18.0
@@ -50,7 +51,9 @@ class Member:
         self.offset = 0
 
     async def join(self) -> Any:
-        reply = await self.client.request(11, 3, join_values(self.group, self.member_id))
+        reply = await self.client.request(
+            ApiKey.JOIN_GROUP, 3, join_values(self.group, self.member_id)
+        )
         if reply.error_code:
             raise RuntimeError(
                 f"{self.group}: JoinGroup of {self.member_id!r} answered {reply.error_code}"
@@ -64,20 +67,20 @@ class Member:
             if self.member_id == leader
             else []
         )
-        await self.client.request(14, 3, {
+        await self.client.request(ApiKey.SYNC_GROUP, 3, {
             "group_id": self.group, "generation_id": self.generation,
             "member_id": self.member_id, "group_instance_id": None, "assignments": assignments,
         })  # fmt: skip
 
     async def beat_and_commit(self, partition: int, counters: Counters) -> None:
-        beat = await self.client.request(12, 3, {
+        beat = await self.client.request(ApiKey.HEARTBEAT, 3, {
             "group_id": self.group, "generation_id": self.generation,
             "member_id": self.member_id, "group_instance_id": None,
         })  # fmt: skip
         if beat.error_code:
             counters.error("heartbeat", beat.error_code)
         self.offset += 1
-        committed = await self.client.request(8, 8, {
+        committed = await self.client.request(ApiKey.OFFSET_COMMIT, 8, {
             "group_id": self.group, "generation_id_or_member_epoch": self.generation,
             "member_id": self.member_id, "group_instance_id": None,
             "topics": [{"name": "orders", "partitions": [{
@@ -91,7 +94,7 @@ class Member:
             counters.commits += 1
 
     async def leave(self) -> None:
-        await self.client.request(13, 3, {
+        await self.client.request(ApiKey.LEAVE_GROUP, 3, {
             "group_id": self.group, "members": [
                 {"member_id": self.member_id, "group_instance_id": None}],
         })  # fmt: skip
@@ -107,7 +110,7 @@ async def rebalance(members: list[Member], counters: Counters, probe: WireClient
     if newcomers and known:
         group = members[0].group
         while True:
-            described = await probe.request(15, 3, {
+            described = await probe.request(ApiKey.DESCRIBE_GROUPS, 3, {
                 "groups": [group], "include_authorized_operations": False})  # fmt: skip
             if len(described.groups[0].members) == len(members):
                 break

@@ -34,6 +34,7 @@ from coordinator.clients.client_balance import (
 )
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
+from coordinator.wire.api_keys import ApiKey
 from rebalance.config import CoordinatorConfig
 
 TOPIC, PARTITIONS, MEMBERS = "orders", 6, 3
@@ -43,7 +44,7 @@ async def fill(server: RunningServer) -> None:
     client = await WireClient.connect(server.host, server.port)
     try:
         for p in range(PARTITIONS):
-            await client.request(0, 9, {
+            await client.request(ApiKey.PRODUCE, 9, {
                 "acks": -1, "timeout": 5000,
                 "topic_data": [{"name": TOPIC, "partition_data": [
                     {"index": p, "records": record_batch([b"x"] * 10)}]}],

@@ -48,6 +48,7 @@ from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.groups.store.sqlite import SqliteStore
 from coordinator.node.collector import tune_for_serving
 from coordinator.testing.server import running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import (
     build_request,
     decode_response,
@@ -470,11 +471,14 @@ async def rebalance_round(
     24 opaque bytes each.
     """
     handed_out = assignments or dict.fromkeys(ids, b"b" * 24)
-    joins = [encode_request(build_request(11, 3, join_values(group, m)), 1, "b") for m in ids]
+    joins = [
+        encode_request(build_request(ApiKey.JOIN_GROUP, 3, join_values(group, m)), 1, "b")
+        for m in ids
+    ]
     syncs = [
         encode_request(
             build_request(
-                14,
+                ApiKey.SYNC_GROUP,
                 3,
                 {
                     "group_id": group,
@@ -551,7 +555,7 @@ async def heartbeat_load(
         ids, generation, _ = await form_group(members, f"hb-{g}")
         for m in ids:
             values = {"group_id": f"hb-{g}", "generation_id": generation, "member_id": m}
-            frames.append(encode_request(build_request(12, 1, values), 7, "b"))
+            frames.append(encode_request(build_request(ApiKey.HEARTBEAT, 1, values), 7, "b"))
     result = await _measured(server, conns, frames, seconds, depth)
     for c in conns:
         c.close()
@@ -629,7 +633,7 @@ async def commit_load(server: Server, writers: int, seconds: float, partitions: 
     frames = [
         encode_request(
             build_request(
-                8,
+                ApiKey.OFFSET_COMMIT,
                 8,
                 {
                     "group_id": f"commit-{i}",
@@ -819,7 +823,9 @@ def heartbeat_rows(label: str, ours: Server, echo: Server, args: argparse.Namesp
                 asyncio.run(heartbeat_load(ours, connections // 10, 10, args.seconds, depth))
             )
             values = {"group_id": f"hb-{run}", "generation_id": 1, "member_id": "m"}
-            frames = [encode_request(build_request(12, 1, values), 7, "b")] * connections
+            frames = [
+                encode_request(build_request(ApiKey.HEARTBEAT, 1, values), 7, "b")
+            ] * connections
             echo_runs.append(asyncio.run(echo_load(echo, frames, args.seconds, depth)))
         hb = statistics.median(r.per_second for r in hb_runs)
         ech = statistics.median(r.per_second for r in echo_runs)

@@ -37,6 +37,7 @@ from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.node.collector import tune_for_serving
 from coordinator.node.server import WireServer
 from coordinator.testing.server import running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import build_request, decode_response, encode_request
 from coordinator.wire.transport.acceptor import Ticket
 
@@ -125,7 +126,7 @@ def sync_frame(group: str, generation: int, member: str, leader: str, ids: list[
         if member == leader
         else [],
     }
-    return encode_request(build_request(14, 3, values), 2, "b")
+    return encode_request(build_request(ApiKey.SYNC_GROUP, 3, values), 2, "b")
 
 
 async def settle(
@@ -153,7 +154,9 @@ async def run(members: int, rounds: int, profile_to: str | None) -> None:
                 conn.connection_made(transport)
                 conns.append(conn)
             group = "round"
-            joins = [encode_request(build_request(11, 3, join_values(group, "")), 1, "b")]
+            joins = [
+                encode_request(build_request(ApiKey.JOIN_GROUP, 3, join_values(group, "")), 1, "b")
+            ]
             written = tally.expect(members)
             for conn in conns:
                 conn.data_received(joins[0])
@@ -170,7 +173,10 @@ async def run(members: int, rounds: int, profile_to: str | None) -> None:
             profiler = cProfile.Profile() if profile_to else None
             for _ in range(rounds):
                 joins = [
-                    encode_request(build_request(11, 3, join_values(group, m)), 1, "b") for m in ids
+                    encode_request(
+                        build_request(ApiKey.JOIN_GROUP, 3, join_values(group, m)), 1, "b"
+                    )
+                    for m in ids
                 ]
                 syncs = [sync_frame(group, generation + 1, m, leader, ids) for m in ids]
                 gc.collect()

@@ -35,6 +35,7 @@ from typing import Any
 from bench_wire import machine
 from coordinator.testing.certificates import make_pki
 from coordinator.testing.server import running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 
 SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x00"
@@ -67,7 +68,7 @@ async def connection_setup(port: int, tls: ssl.SSLContext | None, count: int) ->
     for _ in range(count):
         started = time.perf_counter()
         client = await WireClient.connect("127.0.0.1", port, "bench", tls=tls)
-        await client.request(18, 3, {})
+        await client.request(ApiKey.API_VERSIONS, 3, {})
         await client.close()
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
@@ -86,15 +87,15 @@ async def heartbeats(port: int, tls: ssl.SSLContext | None, members: int, second
             "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
         }  # fmt: skip
-        joined = await client.request(11, 3, join)
-        await client.request(14, 3, {
+        joined = await client.request(ApiKey.JOIN_GROUP, 3, join)
+        await client.request(ApiKey.SYNC_GROUP, 3, {
             "group_id": group, "generation_id": joined.generation_id,
             "member_id": joined.member_id, "group_instance_id": None,
             "assignments": [{"member_id": joined.member_id, "assignment": b"a" * 24}],
         })  # fmt: skip
         heartbeat = {"group_id": group, "generation_id": joined.generation_id,
                      "member_id": joined.member_id}  # fmt: skip
-        frames.append(client.encode(12, 1, heartbeat))
+        frames.append(client.encode(ApiKey.HEARTBEAT, 1, heartbeat))
     counts: list[int] = []
     started = time.perf_counter()
     stop_at = started + seconds

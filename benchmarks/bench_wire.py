@@ -35,6 +35,7 @@ from pathlib import Path
 
 from coordinator.groups.store import SqliteStore, StoredRecord
 from coordinator.testing.server import running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import build_request, encode_request
 
 LENGTH = struct.Struct(">i")
@@ -82,7 +83,7 @@ async def _client(port: int, request: bytes, stop_at: float, counts: list[int]) 
 
 
 async def _load(port: int, connections: int, seconds: float) -> float:
-    request = encode_request(build_request(18, 3, {}), 1, "bench")
+    request = encode_request(build_request(ApiKey.API_VERSIONS, 3, {}), 1, "bench")
     counts: list[int] = []
     started = time.perf_counter()
     stop_at = started + seconds

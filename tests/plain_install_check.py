@@ -57,6 +57,7 @@ def serve_help() -> None:
 
 async def _serve_and_ask_api_versions(data_dir: Path) -> None:
     from coordinator.testing.server import WireClient
+    from coordinator.wire.api_keys import ApiKey
 
     server = await asyncio.create_subprocess_exec(
         REBALANCE, "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir),
@@ -70,7 +71,7 @@ async def _serve_and_ask_api_versions(data_dir: Path) -> None:
         if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
             break
     client = await WireClient.connect("127.0.0.1", int(found.group(1)))
-    versions = await client.request(18, 3, {})
+    versions = await client.request(ApiKey.API_VERSIONS, 3, {})
     await client.close()
     keys = {entry.api_key for entry in versions.api_keys}
     assert {3, 10, 11, 14} <= keys, f"ApiVersions lists {sorted(keys)}"  # + group APIs

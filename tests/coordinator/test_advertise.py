@@ -13,13 +13,14 @@ from serve_process import start_serve, stop
 
 from coordinator.cli.serve import parse_advertise
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 
 
 async def advertised(port: int) -> list[tuple[str, int]]:
     """(host, port) of the broker in Metadata and of the coordinator in FindCoordinator."""
     client = await WireClient.connect("127.0.0.1", port)
-    metadata = await client.request(3, 12, {"topics": None})
-    found = await client.request(10, 3, {"key": "g", "key_type": 0})
+    metadata = await client.request(ApiKey.METADATA, 12, {"topics": None})
+    found = await client.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
     await client.close()
     (broker,) = metadata.brokers
     return [(broker.host, broker.port), (found.host, found.port)]

@@ -46,7 +46,7 @@ async def test_extension_registers_apis_and_is_closed(tmp_path: Path) -> None:
         data_dir=tmp_path, extensions=[group_coordinator], groups=False
     ) as node:
         client = await WireClient.connect(node.host, node.port)
-        versions = await client.request(18, 3, {})
+        versions = await client.request(ApiKey.API_VERSIONS, 3, {})
         assert ApiKey.HEARTBEAT in {k.api_key for k in versions.api_keys}
         beat = {"group_id": "g", "generation_id": 1, "member_id": "m"}
         response = await client.request(ApiKey.HEARTBEAT, 4, beat)

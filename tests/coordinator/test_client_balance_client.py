@@ -190,7 +190,7 @@ async def test_the_client_resynchronises_from_the_heartbeats_answer(node: Runnin
     await c.connect("1:t:0")
     raw = await WireClient.connect(node.host, node.port)
     lost = await raw.request(
-        10001,
+        ApiKey.PARTITION_REGISTER,
         0,
         {
             "group_id": "g",
@@ -202,7 +202,7 @@ async def test_the_client_resynchronises_from_the_heartbeats_answer(node: Runnin
     assert int(lost.topics[0].partitions[0].error_code) == 0
 
     async def booked() -> list[int]:
-        answer = await raw.request(10003, 0, {"group_ids": ["g"]})
+        answer = await raw.request(ApiKey.CLIENT_BALANCE_DESCRIBE, 0, {"group_ids": ["g"]})
         return sorted(int(p) for n in answer.groups[0].nodes for h in n.held for p in h.partitions)
 
     async with asyncio.timeout(10):

@@ -18,8 +18,6 @@ from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
 
-SHARE_GROUP_HEARTBEAT = 76
-
 
 async def classic_answers(client: WireClient, group: str, member: str) -> list[Any]:
     timeout = timedelta(seconds=10)
@@ -52,7 +50,7 @@ async def test_classic_requests_get_kafkas_answers_for_a_group_of_another_type(
     member = uuid.uuid4().hex[:22]
     async with asyncio.timeout(60):  # the share coordinator loads its state topic first
         while True:
-            share = await kafka.request(SHARE_GROUP_HEARTBEAT, 1, {
+            share = await kafka.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, {
                 "group_id": "cb-share", "member_id": member, "member_epoch": 0,
                 "rack_id": None, "subscribed_topic_names": ["t"],
             })  # fmt: skip

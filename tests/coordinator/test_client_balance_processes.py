@@ -69,7 +69,7 @@ async def until(condition: Any, timeout: float = 30.0) -> None:
 
 async def produce(client: WireClient, partition: int, values: list[bytes]) -> None:
     response = await client.request(
-        0,
+        ApiKey.PRODUCE,
         9,
         {
             "acks": -1,
@@ -84,7 +84,9 @@ async def produce(client: WireClient, partition: int, values: list[bytes]) -> No
 
 
 async def committed(client: WireClient) -> dict[int, int]:
-    response = await client.request(9, 8, {"groups": [{"group_id": "g", "topics": None}]})
+    response = await client.request(
+        ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": None}]}
+    )
     return {
         int(p.partition_index): int(p.committed_offset)
         for t in response.groups[0].topics

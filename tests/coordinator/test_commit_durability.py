@@ -17,6 +17,7 @@ from serve_process import start_serve, stop
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.groups.store.sqlite import SqliteStore
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 
 CONNECTIONS = 24
 IN_FLIGHT = 4
@@ -40,7 +41,7 @@ def commit(client: WireClient, group: str, offset: int) -> bytes:
         "group_instance_id": None,
         "topics": [{"name": "orders", "partitions": partitions}],
     }
-    return client.encode(8, 8, values)
+    return client.encode(ApiKey.OFFSET_COMMIT, 8, values)
 
 
 async def committer(port: int, group: str, acked: dict[str, int]) -> None:
@@ -87,7 +88,9 @@ async def test_kill_9_loses_no_acknowledged_commit(tmp_path: Path) -> None:
     restarted, port = await start_serve(tmp_path)
     client = await WireClient.connect("127.0.0.1", port)
     for group in groups:
-        fetched = await client.request(9, 8, {"groups": [{"group_id": group, "topics": None}]})
+        fetched = await client.request(
+            ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}]}
+        )
         (found,) = fetched.groups
         offsets = {
             p.partition_index: p.committed_offset for t in found.topics for p in t.partitions

@@ -23,6 +23,7 @@ from serve_process import (
 
 from coordinator.node.data_dir import DataDirError, DataDirInUseError, DirectoryLock
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 
 
 def test_a_second_lock_in_the_same_process_is_refused_naming_this_process(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ async def test_a_second_server_refuses_and_kill_9_never_blocks_a_restart(tmp_pat
     assert await first.wait() == -signal.SIGKILL
     restarted, port = await start_serve(tmp_path)
     client = await WireClient.connect("127.0.0.1", port)
-    metadata = await client.request(3, 12, {"topics": None})
+    metadata = await client.request(ApiKey.METADATA, 12, {"topics": None})
     assert [t.name for t in metadata.topics if not t.is_internal] == ["orders"]
     await client.close()
     await stop(restarted)

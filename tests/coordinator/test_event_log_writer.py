@@ -25,6 +25,7 @@ from coordinator.groups.event_log.log import EventLog
 from coordinator.groups.event_log.writer import assigned_partitions, event_line
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 from rebalance.events import Event
 from rebalance.subscription import assigned_partitions as reference_partitions
 from rebalance.testing import GroupHarness
@@ -122,7 +123,7 @@ async def test_a_server_whose_writer_dies_keeps_serving(caplog: pytest.LogCaptur
             await asyncio.sleep(0.01)
         client = await WireClient.connect(node.host, node.port)
         for offset in range(3):
-            response = await client.request(8, 2, {"group_id": "g",
+            response = await client.request(ApiKey.OFFSET_COMMIT, 2, {"group_id": "g",
                 "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
                 "topics": [{"name": "t", "partitions": [{"partition_index": 0,
                 "committed_offset": offset, "committed_metadata": ""}]}]})  # fmt: skip
@@ -153,12 +154,14 @@ def test_the_writer_stops_at_the_end_of_its_input_not_on_signals(tmp_path: Path)
 SCRIPT = """
 import asyncio
 from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 
 async def main():
     async with running_server(data_dir=DATA, topics=[("t", 1)]) as node:
         client = await WireClient.connect(node.host, node.port)
-        await client.request(8, 2, {"group_id": "embedded", "generation_id_or_member_epoch": -1,
-            "member_id": "", "retention_time_ms": -1, "topics": [{"name": "t", "partitions": [
+        await client.request(ApiKey.OFFSET_COMMIT, 2, {"group_id": "embedded",
+            "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+            "topics": [{"name": "t", "partitions": [
             {"partition_index": 0, "committed_offset": 7, "committed_metadata": ""}]}]})
         await client.close()
 
@@ -188,8 +191,9 @@ async def test_sigterm_to_the_process_group_is_a_clean_stop(tmp_path: Path) -> N
     server, port = await start_serve(tmp_path, "--topic", "t:1", new_session=True)
     (writer,) = children(server.pid)
     client = await WireClient.connect("127.0.0.1", port)
-    await client.request(8, 2, {"group_id": "g", "generation_id_or_member_epoch": -1,
-        "member_id": "", "retention_time_ms": -1, "topics": [{"name": "t", "partitions": [
+    await client.request(ApiKey.OFFSET_COMMIT, 2, {"group_id": "g",
+        "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+        "topics": [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]})  # fmt: skip
     await client.close()
     os.killpg(server.pid, signal.SIGTERM)  # as systemd stops a service: every process

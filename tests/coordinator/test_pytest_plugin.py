@@ -13,12 +13,13 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.testing.pytest_plugin import ServerFactory
 from coordinator.testing.server import RunningServer, WireClient, server_in_thread
+from coordinator.wire.api_keys import ApiKey
 from rebalance.config import CoordinatorConfig
 
 
 async def topics_of(server: RunningServer) -> list[tuple[str, int]]:
     client = await WireClient.connect(server.host, server.port)
-    response = await client.request(3, 13, {"topics": None})
+    response = await client.request(ApiKey.METADATA, 13, {"topics": None})
     await client.close()
     assert response.error_code is ErrorCode.none
     return [(t.name, len(t.partitions)) for t in response.topics if not t.is_internal]

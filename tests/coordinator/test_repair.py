@@ -18,6 +18,7 @@ from coordinator.partition_log.repair import inspect_partition, repair
 from coordinator.partition_log.sealed import seal_number
 from coordinator.partition_log.topics import TopicStore
 from coordinator.testing.server import WireClient, read_records, record_batch
+from coordinator.wire.api_keys import ApiKey
 
 
 async def damaged_data_dir(data_dir: Path, flip_at_batch: int = 1) -> Path:
@@ -109,7 +110,7 @@ async def test_from_refusal_to_repair_to_serving_again(tmp_path: Path) -> None:
     assert fixed.returncode == 0, fixed.stderr
     server, port = await start_serve(tmp_path)
     client = await WireClient.connect("127.0.0.1", port)
-    fetched = await client.request(1, 12, {
+    fetched = await client.request(ApiKey.FETCH, 12, {
         "max_wait": 0, "min_bytes": 0, "topics": [{"topic": "orders", "partitions": [
             {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 65536}]}],
     })  # fmt: skip

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
+from coordinator.wire.api_keys import ApiKey
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.server import die_with_parent, free_port
@@ -55,7 +56,7 @@ async def produce(
             ]
             if not values:
                 continue
-            response = await client.request(0, 3, {
+            response = await client.request(ApiKey.PRODUCE, 3, {
                 "transactional_id": None, "acks": -1, "timeout": 5000,
                 "topic_data": [{"name": topic, "partition_data": [
                     {"index": p, "records": record_batch(values)}]}],

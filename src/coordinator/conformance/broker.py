@@ -115,7 +115,7 @@ class BrokerUnderTest:
 
     async def _read_settings(self, client: WireClient, assume: Mapping[str, str]) -> None:
         if ApiKey.DESCRIBE_CONFIGS in self.versions:
-            metadata = await client.request(3, 1, {"topics": []})
+            metadata = await client.request(ApiKey.METADATA, 1, {"topics": []})
             node = str(metadata.brokers[0].node_id) if metadata.brokers else "0"
             response = await client.request(
                 ApiKey.DESCRIBE_CONFIGS,

@@ -97,7 +97,7 @@ async def produce(server: RunningServer, start: int, count: int) -> None:
     try:
         for p in range(PARTITIONS):
             values = [f"order-{i}".encode() for i in range(start + p, start + count, PARTITIONS)]
-            await client.request(0, 9, {
+            await client.request(ApiKey.PRODUCE, 9, {
                 "acks": -1, "timeout": 5000,
                 "topic_data": [{"name": TOPIC, "partition_data": [
                     {"index": p, "records": record_batch(values)}]}],

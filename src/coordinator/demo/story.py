@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from assignors.consumer_protocol import decode_assignment
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, WireClient, running_server
+from coordinator.wire.api_keys import ApiKey
 from rebalance.config import CoordinatorConfig
 from rebalance.consumer_group.group import ConsumerGroup
 
@@ -217,7 +218,7 @@ async def fenced_commit(
     """An OffsetCommit from `member_id` at `generation` (v9+: its member epoch)."""
     client = await WireClient.connect(server.host, server.port)
     try:
-        response = await client.request(8, version, {
+        response = await client.request(ApiKey.OFFSET_COMMIT, version, {
             "group_id": GROUP, "generation_id_or_member_epoch": generation,
             "member_id": member_id, "group_instance_id": None,
             "topics": [{"name": TOPIC, "partitions": [{

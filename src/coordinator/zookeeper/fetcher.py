@@ -31,6 +31,7 @@ from typing import Any
 from kio.records.schema import Record
 from kio.schema.errors import ErrorCode
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient, read_records
 from coordinator.zookeeper.client import ZooKeeperError
 from rebalance.zookeeper.config import ZooKeeperConsumerConfig
@@ -159,7 +160,7 @@ class Fetcher:
             # stop() would wait for a fetcher that goes on fetching.
             limit = (self.config.socket_timeout_ms + self.config.fetch_wait_max_ms) / 1000
             async with asyncio.timeout(limit):
-                response = await client.request(1, 4, self._fetch_request(partitions))
+                response = await client.request(ApiKey.FETCH, 4, self._fetch_request(partitions))
             for topic in response.responses:
                 for data in topic.partitions:
                     await self._accept(topic.topic, data)
@@ -229,7 +230,9 @@ async def find_leaders(
     for broker in brokers:
         try:
             client = await connect(broker.host, broker.port)
-            response = await client.request(3, 1, {"topics": [{"name": t} for t in topics]})
+            response = await client.request(
+                ApiKey.METADATA, 1, {"topics": [{"name": t} for t in topics]}
+            )
         except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
             problem = exc
             continue
@@ -256,7 +259,7 @@ async def list_offsets(
         by_topic.setdefault(topic, []).append(
             {"partition_index": partition, "timestamp": timestamp}
         )
-    response = await client.request(2, 1, {
+    response = await client.request(ApiKey.LIST_OFFSETS, 1, {
         "replica_id": -1,
         "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
     })  # fmt: skip

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.zookeeper.server import die_with_parent, free_port
 
 KAFKA_VERSION = "4.4.0"
@@ -79,8 +80,6 @@ TEST_SETTINGS: Mapping[str, object] = {
 NODE_ID = 1
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
-API_VERSIONS = 18
-FIND_COORDINATOR = 10
 
 
 class KafkaUnavailable(RuntimeError):
@@ -329,9 +328,11 @@ def _coordinator_found(host: str, port: int) -> bool:
     """ApiVersions v0 then FindCoordinator v0 for a group: True once the latter has no error
     (the broker processes requests and the offsets topic's partition is loaded)."""
     with socket.create_connection((host, port), timeout=2.0) as connection:
-        connection.sendall(_request(API_VERSIONS, 0, b""))
+        connection.sendall(_request(ApiKey.API_VERSIONS, 0, b""))
         if struct.unpack(">ih", _answer(connection)[:6])[1] != 0:
             return False
         group = b"peers-ready"
-        connection.sendall(_request(FIND_COORDINATOR, 0, struct.pack(">h", len(group)) + group))
+        connection.sendall(
+            _request(ApiKey.FIND_COORDINATOR, 0, struct.pack(">h", len(group)) + group)
+        )
         return bool(struct.unpack(">ih", _answer(connection)[:6])[1] == 0)
