@@ -16,14 +16,9 @@ from coordinator.groups.record_codec import (
     json_group_row,
     json_offset_row,
 )
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadataValue
 from rebalance.client_balance import records as cb
-from rebalance.records import (
-    GroupMetadataRecord,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    OffsetAndMetadata,
-    OffsetCommitRecord,
-)
+from rebalance.records import OffsetAndMetadata, OffsetCommitRecord
 
 # Any text, including quotes, backslashes, control characters, non-ASCII and astral characters.
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

@@ -15,6 +15,7 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from coordinator.groups.store.base import StoredRecord
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadataValue
 from rebalance.client_balance import records as cb
 from rebalance.consumer_group.records import (
     Assignment,
@@ -28,14 +29,7 @@ from rebalance.consumer_group.records import (
     TargetMemberValue,
     Tombstone,
 )
-from rebalance.records import (
-    GroupMetadataRecord,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    OffsetAndMetadata,
-    OffsetCommitRecord,
-    Record,
-)
+from rebalance.records import OffsetAndMetadata, OffsetCommitRecord, Record
 
 GROUP_KIND = "group"
 OFFSET_KIND = "offset"

@@ -70,7 +70,18 @@ from rebalance.client_balance.records import (
     holder_key,
     parse_holder_key,
 )
+from rebalance.client_balance.replies import (
+    ClientBalanceDescribeReply,
+    ClientBalanceHeartbeatReply,
+    DescribedClientBalanceGroup,
+    DescribedNode,
+    RegisteredPartition,
+    RegisterPartitionsReply,
+    ReleasedPartition,
+    ReleasePartitionsReply,
+)
 from rebalance.client_balance.routes import ClientBalanceRoutes
+from rebalance.client_balance.timers import CLIENT_BALANCE_SESSION, client_balance_session_key
 from rebalance.commands import Command, OffsetCommit
 from rebalance.config import CoordinatorConfig
 from rebalance.effects import Result, single_reply
@@ -78,21 +89,9 @@ from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import EventType, ExpiryReason, LeaveReason, ReleaseReason
 from rebalance.group_types import CommitPartitionValidator, GroupType, Route
 from rebalance.records import OffsetAndMetadata, OffsetCommitRecord, Record
-from rebalance.replies import (
-    ClientBalanceDescribeReply,
-    ClientBalanceHeartbeatReply,
-    DescribedClientBalanceGroup,
-    DescribedGroup,
-    DescribedMember,
-    DescribedNode,
-    ListedGroup,
-    RegisteredPartition,
-    RegisterPartitionsReply,
-    ReleasedPartition,
-    ReleasePartitionsReply,
-)
+from rebalance.replies import DescribedGroup, DescribedMember, ListedGroup
 from rebalance.state import CoordinatorState
-from rebalance.timers import CLIENT_BALANCE_SESSION, TimerKey, client_balance_session_key
+from rebalance.timers import TimerKey
 from rebalance.topics import TopicMetadata
 
 #: How often a node is asked to heartbeat: a third of its session, as Kafka's clients default.
