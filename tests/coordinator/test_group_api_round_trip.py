@@ -38,25 +38,30 @@ from coordinator.wire.codec import (
     read_prefix,
 )
 from rebalance import commands
-from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.errors import ErrorCode
-from rebalance.replies import (
-    ConsumerGroupDescribeReply,
-    ConsumerGroupHeartbeatReply,
-    DescribedConsumerGroup,
-    DescribedConsumerMember,
-    DescribedGroup,
-    DescribedMember,
-    DescribeGroupsReply,
-    FetchedOffset,
+from rebalance.classic import commands as classic
+from rebalance.classic.replies import (
     HeartbeatReply,
     JoinGroupMember,
     JoinGroupReply,
     LeaveGroupReply,
     LeftMember,
+    SyncGroupReply,
+)
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from rebalance.consumer_group.replies import (
+    ConsumerGroupDescribeReply,
+    ConsumerGroupHeartbeatReply,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+)
+from rebalance.errors import ErrorCode
+from rebalance.replies import (
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsReply,
+    FetchedOffset,
     OffsetCommitReply,
     OffsetFetchReply,
-    SyncGroupReply,
 )
 
 CLIENT_ID, PEER, HOST = "round-trip", "127.0.0.1:40000", "/127.0.0.1"
@@ -89,7 +94,7 @@ CASES = [
     Case(
         join_group,
         7,
-        commands.JoinGroup(
+        classic.JoinGroup(
             "g", "m-1", "consumer", (("range", b"\x00\x01"),), 10_000, 30_000, "i-1",
             CLIENT_ID, HOST, None, 7,
         ),
@@ -103,7 +108,7 @@ CASES = [
     Case(
         join_group,
         9,
-        commands.JoinGroup(
+        classic.JoinGroup(
             "g", "", "consumer", (("range", b""),), 10_000, 30_000, None, CLIENT_ID, HOST,
             "joining", 9,
         ),
@@ -114,7 +119,7 @@ CASES = [
     Case(
         sync_group,
         5,
-        commands.SyncGroup("g", 3, "m-1", (("m-1", b"\x02"),), "i-1", "consumer", "range", 5),
+        classic.SyncGroup("g", 3, "m-1", (("m-1", b"\x02"),), "i-1", "consumer", "range", 5),
         SyncGroupReply(ErrorCode.NONE, b"\x02", "consumer", "range"),
         lambda reply, request, v: sync_group.to_response(reply),
         _plain(sync_group),
@@ -122,7 +127,7 @@ CASES = [
     Case(
         heartbeat,
         4,
-        commands.Heartbeat("g", 3, "m-1", "i-1", 4),
+        classic.Heartbeat("g", 3, "m-1", "i-1", 4),
         HeartbeatReply(ErrorCode.REBALANCE_IN_PROGRESS),
         lambda reply, request, v: heartbeat.encoded(v, reply.error),
         _plain(heartbeat),
@@ -130,7 +135,7 @@ CASES = [
     Case(
         leave_group,
         2,
-        commands.LeaveGroup("g", (commands.LeavingMember("m-1"),), 2),
+        classic.LeaveGroup("g", (classic.LeavingMember("m-1"),), 2),
         LeaveGroupReply(ErrorCode.NONE, ()),
         lambda reply, request, v: leave_group.to_response(reply, v),
         _plain(leave_group),
@@ -138,8 +143,8 @@ CASES = [
     Case(
         leave_group,
         4,
-        commands.LeaveGroup(
-            "g", (commands.LeavingMember("m-1", "i-1"), commands.LeavingMember("m-2")), 4
+        classic.LeaveGroup(
+            "g", (classic.LeavingMember("m-1", "i-1"), classic.LeavingMember("m-2")), 4
         ),
         LeaveGroupReply(
             ErrorCode.NONE,

@@ -16,7 +16,7 @@ from typing import Any
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import kio_versions
-from rebalance.consumer_group.group import TopicInfo
+from rebalance.topics import TopicInfo
 
 BROKER_RESOURCE = 4
 

@@ -19,14 +19,10 @@ from typing import NamedTuple, Protocol
 
 import assignors
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import (
-    ConsumerGroup,
-    ConsumerMember,
-    TopicMetadata,
-    subscribed_topics,
-)
+from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, subscribed_topics
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
+from rebalance.topics import TopicMetadata
 
 
 def chosen_assignor(group: ConsumerGroup, config: CoordinatorConfig) -> str:

@@ -20,7 +20,6 @@ from coordinator.groups.apis import GROUP_APIS
 from coordinator.groups.apis.common import ErrorReader, strict_error
 from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import Command
-from rebalance.replies import AnyReply
 
 #: The API module carrying each command class a client sends.
 BY_COMMAND: Final[dict[type[Any], ModuleType]] = {
@@ -49,7 +48,7 @@ def request_values(command: Command[Any], version: int) -> tuple[ApiKey, dict[st
     return ApiKey(module.API_KEY), values
 
 
-def reply_of(command: Command[Any], r: Any, error: ErrorReader = strict_error) -> AnyReply:
+def reply_of(command: Command[Any], r: Any, error: ErrorReader = strict_error) -> object:
     """The reply the core gives to `command`, read from the broker's decoded response `r`."""
-    reply: AnyReply = _module(command, "reply").reply_of(r, error)
+    reply: object = _module(command, "reply").reply_of(r, error)
     return reply

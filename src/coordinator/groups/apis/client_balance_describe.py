@@ -16,7 +16,7 @@ from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 from rebalance.client_balance.commands import ClientBalanceDescribe
-from rebalance.replies import ClientBalanceDescribeReply
+from rebalance.client_balance.replies import ClientBalanceDescribeReply
 
 API_KEY = ApiKey.CLIENT_BALANCE_DESCRIBE
 VERSIONS = range(0, 1)

@@ -14,7 +14,7 @@ from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
 from rebalance.client_balance.commands import ClientBalanceHeartbeat
-from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
+from rebalance.client_balance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 
 API_KEY = ApiKey.CLIENT_BALANCE_HEARTBEAT
 VERSIONS = range(0, 1)

@@ -19,13 +19,13 @@ from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 from rebalance.consumer_group.commands import ConsumerGroupDescribe
-from rebalance.errors import ErrorCode
-from rebalance.replies import (
+from rebalance.consumer_group.replies import (
     ConsumerGroupDescribeReply,
     DescribedConsumerGroup,
     DescribedConsumerMember,
     NamedAssignment,
 )
+from rebalance.errors import ErrorCode
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 VERSIONS = range(0, 2)

@@ -17,7 +17,7 @@ from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 VERSIONS = range(0, 2)

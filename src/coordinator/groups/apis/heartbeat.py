@@ -15,9 +15,9 @@ from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
-from rebalance.commands import Heartbeat
+from rebalance.classic.commands import Heartbeat
+from rebalance.classic.replies import HeartbeatReply
 from rebalance.errors import ErrorCode
-from rebalance.replies import HeartbeatReply
 
 API_KEY = ApiKey.HEARTBEAT
 VERSIONS = range(0, 5)

@@ -18,8 +18,8 @@ from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
-from rebalance.commands import JoinGroup
-from rebalance.replies import JoinGroupMember, JoinGroupReply
+from rebalance.classic.commands import JoinGroup
+from rebalance.classic.replies import JoinGroupMember, JoinGroupReply
 
 API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = range(0, 10)

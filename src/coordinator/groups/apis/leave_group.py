@@ -14,8 +14,8 @@ from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
-from rebalance.commands import LeaveGroup, LeavingMember
-from rebalance.replies import LeaveGroupReply, LeftMember
+from rebalance.classic.commands import LeaveGroup, LeavingMember
+from rebalance.classic.replies import LeaveGroupReply, LeftMember
 
 API_KEY = ApiKey.LEAVE_GROUP
 VERSIONS = range(0, 6)

@@ -18,7 +18,7 @@ from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
-from rebalance.replies import RegisterPartitionsReply
+from rebalance.client_balance.replies import RegisterPartitionsReply
 
 API_KEY = ApiKey.PARTITION_REGISTER
 VERSIONS = range(0, 1)

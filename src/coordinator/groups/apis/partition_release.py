@@ -13,7 +13,7 @@ from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from coordinator.wire.api_keys import ApiKey
 from rebalance.client_balance.commands import PartitionRequest, ReleasePartitions
-from rebalance.replies import ReleasePartitionsReply
+from rebalance.client_balance.replies import ReleasePartitionsReply
 
 API_KEY = ApiKey.PARTITION_RELEASE
 VERSIONS = range(0, 1)

@@ -15,8 +15,8 @@ from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP_DENIED, group_read
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
-from rebalance.commands import SyncGroup
-from rebalance.replies import SyncGroupReply
+from rebalance.classic.commands import SyncGroup
+from rebalance.classic.replies import SyncGroupReply
 
 API_KEY = ApiKey.SYNC_GROUP
 VERSIONS = range(0, 6)
