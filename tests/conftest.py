@@ -18,7 +18,7 @@ import pytest
 from _pytest.nodeid import NodeId
 from hypothesis import settings
 
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.testing.server import RunningServer, WireClient, running_server
 
 #: Session fixtures that start a JVM, and the xdist group of the tests that use them.
 SHARED_JVMS = {"spark": "spark", "zookeeper_server": "zookeeper"}

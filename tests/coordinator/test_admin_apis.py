@@ -11,7 +11,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
-from coordinator.testing import (
+from coordinator.testing.server import (
     RunningServer,
     WireClient,
     read_records,

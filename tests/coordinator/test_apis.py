@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.testing import (
+from coordinator.testing.server import (
     RunningServer,
     WireClient,
     read_records,

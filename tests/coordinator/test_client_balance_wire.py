@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.testing import WireClient, running_server
+from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 from rebalance.errors import ErrorCode
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.config import ConfigError, parse_settings
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.testing.server import RunningServer, WireClient, running_server
 
 API_VERSIONS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 18, 32, 33, 44
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8

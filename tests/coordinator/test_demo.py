@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.demo import GROUP, live_command
+from coordinator.demo.story import GROUP, live_command
 from rebalance.event_schema import check_event
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analytics"))  # importlib mode: not on the path
@@ -57,7 +57,7 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
     marker = f"REBALANCE_DEMO_TEST={uuid.uuid4()}"
     name, _, value = marker.partition("=")
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "demo", "--output", str(output),
+        [sys.executable, "-m", "coordinator.cli.main", "demo", "--output", str(output),
          "--protocol", protocol, "--no-report"],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
         env=os.environ | {"PYTHONUNBUFFERED": "1", name: value},

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.testing.server import RunningServer, WireClient, running_server
 from rebalance.testing import consumer_subscription
 
 OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16

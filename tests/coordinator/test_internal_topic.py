@@ -10,7 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import OperationalError
-from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 
 PRODUCE, METADATA, OFFSET_COMMIT = 0, 3, 8
 OFFSETS = "__consumer_offsets"
