@@ -1,18 +1,22 @@
-"""What `pip install rebalance` (no extras) gives: run by `scripts/check-plain-install` with the
-Python of a fresh virtual environment holding only the wheel and its dependencies.
+"""What installing the wheel (no extras) gives: run by `scripts/check-plain-install` with the
+Python of a fresh virtual environment holding only pip, the wheel and its dependencies.
 
 It checks that the packages come from that environment and carry `py.typed`, that no extra's
 package is there, that `rebalance serve` starts and answers an ApiVersions request (one round
 trip through the installed wire client), stops with status 0 on SIGTERM, that `rebalance
-walkthrough` runs, and that `rebalance report` and `sweep` say in one line which extra to install.
+walkthrough` runs, that `rebalance --version` names the distribution, that `rebalance report` and
+`sweep` say in one line which extra to install, and (last, as it adds Hypothesis) that the hint a
+missing extra prints installs it when run as printed.
 Not collected by pytest (no `test_` prefix): the suite's own environment has every extra.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import importlib.util
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -36,6 +40,14 @@ def installed_from_this_environment() -> None:
         assert (where / "py.typed").is_file(), f"{package} has no py.typed"
     for extra in EXTRAS:
         assert importlib.util.find_spec(extra) is None, f"{extra} is installed: not a plain install"
+
+
+def version_names_the_distribution() -> None:
+    from rebalance import DISTRIBUTION, __version__
+
+    done = subprocess.run([REBALANCE, "--version"], capture_output=True, text=True)
+    assert done.stdout == f"rebalance ({DISTRIBUTION}) {__version__}\n", done
+    assert importlib.metadata.version(DISTRIBUTION) == __version__
 
 
 def serve_help() -> None:
@@ -91,7 +103,7 @@ def analytics_say_which_extra() -> None:
         done = subprocess.run([REBALANCE, *command], capture_output=True, text=True)
         expected = (
             f"rebalance {command[0]}: needs the 'analytics' extra (pyspark, matplotlib): "
-            "pip install 'rebalance[analytics]'\n"
+            "pip install 'rebalance-kafka[analytics]'\n"
         )
         assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
 
@@ -102,26 +114,37 @@ def consumer_demo_says_which_extra() -> None:
     )
     expected = (
         "rebalance demo: needs the 'consumer' extra (confluent_kafka): "
-        "pip install 'rebalance[consumer]'\n"
+        "pip install 'rebalance-kafka[consumer]'\n"
     )
     assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
+
+
+REPLAY = [REBALANCE, "conformance", "--bootstrap", "127.0.0.1:1", "--replay", "join a0"]
+HINTED = "rebalance conformance: needs the 'conformance' extra (hypothesis): "
 
 
 def differential_replay_says_which_extra() -> None:
-    done = subprocess.run(
-        [REBALANCE, "conformance", "--bootstrap", "127.0.0.1:1", "--replay", "join a0"],
-        capture_output=True,
-        text=True,
-    )
-    expected = (
-        "rebalance conformance: needs the 'conformance' extra (hypothesis): "
-        "pip install 'rebalance[conformance]'\n"
-    )
+    done = subprocess.run(REPLAY, capture_output=True, text=True)
+    expected = HINTED + "pip install 'rebalance-kafka[conformance]'\n"
     assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
+
+
+def the_printed_hint_installs_the_extra() -> None:
+    """The hint run as printed (its `pip` this environment's): the replay then gets as far as
+    connecting (nothing listens on port 1)."""
+    hint = subprocess.run(REPLAY, capture_output=True, text=True).stderr.removeprefix(HINTED)
+    command = shlex.split(hint)
+    assert command[:2] == ["pip", "install"], hint
+    pip = str(Path(sys.executable).parent / "pip")
+    installed = subprocess.run([pip, *command[1:]], capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    done = subprocess.run(REPLAY, capture_output=True, text=True)
+    assert done.stderr.startswith("rebalance conformance: cannot connect to 127.0.0.1:1"), done
 
 
 CHECKS: list[Callable[[], None]] = [
     installed_from_this_environment,
+    version_names_the_distribution,
     serve_help,
     serve_answers_api_versions,
     walkthrough_runs,
@@ -129,6 +152,7 @@ CHECKS: list[Callable[[], None]] = [
     analytics_say_which_extra,
     consumer_demo_says_which_extra,
     differential_replay_says_which_extra,
+    the_printed_hint_installs_the_extra,  # last: it installs Hypothesis
 ]
 
 

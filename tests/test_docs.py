@@ -17,7 +17,9 @@ fence (invisible where the Markdown is rendered):
   - `<!-- docs-test: acls -->`: the same with ACLs on (`super.users=User:admin`).
   - `<!-- docs-test: pytest -->`: it is a test module. It is written to a file of its own and
     run by pytest twice, with pytest-asyncio in strict mode and in auto mode; it must pass both.
-* Blocks in other languages (sh, json, plain text) are not run.
+* Blocks in other languages (sh, json, plain text) are not run here. One `sh` block of the README,
+  its install instructions (`<!-- docs-test: install -->`), is run as printed by
+  `scripts/check-plain-install`, in a fresh virtual environment.
 """
 
 from __future__ import annotations
@@ -86,7 +88,13 @@ def test_the_docs_have_examples_and_only_known_directives() -> None:
     assert {b.language for b in RUNNABLE_BLOCKS} == RUNNABLE
     assert {b.needs for b in RUNNABLE_BLOCKS} <= NEEDS | {None}
     every = [b for path in DOCUMENTS for b in blocks(path)]
-    stray = [b.name for b in every if b.needs is not None and b.language not in RUNNABLE]
+    installs = [b for b in every if b.needs == "install"]
+    assert [(b.path.name, b.language) for b in installs] == [("README.md", "sh")]
+    stray = [
+        b.name
+        for b in every
+        if b.needs is not None and b.language not in RUNNABLE and b.needs != "install"
+    ]
     assert not stray, f"docs-test directives before blocks that are not run: {stray}"
     python_fences = sum(
         line.strip() in {"```python", "```pycon"}

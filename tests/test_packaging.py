@@ -5,11 +5,16 @@ The wheel itself, installed without extras, is checked by `tests/plain_install_c
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from coordinator.cli import main
+from coordinator.errors import MissingExtraError
+from rebalance import DISTRIBUTION, __version__
 
 PACKAGES = ("rebalance", "assignors", "coordinator")
 
@@ -48,8 +53,35 @@ def test_mypy_strict_on_user_code_sees_our_types(tmp_path: Path) -> None:
     ]
 
 
+def test_the_distribution_is_rebalance_kafka_at_the_packages_version() -> None:
+    """PyPI's `rebalance` is another project: ours installs as `rebalance-kafka`."""
+    metadata = importlib.metadata.metadata(DISTRIBUTION)
+    assert (DISTRIBUTION, metadata["Name"], metadata["Version"]) == (
+        "rebalance-kafka",
+        "rebalance-kafka",
+        __version__,
+    )
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+
+
+def test_rebalance_version_prints_the_distribution_and_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"rebalance (rebalance-kafka) {__version__}\n"
+
+
+def test_a_missing_extra_names_the_distribution() -> None:
+    assert str(MissingExtraError("analytics", "pyspark")) == (
+        "needs the 'analytics' extra (pyspark): pip install 'rebalance-kafka[analytics]'"
+    )
+
+
 def test_the_pytest_plugin_is_an_entry_point() -> None:
     plugins = importlib.metadata.entry_points(group="pytest11")
-    assert [(e.name, e.value) for e in plugins if e.value.startswith("coordinator.")] == [
-        ("coordinator.pytest_plugin", "coordinator.pytest_plugin")
+    assert sorted((e.name, e.value) for e in plugins if e.value.startswith("coordinator.")) == [
+        ("coordinator.peers.pytest_plugin", "coordinator.peers.pytest_plugin"),
+        ("coordinator.pytest_plugin", "coordinator.pytest_plugin"),
     ]

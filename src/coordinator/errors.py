@@ -10,6 +10,8 @@ operational errors (`StoreError`, `LogCorruptError`) catchable as they were.
 
 from __future__ import annotations
 
+from rebalance.distribution import DISTRIBUTION
+
 RUNTIME_FAILURE = 1
 USAGE_ERROR = 2
 
@@ -30,5 +32,11 @@ class MissingExtraError(OperationalError):
     """A command needs an optional dependency group (an "extra") that is not installed."""
 
     def __init__(self, extra: str, modules: str) -> None:
-        super().__init__(f"needs the {extra!r} extra ({modules}): pip install 'rebalance[{extra}]'")
+        super().__init__(f"needs the {extra!r} extra ({modules}): {install_hint(extra)}")
         self.extra = extra
+
+
+def install_hint(extra: str) -> str:
+    """The command that adds an extra to this installation (the distribution's own name: PyPI's
+    `rebalance` is another project)."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"

@@ -65,6 +65,7 @@ def encode(record: Record) -> StoredRecord:
         return _encode_client_balance(record)
     if isinstance(record, OffsetCommitRecord):
         return json_offset_row(record)
+    assert isinstance(record, GroupMetadataRecord)
     group = record.value
     if group is None:
         return StoredRecord(GROUP_KIND, record.group_id, None)
@@ -404,6 +405,8 @@ def _encode_client_balance(record: cb.ClientBalanceRecord) -> StoredRecord:
     body: dict[str, Any] = {"v": VALUE_VERSION}
     if isinstance(value, cb.GroupEpochValue):
         body |= {"epoch": value.epoch}
+        if value.source_count is not None:
+            body |= {"source_count": value.source_count, "topics": list(value.topics)}
     elif isinstance(value, cb.NodeValue):
         body |= {
             "epoch": value.member_epoch,
@@ -428,7 +431,10 @@ def _decode_client_balance(row: StoredRecord) -> cb.ClientBalanceRecord:
         return cb.ClientBalanceRecord(group_id, cb.Tombstone(kind, name))
     v = _versioned(row)
     if kind is cb.RecordKind.GROUP_EPOCH:
-        return cb.ClientBalanceRecord(group_id, cb.GroupEpochValue(v["epoch"]))
+        return cb.ClientBalanceRecord(
+            group_id,
+            cb.GroupEpochValue(v["epoch"], v.get("source_count"), tuple(v.get("topics", ()))),
+        )
     if kind is cb.RecordKind.NODE:
         return cb.ClientBalanceRecord(
             group_id,

@@ -2,7 +2,8 @@
 
 The public surface: `GroupCoordinatorCore` (handlers returning `Result`s), the command and reply
 values, records, `GroupState`, `ErrorCode`, `CoordinatorConfig` and `partition_for`, Kafka's
-coordinator placement. `rebalance.testing` has a manual clock, a manual timer and a harness.
+coordinator placement; `__version__` and `DISTRIBUTION`, the name pip installs these packages
+by (`rebalance-kafka`). `rebalance.testing` has a manual clock, a manual timer and a harness.
 """
 
 from rebalance.commands import (
@@ -22,6 +23,7 @@ from rebalance.commands import (
 )
 from rebalance.config import ConfigError, CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
+from rebalance.distribution import DISTRIBUTION, __version__
 from rebalance.effects import Cancel, Reply, Result, Schedule
 from rebalance.errors import CoordinatorError, ErrorCode, IllegalTransition
 from rebalance.lifecycle import GroupState
@@ -30,6 +32,7 @@ from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from rebalance.rng import RandomSource, SplitMix64
 
 __all__ = [
+    "DISTRIBUTION",
     "Cancel",
     "CommitPartition",
     "CommitTopic",
@@ -59,6 +62,7 @@ __all__ = [
     "Schedule",
     "SplitMix64",
     "SyncGroup",
+    "__version__",
     "java_string_hash",
     "partition_for",
 ]

@@ -56,8 +56,10 @@ class ErrorCode(IntEnum):
     # extension APIs and per partition in its commits (`rebalance.client_balance`). Kafka's
     # codes stop well below 400, so the two sets never meet.
     BAD_REQUEST = 400
+    NOT_FOUND = 404
     PARTITION_OCCUPIED = 410
     HB_NO_NODE = 411
+    DUPLICATE_PARTITION = 412
     PARTITION_UNSUBSCRIBABLE = 422
     CLIENT_INCONSISTENT_CONSUMETYPE = 424
     CLIENT_INCONSISTENT_TOPICSET = 425

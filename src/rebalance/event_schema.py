@@ -114,7 +114,9 @@ class ReleaseReason(StrEnum):
     """`partition_released.reason`: why a client-balance node stopped holding a partition."""
 
     RELEASE = "release"  # the node released it
-    NOT_REPORTED = "not_reported"  # its heartbeat no longer listed it
+    #: Logs written before issue 36 only: a heartbeat that no longer listed it released it.
+    #: Heartbeats no longer change holdings (TubeMQ's report, not applied).
+    NOT_REPORTED = "not_reported"
     LEFT = "left"  # the node left the group
     EXPIRED = "expired"  # the node's session expired
 

@@ -101,7 +101,35 @@ CASES: list[tuple[str, Callable[[Path], Path], list[str], int, str]] = [
         "bad value for num.partitions",
     ),
     ("unknown option", lambda t: t / "new", ["--bogus"], 2, "unrecognized arguments: --bogus"),
-    ("bad --bind", lambda t: t / "new", ["--bind", "9092"], 2, "--bind expects HOST:PORT"),
+    (
+        "bad --bind",
+        lambda t: t / "new",
+        ["--bind", "9092"],
+        2,
+        "error: argument --bind: expected HOST:PORT, got '9092'",
+    ),
+    (
+        "--bind port out of range",
+        lambda t: t / "new",
+        ["--bind", "127.0.0.1:99999"],
+        2,
+        "error: argument --bind: port 99999 is out of range (0-65535; 0 picks a free port) in "
+        "'127.0.0.1:99999'",
+    ),
+    (
+        "--topic with no partitions",
+        lambda t: t / "new",
+        ["--topic", "orders:0"],
+        2,
+        "error: argument --topic: partitions must be at least 1, got 'orders:0'",
+    ),
+    (
+        "--bind with listeners",
+        lambda t: t / "new",
+        ["--bind", "127.0.0.1:0", "--set", "listeners=PLAINTEXT://127.0.0.1:0"],
+        2,
+        "--bind and the listeners setting both say where to listen; give one of them",
+    ),
     (
         "corrupt groups.sqlite",
         _corrupt_store,
@@ -178,7 +206,7 @@ def test_report_without_the_analytics_extra_says_which_to_install(
         assert cli.main(command) == 1
         line = one_line(capsys.readouterr().err)
         assert line.startswith(f"rebalance {command[0]}: needs the 'analytics' extra (pyspark, ")
-        assert line.endswith("pip install 'rebalance[analytics]'")
+        assert line.endswith("pip install 'rebalance-kafka[analytics]'")
 
 
 def test_the_consumer_demo_without_its_extra_says_which_to_install(
@@ -193,7 +221,7 @@ def test_the_consumer_demo_without_its_extra_says_which_to_install(
     assert cli.main(["demo", "--protocol", "consumer"]) == 1
     assert one_line(capsys.readouterr().err) == (
         "rebalance demo: needs the 'consumer' extra (confluent_kafka): "
-        "pip install 'rebalance[consumer]'"
+        "pip install 'rebalance-kafka[consumer]'"
     )
 
 

@@ -251,3 +251,50 @@ async def test_new_epoch_or_plain_batches_are_never_taken_for_retries(tmp_path: 
     assert log.append(idempotent(b"a", sequence=0, epoch=1)) == 1  # type: ignore[arg-type]
     assert log.append(batches(b"p")) == 2  # type: ignore[arg-type]
     assert log.append(batches(b"p")) == 3  # type: ignore[arg-type]
+
+
+async def fifty_batches(path: Path) -> list[int]:
+    """The issue's log: 50 single-record batches; the byte position of each."""
+    log = PartitionLog(path)
+    positions = []
+    for i in range(50):
+        positions.append(path.stat().st_size)
+        await append(log, f"value-{i}".encode())
+    log.close()
+    return positions
+
+
+@pytest.mark.parametrize("length", [-1, 10_000, 0, 40])
+async def test_a_damaged_length_followed_by_intact_batches_is_not_a_torn_tail(
+    tmp_path: Path, length: int
+) -> None:
+    path = tmp_path / "0.log"
+    positions = await fifty_batches(path)
+    data = bytearray(path.read_bytes())
+    data[positions[25] + 8 : positions[25] + 12] = length.to_bytes(4, "big", signed=True)
+    path.write_bytes(bytes(data))
+    with pytest.raises(LogCorruptError, match=f"at byte {positions[25]} .*intact data from byte"):
+        PartitionLog(path)
+    assert path.read_bytes() == bytes(data)
+
+
+async def test_the_last_batch_with_only_its_length_damaged_is_not_a_torn_tail(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "0.log"
+    positions = await fifty_batches(path)
+    data = bytearray(path.read_bytes())
+    data[positions[49] + 8 : positions[49] + 12] = (10_000).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+    with pytest.raises(LogCorruptError, match=f"intact data from byte {positions[49]} on"):
+        PartitionLog(path)
+
+
+async def test_a_tail_of_zeros_after_a_torn_batch_is_cut(tmp_path: Path) -> None:
+    path = tmp_path / "0.log"
+    await fifty_batches(path)
+    intact = path.stat().st_size
+    with open(path, "ab") as handle:  # a crash after the size grew, before the pages were written
+        handle.write(record_batch([b"torn"])[:20] + bytes(8192))
+    assert PartitionLog(path).high_watermark == 50
+    assert path.stat().st_size == intact

@@ -42,6 +42,7 @@ async def test_the_report_says_what_is_intact_and_what_a_cut_would_lose(tmp_path
     path = await damaged_data_dir(tmp_path)
     report = inspect_partition(path)
     assert (report.batches, report.next_offset, report.intact_after) == (1, 1, 2)
+    assert report.offsets_after == (2, 3)
     assert report.damage is not None and not report.damage.torn_tail
     said: list[str] = []
     assert repair(tmp_path, truncate=False, say=said.append) == 1
@@ -49,7 +50,7 @@ async def test_the_report_says_what_is_intact_and_what_a_cut_would_lose(tmp_path
     assert said[1].startswith(f"  topics/orders/0.log: damaged at byte {report.damage.position} (")
     assert "CRC mismatch" in said[1]
     assert "1 intact batches before it (offsets up to 0)" in said[1]
-    assert "2 more batches in them pass their CRC and would be lost" in said[1]
+    assert "2 intact batches follow from byte" in said[1]
     assert said[2] == "nothing changed; add --truncate to cut each damaged log at its damage"
     assert inspect_partition(path) == report  # nothing changed
 
@@ -107,3 +108,27 @@ async def test_from_refusal_to_repair_to_serving_again(tmp_path: Path) -> None:
     assert [r.value for r in read_records(fetched.responses[0].partitions[0].records)] == [b"zero"]
     await client.close()
     await stop(server)
+
+
+async def test_a_damaged_length_reports_the_intact_batches_that_follow(tmp_path: Path) -> None:
+    store = TopicStore(tmp_path)
+    log = store.create("orders", 1).partitions[0]
+    path = tmp_path / "topics" / "orders" / "0.log"
+    positions = []
+    for i in range(50):
+        positions.append(path.stat().st_size)
+        log.append(_batches(f"value-{i}".encode()))  # type: ignore[arg-type]
+        await log.flush()
+    store.close()
+    data = bytearray(path.read_bytes())
+    data[positions[25] + 8 : positions[25] + 12] = (-1).to_bytes(4, "big", signed=True)
+    path.write_bytes(bytes(data))
+    report = inspect_partition(path)
+    assert (report.batches, report.intact_after, report.offsets_after) == (25, 24, (26, 49))
+    said: list[str] = []
+    assert repair(tmp_path, truncate=False, say=said.append) == 1
+    assert "25 intact batches before it (offsets up to 24)" in said[1]
+    assert (
+        f"24 intact batches follow from byte {positions[26]} (offsets 26-49); --truncate would "
+        f"drop them and all {len(data) - positions[25]} bytes from the damage on"
+    ) in said[1]

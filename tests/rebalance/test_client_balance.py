@@ -6,12 +6,18 @@ from __future__ import annotations
 import pytest
 from client_balance_harness import SESSION_MS, ClientBalanceHarness
 
+from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
 from rebalance.client_balance.records import ClientBalanceRecord
 from rebalance.commands import DescribeGroups, ListGroups
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType
-from rebalance.replies import ConsumerGroupHeartbeatReply, DescribeGroupsReply, ListGroupsReply
+from rebalance.replies import (
+    ConsumerGroupHeartbeatReply,
+    DescribeGroupsReply,
+    ListGroupsReply,
+    RegisterPartitionsReply,
+)
 
 
 @pytest.fixture
@@ -82,6 +88,32 @@ def test_an_empty_group_takes_a_new_source_count(h: ClientBalanceHarness) -> Non
     h.leave_node("a")
     assert h.join_node("b", 5, 4).error is ErrorCode.NONE
     assert h.group().source_count == 5
+
+
+def test_the_first_nodes_source_count_stays_until_the_group_empties(
+    h: ClientBalanceHarness,
+) -> None:
+    # TubeMQ's ConsumeGroupInfo keeps the sourceCount addConsumer took from the first consumer
+    # until the group is removed empty: the first node turned the checks off, so they stay off.
+    h.join_node("a", -1, 0)
+    h.join_node("b", 3, 0)
+    h.leave_node("a")
+    assert h.group().source_count == -1
+    assert h.join_node("c", 4, 0).error is ErrorCode.NONE  # no count or id check
+    h.failover()
+    assert h.group().source_count == -1
+    assert h.join_node("d", 7, 0).error is ErrorCode.NONE
+    for member in ("b", "c", "d"):
+        h.leave_node(member)
+    assert h.join_node("e", 2, 1).error is ErrorCode.NONE
+    assert int(h.join_node("f", 3, 0).error) == 429
+
+
+def test_a_rejoin_is_checked_against_the_groups_source_count(h: ClientBalanceHarness) -> None:
+    h.join_node("a", 3, 0)
+    h.join_node("b", 3, 1)
+    h.leave_node("a")
+    assert int(h.join_node("b", 4, 1).error) == 429  # b's own re-join, as TubeMQ checks it
 
 
 def test_a_group_is_one_type_at_a_time(h: ClientBalanceHarness) -> None:
@@ -179,14 +211,13 @@ def test_a_stale_holder_is_removed_before_the_register(h: ClientBalanceHarness) 
     assert [e.member for e in expired] == ["a"]
 
 
-def test_unknown_or_unsubscribed_partitions_are_refused(h: ClientBalanceHarness) -> None:
+def test_a_partition_key_outside_the_nodes_metadata_is_not_found(h: ClientBalanceHarness) -> None:
+    # TubeMQ's client answers 404 for a key missing from its partition metadata, which holds
+    # the partitions of the node's topics only.
     h.join_node("a", topics=("t",))
     reply = h.register("a", ("t", 6), ("u", 0), ("nope", 0))
-    assert [p.error for p in reply.partitions] == [
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.PARTITION_UNSUBSCRIBABLE,
-        ErrorCode.PARTITION_UNSUBSCRIBABLE,
-    ]
+    assert [int(p.error) for p in reply.partitions] == [404, 404, 404]
+    assert h.holders() == {}
 
 
 def test_requests_from_an_unknown_node_or_epoch_get_hb_no_node(h: ClientBalanceHarness) -> None:
@@ -214,28 +245,53 @@ def test_bootstrap_offset_replaces_when_not_negative_and_keeps_otherwise(
     }
 
 
+def test_bootstrap_offset_is_clamped_to_the_log_range(h: ClientBalanceHarness) -> None:
+    # TubeMQ's DefaultOffsetManager.loadOffset: MixedUtils.mid(offset, logStart, logEnd).
+    h.join_node("a")
+    requests = (
+        PartitionRequest("t", 0, 1000, (4, 20)),
+        PartitionRequest("t", 1, 2, (4, 20)),
+        PartitionRequest("t", 2, 7, (4, 20)),
+        PartitionRequest("t", 3, -1, (4, 20)),
+    )
+    reply = h.reply(h.send(RegisterPartitions("g", "a", h.epochs["a"], requests)))
+    assert isinstance(reply, RegisterPartitionsReply)
+    assert [(p.partition, p.offset) for p in reply.partitions] == [
+        (0, 20),
+        (1, 4),
+        (2, 7),
+        (3, -1),
+    ]
+    assert h.committed("g", ("t", 0), ("t", 1)) == {("t", 0): 20, ("t", 1): 4}
+
+
 def test_release_frees_the_partition(h: ClientBalanceHarness) -> None:
     h.join_node("a", 3, 0)
     h.join_node("b", 3, 1)
     h.register("a", ("t", 0))
-    assert h.release("b", ("t", 0)).partitions[0].error is ErrorCode.PARTITION_OCCUPIED
+    # TubeMQ's broker unregister: another holder is DUPLICATE_PARTITION (412), no holder is
+    # HB_NO_NODE (411).
+    assert int(h.release("b", ("t", 0)).partitions[0].error) == 412
+    assert h.holders() == {("t", 0): "a"}
     assert h.release("a", ("t", 0)).partitions[0].error is ErrorCode.NONE
-    assert h.release("a", ("t", 0)).partitions[0].error is ErrorCode.NONE  # a retry
+    assert int(h.release("a", ("t", 0)).partitions[0].error) == 411  # a retry
     assert h.register("b", ("t", 0)).partitions[0].error is ErrorCode.NONE
 
 
 # ---------------------------------------------------------------------------- heartbeats
-def test_heartbeat_report_converges_the_book(h: ClientBalanceHarness) -> None:
+def test_a_heartbeat_report_is_answered_not_applied(h: ClientBalanceHarness) -> None:
     h.join_node("a", 3, 0)
     h.join_node("b", 3, 1)
     h.register("a", ("t", 0), ("t", 1))
     h.register("b", ("t", 2))
-    # a dropped t-1 (its release was lost) and believes it holds t-3 (nobody does) and t-2.
+    # a's report predates its registration of t-1, and lists t-3 (nobody holds it) and t-2
+    # (b's): in TubeMQ only register, release and expiry change holdings.
     reply = h.beat("a", (("t", (0, 2, 3)),))
-    assert reply.held == (("t", (0, 3)),)
-    assert h.holders() == {("t", 0): "a", ("t", 2): "b", ("t", 3): "a"}
-    reasons = [e.fields["reason"] for e in h.events if e.type is EventType.PARTITION_RELEASED]
-    assert reasons == ["not_reported"]
+    assert reply.held == (("t", (0, 1)),)
+    assert h.holders() == {("t", 0): "a", ("t", 1): "a", ("t", 2): "b"}
+    assert not [e for e in h.events if e.type is EventType.PARTITION_RELEASED]
+    # t-3 is still free for anyone.
+    assert h.register("b", ("t", 3)).partitions[0].error is ErrorCode.NONE
 
 
 def test_a_heartbeat_without_a_report_changes_nothing(h: ClientBalanceHarness) -> None:

@@ -1,9 +1,10 @@
 """PartitionRegister (extension key 10001, v0): a client-balance node registers partitions,
 each with an optional bootstrap offset (TubeMQ's broker register; `connect2Partition`). Each
 partition is answered on its own: NONE with the offset consumption starts from, or
-PARTITION_OCCUPIED (410) with the live holder, PARTITION_UNSUBSCRIBABLE (422),
-UNKNOWN_TOPIC_OR_PARTITION (3); a request from no current node incarnation gets HB_NO_NODE
-(411) for all of them."""
+PARTITION_OCCUPIED (410) with the live holder, NOT_FOUND (404) for a partition outside the
+node's topics or the cluster; a request from no current node incarnation gets HB_NO_NODE (411)
+for all of them. A bootstrap offset is clamped to the partition's log range, which this node
+reads from its log as TubeMQ's broker does."""
 
 from __future__ import annotations
 
@@ -20,16 +21,20 @@ VERSIONS = range(0, 1)
 SCHEMAS = schema.SCHEMAS[API_KEY]
 
 
-def to_command(request: Any) -> RegisterPartitions:
+def to_command(request: Any, ctx: RequestContext) -> RegisterPartitions:
+    partitions = []
+    for t in request.topics:
+        topic = ctx.broker.topics.get(t.name)
+        for p in t.partitions:
+            index, offset = int(p.partition_index), int(p.bootstrap_offset)
+            log = topic.partition(index) if topic is not None and offset >= 0 else None
+            span = (log.log_start_offset, log.high_watermark) if log is not None else None
+            partitions.append(PartitionRequest(t.name, index, offset, span))
     return RegisterPartitions(
         group_id=request.group_id,
         member_id=request.member_id,
         member_epoch=int(request.member_epoch),
-        partitions=tuple(
-            PartitionRequest(t.name, int(p.partition_index), int(p.bootstrap_offset))
-            for t in request.topics
-            for p in t.partitions
-        ),
+        partitions=tuple(partitions),
     )
 
 
@@ -53,5 +58,5 @@ def to_response(reply: RegisterPartitionsReply) -> dict[str, Any]:
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    reply = await runtime(ctx).submit(to_command(request))
+    reply = await runtime(ctx).submit(to_command(request, ctx))
     return to_response(reply)

@@ -166,6 +166,9 @@ class ClientBalanceConsumer:
         self._parts: dict[str, _Partition] = {}
         self._order: list[str] = []
         self._occupied_at: dict[str, float] = {}
+        #: (topic, partition) with a register or release on its way: a heartbeat's answer
+        #: may predate it, so the resynchronisation leaves these alone.
+        self._in_flight: set[tuple[str, int]] = set()
         self._meta: dict[str, bool] = {}
         self._meta_at: float | None = None
         self._heartbeats: asyncio.Task[None] | None = None
@@ -281,8 +284,9 @@ class ClientBalanceConsumer:
 
     async def _heartbeat(self) -> None:
         by_topic: dict[str, list[int]] = {}
-        for part in self._parts.values():
-            by_topic.setdefault(part.topic, []).append(part.partition)
+        reported = {(part.topic, part.partition) for part in self._parts.values()}
+        for topic, partition in reported:
+            by_topic.setdefault(topic, []).append(partition)
         response = await self._group_request(
             schema.HEARTBEAT_KEY,
             {
@@ -301,12 +305,24 @@ class ClientBalanceConsumer:
             await self._join_with_retries()
             return
         _check(code, response.error_message)
-        held = {(h.topic, int(p)) for h in response.held for p in h.partitions}
-        for key in [
-            k for k, part in self._parts.items() if (part.topic, part.partition) not in held
-        ]:
-            log.warning("the coordinator no longer records %s as ours: dropped", key)
-            self._drop(key)
+        await self._resynchronise(
+            reported, {(h.topic, int(p)) for h in response.held for p in h.partitions}
+        )
+
+    async def _resynchronise(
+        self, reported: set[tuple[str, int]], booked: set[tuple[str, int]]
+    ) -> None:
+        """Agree with the coordinator's book (the heartbeat's answer; the coordinator never
+        applies our report): drop what we reported and it no longer records as ours, release
+        what it records and we do not hold (a register whose answer never came). Partitions
+        registered or released since the report are left alone: the answer may predate them."""
+        held = {(part.topic, part.partition): key for key, part in self._parts.items()}
+        for tp in sorted((reported & held.keys()) - booked - self._in_flight):
+            log.warning("the coordinator no longer records %s as ours: dropped", held[tp])
+            self._drop(held[tp])
+        for topic, partition in sorted(booked - held.keys() - self._in_flight):
+            log.warning("the coordinator records %s-%d as ours: released", topic, partition)
+            await self._release(topic, partition)
 
     # ======================================================================= metadata
     async def partition_meta(self, *, refresh: bool = False) -> dict[str, bool]:
@@ -359,7 +375,8 @@ class ClientBalanceConsumer:
         there is none). Returns the offset consumption starts from. Raises
         `ClientBalanceError`: PARTITION_OCCUPIED (with the holder) while another live node
         holds it, CLIENT_HIGH_FREQUENCY_REQUEST within `occupied_retry_backoff_ms` of such a
-        refusal, PARTITION_UNSUBSCRIBABLE for a key the metadata does not offer."""
+        refusal, NOT_FOUND (404) for a key the metadata does not list, PARTITION_UNSUBSCRIBABLE
+        (422) for one it lists as not consumable now (as TubeMQ's client)."""
         self._check_running()
         existing = self._parts.get(key)
         if existing is not None:
@@ -373,9 +390,21 @@ class ClientBalanceConsumer:
                 f"{key} was occupied {loop.time() - refused:.1f} s ago",
             )
         meta = self._meta if key in self._meta else await self.partition_meta(refresh=True)
-        if not meta.get(key, False):
+        if key not in meta:  # TubeMQ's RmtDataCache.getSubscribablePartition
+            raise ClientBalanceError(ErrorCode.NOT_FOUND, f"{key} is not in the partition meta")
+        if not meta[key]:
             raise ClientBalanceError(ErrorCode.PARTITION_UNSUBSCRIBABLE, f"{key} cannot be used")
         broker, topic, partition = parse_key(key)
+        self._in_flight.add((topic, partition))
+        try:
+            return await self._register(key, broker, topic, partition, bootstrap_offset)
+        finally:
+            self._in_flight.discard((topic, partition))
+
+    async def _register(
+        self, key: str, broker: int, topic: str, partition: int, bootstrap_offset: int
+    ) -> int:
+        loop = asyncio.get_running_loop()
         response = await self._group_request(
             schema.REGISTER_KEY,
             {
@@ -421,15 +450,25 @@ class ClientBalanceConsumer:
         while part.booked is not None and loop.time() < deadline and key in self._parts:
             await asyncio.sleep(0.02)
         self._drop(key)
-        response = await self._group_request(
-            schema.RELEASE_KEY,
-            {
-                "group_id": self.config.group_id,
-                "member_id": self._consumer_id,
-                "member_epoch": self._epoch,
-                "topics": [{"name": part.topic, "partitions": [part.partition]}],
-            },
-        )
+        await self._release(part.topic, part.partition)
+
+    async def _release(self, topic: str, partition: int) -> None:
+        """Unregister at the coordinator. Its per-partition answer needs nothing more from us:
+        NONE, or HB_NO_NODE (411: nobody holds it, e.g. a retry) or DUPLICATE_PARTITION (412:
+        another node does), after which it is not ours either way."""
+        self._in_flight.add((topic, partition))
+        try:
+            response = await self._group_request(
+                schema.RELEASE_KEY,
+                {
+                    "group_id": self.config.group_id,
+                    "member_id": self._consumer_id,
+                    "member_epoch": self._epoch,
+                    "topics": [{"name": topic, "partitions": [partition]}],
+                },
+            )
+        finally:
+            self._in_flight.discard((topic, partition))
         _check(response.error_code)
 
     def offsets(self) -> dict[str, OffsetInfo]:

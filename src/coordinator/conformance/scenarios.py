@@ -29,6 +29,7 @@ from coordinator.conformance.broker import (
     BrokerUnderTest,
     Member,
 )
+from coordinator.errors import install_hint
 
 #: A condition on the broker: the reason it does not hold, or None.
 Assumption = Callable[[BrokerUnderTest], str | None]
@@ -176,7 +177,7 @@ def version_at_least(api_key: int, version: int) -> Assumption:
 
 def hypothesis_installed(broker: BrokerUnderTest) -> str | None:
     if importlib.util.find_spec("hypothesis") is None:
-        return "needs Hypothesis: pip install 'rebalance[conformance]'"
+        return f"needs Hypothesis: {install_hint('conformance')}"
     return None
 
 

@@ -8,9 +8,10 @@ timestamp per batch) is rebuilt by scanning the file when the log opens. That sc
 crash-recovery pass, so a persisted index would only add a second file needing its own repair.
 There is one segment per partition and no retention: the log grows until the topic is deleted,
 which suits a coordinator test/dev broker, not bulk data. DeleteRecords moves the log start
-offset (kept in `<partition>.start`, written atomically): offsets below it are out of range for
-Fetch and ListOffsets, as in Kafka, but the bytes stay in the file (Kafka, too, frees space only
-when a whole segment falls below the log start; we have one segment).
+offset (kept in `<partition>.start`, written atomically, with a CRC: `partition_log.sealed`):
+offsets below it are out of range for Fetch and ListOffsets, as in Kafka, but the bytes stay
+in the file (Kafka, too, frees space only when a whole segment falls below the log start; we
+have one segment).
 
 Durability: `append` writes the batches (with server-assigned base offsets) and `flush` fsyncs
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
@@ -23,11 +24,12 @@ too. Every append since then belongs to an older `generation`, and its `flush` r
 it cannot be acknowledged, even if a later fsync succeeds. The log stays open and serves the
 next append as soon as the disk takes writes again, without a restart.
 
-Recovery: scanning (`scan_log`) stops at the first batch that is incomplete or fails its CRC. If
-that batch is the file's last one (a write torn by a crash), the tail is truncated with a
-warning. If data follows the bad batch, the file is corrupt in the middle and `LogCorruptError`
-is raised rather than dropping records that may be valid; `rebalance repair` reports such damage
-and, when asked, cuts the file there after keeping a copy (`coordinator.partition_log.repair`).
+Recovery: scanning (`coordinator.partition_log.recovery`) stops at the first batch that is
+incomplete, fails its CRC or breaks the offset sequence, and looks past it. If no intact batch
+follows (a write torn by a crash), the tail is truncated with a warning. If one does, the file
+is corrupt in the middle and `LogCorruptError` is raised rather than dropping records that may
+be valid; `rebalance repair` reports such damage and, when asked, cuts the file there after
+keeping a copy (`coordinator.partition_log.repair`).
 """
 
 from __future__ import annotations
@@ -41,13 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.errors import OperationalError
-from coordinator.partition_log.batch import (
-    LENGTH_PREFIX_SIZE,
-    BatchInfo,
-    InvalidBatchError,
-    parse_batch,
-    with_base_offset,
-)
+from coordinator.partition_log.batch import BatchInfo, with_base_offset
+from coordinator.partition_log.recovery import scan_log
+from coordinator.partition_log.sealed import DamagedFileError, seal_number, unseal_number
 
 logger = logging.getLogger("coordinator.partition_log")
 
@@ -55,69 +53,6 @@ logger = logging.getLogger("coordinator.partition_log")
 class LogCorruptError(OperationalError):
     """A partition file is damaged before its tail; it is left untouched for inspection (and
     for `rebalance repair`, see `coordinator.partition_log.repair`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Damage:
-    """The first batch of a partition file that is incomplete, fails its CRC or is out of order."""
-
-    position: int
-    """Where it starts: everything before is intact, everything from here on is cut by a repair."""
-    reason: str
-    claimed_end: int
-    """Where the batch says it ends (its length field), which may be garbage too."""
-    file_size: int
-
-    @property
-    def torn_tail(self) -> bool:
-        """Nothing follows the bad batch: a write cut short by a crash, safe to cut at start."""
-        return self.claimed_end >= self.file_size
-
-    @property
-    def dropped_bytes(self) -> int:
-        return self.file_size - self.position
-
-
-@dataclass(frozen=True, slots=True)
-class LogScan:
-    """What a partition file holds: its intact batches (and where), and the first damage."""
-
-    batches: list[tuple[BatchInfo, int]]
-    valid_end: int
-    damage: Damage | None
-
-
-def scan_log(fd: int, start: int = 0, first_offset: int | None = 0) -> LogScan:
-    """Read batches from byte `start` until the end of the file or the first bad batch.
-
-    Batches must follow each other's offsets, starting at `first_offset` (None: any, for looking
-    past damage).
-    """
-    file_size = os.fstat(fd).st_size
-    batches: list[tuple[BatchInfo, int]] = []
-    position = start
-    expected = first_offset
-    while position < file_size:
-        try:
-            info = _read_batch(fd, position, file_size)
-            if expected is not None and info.base_offset != expected:
-                raise InvalidBatchError(f"base offset {info.base_offset}, expected {expected}")
-        except InvalidBatchError as exc:
-            damage = Damage(position, str(exc), _claimed_end(fd, position, file_size), file_size)
-            return LogScan(batches, position, damage)
-        batches.append((info, position))
-        position += info.size
-        expected = info.last_offset + 1
-    return LogScan(batches, position, None)
-
-
-def _read_batch(fd: int, position: int, file_size: int) -> BatchInfo:
-    head = os.pread(fd, LENGTH_PREFIX_SIZE, position)
-    if len(head) < LENGTH_PREFIX_SIZE:
-        raise InvalidBatchError("incomplete batch length prefix")
-    batch_length = int.from_bytes(head[8:12], "big", signed=True)
-    size = LENGTH_PREFIX_SIZE + max(batch_length, 0)
-    return parse_batch(os.pread(fd, min(size, file_size - position), position))
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -133,15 +68,6 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-
-
-def _claimed_end(fd: int, position: int, file_size: int) -> int:
-    head = os.pread(fd, LENGTH_PREFIX_SIZE, position)
-    if len(head) == LENGTH_PREFIX_SIZE:
-        batch_length = int.from_bytes(head[8:12], "big", signed=True)
-        if batch_length > 0:
-            return position + LENGTH_PREFIX_SIZE + batch_length
-    return file_size
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -230,7 +156,7 @@ class PartitionLog:
                 f"offset {offset} is above the high watermark {self._high_watermark}"
             )
         if offset > self._log_start_offset:
-            write_atomically(self._start_path, str(offset).encode())
+            write_atomically(self._start_path, seal_number(offset))
             self._log_start_offset = offset
         return self._log_start_offset
 
@@ -248,14 +174,15 @@ class PartitionLog:
 
     def _read_log_start(self) -> int:
         try:
-            text = self._start_path.read_text(encoding="ascii").strip()
+            raw = self._start_path.read_bytes()
         except FileNotFoundError:
             return 0
         try:
-            offset = int(text)
-        except ValueError:
-            raise LogCorruptError(
-                f"{self._start_path}: unreadable log start offset {text!r}; restore it from a "
+            offset = unseal_number(raw)
+        except DamagedFileError as exc:
+            # Not a LogCorruptError: `rebalance repair` mends partition logs, not this file.
+            raise OperationalError(
+                f"{self._start_path}: unreadable log start offset ({exc}); restore it from a "
                 f"backup, or delete it to read the partition from offset 0 again"
             ) from None
         # A log cut back by recovery cannot start past its end.
@@ -270,10 +197,11 @@ class PartitionLog:
         if damage is None:
             return
         if not damage.torn_tail:
+            assert damage.next_intact is not None
             raise LogCorruptError(
                 f"{self.path}: damaged record batch at byte {damage.position} ({damage.reason}) "
-                f"is followed by {damage.file_size - damage.claimed_end} more bytes; refusing to "
-                f"truncate valid data"
+                f"with intact data from byte {damage.next_intact} on "
+                f"({damage.file_size - damage.next_intact} bytes); refusing to truncate valid data"
             )
         logger.warning(
             "%s: truncating torn tail at byte %d (%d bytes dropped): %s",

@@ -1,10 +1,11 @@
 """`rebalance repair`: find damaged partition logs in a data dir and, when asked, cut them.
 
-A server refuses to start on a partition file whose damage is followed by more data
-(`LogCorruptError`): dropping it could drop valid records. This is the way out. Without
-`--truncate` it only reports, for every damaged file, where the damage is, what is intact
-before it and what follows it (how many bytes, and how many of the batches there still pass
-their CRC). With `--truncate` it copies each damaged file into
+A server refuses to start on a partition file whose damage is followed by an intact batch
+(`LogCorruptError`, see `coordinator.partition_log.recovery`): dropping it could drop valid
+records. This is the way out. Without `--truncate` it only reports, for every damaged file,
+where the damage is, what is intact before it and what follows it (the intact batches found
+past the damage and their offsets, which `--truncate` would drop, and how many bytes). With
+`--truncate` it copies each damaged file into
 `DATA_DIR/backups/repair-<UTC time>/` (same relative path), then cuts the file at the start of
 the bad batch and fsyncs it: what Kafka's log recovery does to a segment, keeping every batch
 before the first bad one. Consumers whose committed offsets lie past the new end are answered
@@ -17,6 +18,7 @@ left in place (or the data dir cannot be used).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import shutil
@@ -26,7 +28,8 @@ from pathlib import Path
 
 from coordinator.data_dir import DirectoryLock
 from coordinator.errors import OperationalError
-from coordinator.partition_log.partition import Damage, scan_log
+from coordinator.partition_log.batch import BatchInfo
+from coordinator.partition_log.recovery import Damage, batch_to_end, scan_log
 
 BACKUPS_DIR = "backups"
 
@@ -41,7 +44,9 @@ class PartitionReport:
     """The offset the next record would get: one past the last intact batch."""
     damage: Damage | None
     intact_after: int = 0
-    """Batches after the damage that still pass their CRC (lost by a repair)."""
+    """Intact batches from the first one found after the damage (lost by a repair)."""
+    offsets_after: tuple[int, int] | None = None
+    """First and last offset of those batches."""
 
     def describe(self, data_dir: Path) -> str:
         name = self.path.relative_to(data_dir)
@@ -49,12 +54,15 @@ class PartitionReport:
             return f"{name}: intact, {self.batches} batches, offsets 0-{self.next_offset - 1}"
         damage = self.damage
         kept = f"{self.batches} intact batches before it (offsets up to {self.next_offset - 1})"
-        if damage.torn_tail:
-            follows = "nothing follows it (a torn write: the server cuts it at start)"
+        if damage.next_intact is None:
+            follows = "no intact batch follows it (a torn write: the server cuts it at start)"
         else:
+            assert self.offsets_after is not None
+            first, last = self.offsets_after
             follows = (
-                f"{damage.dropped_bytes} bytes from there on, {self.intact_after} more batches "
-                f"in them pass their CRC and would be lost"
+                f"{self.intact_after} intact batches follow from byte {damage.next_intact} "
+                f"(offsets {first}-{last}); --truncate would drop them and all "
+                f"{damage.dropped_bytes} bytes from the damage on"
             )
         return f"{name}: damaged at byte {damage.position} ({damage.reason}); {kept}; {follows}"
 
@@ -65,13 +73,30 @@ def inspect_partition(path: Path) -> PartitionReport:
     try:
         scan = scan_log(fd)
         next_offset = scan.batches[-1][0].last_offset + 1 if scan.batches else 0
-        intact_after = 0
-        if scan.damage is not None and not scan.damage.torn_tail:
-            after = scan_log(fd, start=scan.damage.claimed_end, first_offset=None)
-            intact_after = len(after.batches)
-        return PartitionReport(path, len(scan.batches), next_offset, scan.damage, intact_after)
+        report = PartitionReport(path, len(scan.batches), next_offset, scan.damage)
+        if scan.damage is None or scan.damage.next_intact is None:
+            return report
+        intact = intact_from(fd, scan.damage.next_intact)
+        first = min(info.base_offset for info in intact) if intact else next_offset
+        last = max(info.last_offset for info in intact) if intact else next_offset
+        return dataclasses.replace(report, intact_after=len(intact), offsets_after=(first, last))
     finally:
         os.close(fd)
+
+
+def intact_from(fd: int, position: int) -> list[BatchInfo]:
+    """The intact batches from `position` to the end of the file, skipping further damage."""
+    found: list[BatchInfo] = []
+    while True:
+        after = scan_log(fd, start=position, first_offset=None)
+        found += [info for info, _ in after.batches]
+        if after.damage is None or after.damage.next_intact is None:
+            return found
+        position = after.damage.next_intact
+        if not after.batches and position == after.damage.position:
+            # Intact only when read to the end of the file (its length field was overwritten).
+            last = batch_to_end(fd, position, after.damage.file_size)
+            return found + ([last] if last is not None else [])
 
 
 def partition_files(data_dir: Path) -> list[Path]:

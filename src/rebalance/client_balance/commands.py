@@ -46,7 +46,9 @@ class ClientBalanceHeartbeat(Command[ClientBalanceHeartbeatReply]):
     session_timeout_ms: int = 30_000
     client_id: str = ""
     client_host: str = ""
-    #: Heartbeat only: the partitions the node holds now; None: not reported.
+    #: Heartbeat only: the partitions the node reports holding; None: not reported. A report
+    #: is never applied (holdings change by register, release, expiry); the reply says what
+    #: the coordinator records.
     held: HeldPartitions | None = None
 
     def error_reply(self, code: ErrorCode) -> ClientBalanceHeartbeatReply:
@@ -59,6 +61,9 @@ class PartitionRequest:
     partition: int
     #: Register only: < 0 keeps the stored offset, ≥ 0 replaces it (TubeMQ's bootstrapOffset).
     bootstrap_offset: int = KEEP_OFFSET
+    #: Register only, from the shell: the partition's (log start, log end) when this node has
+    #: its log; a bootstrap offset is clamped into it. None: not known here.
+    log_range: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

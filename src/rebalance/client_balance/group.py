@@ -76,6 +76,8 @@ class ClientBalanceGroup(LoadedOnlyLifecycle):
     protocol_type = GROUP_TYPE
 
     __slots__ = (
+        "fixed_source_count",
+        "fixed_topics",
         "group_epoch",
         "group_id",
         "holders",
@@ -89,7 +91,11 @@ class ClientBalanceGroup(LoadedOnlyLifecycle):
         self.partition = partition
         self.state = GroupState.DOWN
         self.group_epoch = 0
-        #: Nodes in join order (the first one fixed the group's source count and topics).
+        #: The source count and topics the first node of the empty group brought; they stay
+        #: until the group empties (None: from a record that predates them).
+        self.fixed_source_count: int | None = None
+        self.fixed_topics: tuple[str, ...] = ()
+        #: Nodes in join order.
         self.nodes: dict[str, Node] = {}
         #: (topic, partition) -> the member id of the node holding it.
         self.holders: dict[TopicPartition, str] = {}
@@ -114,15 +120,22 @@ class ClientBalanceGroup(LoadedOnlyLifecycle):
 
     @property
     def source_count(self) -> int:
-        """The group's source count: fixed by the first node of an empty group (TubeMQ's
-        `ConsumeGroupInfo.addConsumer`); every later node agrees with it or was refused."""
-        first = next(iter(self.nodes.values()), None)
-        return first.source_count if first is not None else -1
+        """The group's source count: fixed by the first node of an empty group and kept until
+        the group empties (TubeMQ's `ConsumeGroupInfo.addConsumer`, `removeConsumer` of the
+        last consumer); -1 while empty."""
+        if not self.nodes:
+            return -1
+        if self.fixed_source_count is None:
+            return next(iter(self.nodes.values())).source_count
+        return self.fixed_source_count
 
     @property
     def topics(self) -> tuple[str, ...]:
-        first = next(iter(self.nodes.values()), None)
-        return first.topics if first is not None else ()
+        if not self.nodes:
+            return ()
+        if self.fixed_source_count is None:
+            return next(iter(self.nodes.values())).topics
+        return self.fixed_topics
 
     # -- bookkeeping kept consistent with the nodes --------------------------------------
     def hold(self, tp: TopicPartition, member_id: str) -> None:

@@ -14,11 +14,17 @@ The rules, as TubeMQ's master and brokers apply them (spec §D.6, §D.8):
   session is live. A node whose session deadline has passed is removed before any request of
   its group is decided (the "stale holder removed first" of TubeMQ's broker), whether or not its
   timer has fired yet, so the outcome never depends on timer order.
-* a registration's bootstrap offset ≥ 0 replaces the committed offset; < 0 keeps it.
-* a heartbeat carries the partitions the node holds: what it no longer lists is released, what
-  it lists and nobody holds is recorded as its own (a release whose answer was lost), so the
-  coordinator's view converges to the union of the nodes' reports; the reply says what the
-  node holds by the coordinator's book.
+* a partition key outside the node's topics or the cluster's partitions is NOT_FOUND (404), as
+  TubeMQ's client answers a key missing from its partition metadata.
+* a registration's bootstrap offset ≥ 0 replaces the committed offset, clamped to the
+  partition's log range when the shell knows it (TubeMQ's `DefaultOffsetManager.loadOffset`:
+  `MixedUtils.mid(offset, min, max)`); < 0 keeps it.
+* a release by a node that does not hold the partition is DUPLICATE_PARTITION (412); of a
+  partition nobody holds, HB_NO_NODE (411): TubeMQ's broker unregister.
+* holdings change only by register, release and the holder's expiry (or leave). A heartbeat's
+  report of what the node holds is not applied: the reply carries what the coordinator records,
+  so a node whose view differs resynchronises (TubeMQ's heartbeats report; they never register
+  or release).
 * a session that expires frees the node's partitions.
 
 Everything durable goes through records (`records.py`) and `CoordinatorState.apply`.
@@ -27,7 +33,7 @@ Everything durable goes through records (`records.py`) and `CoordinatorState.app
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from assignors.consumer_protocol import (
@@ -36,11 +42,13 @@ from assignors.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from rebalance.client_balance import offsets
 from rebalance.client_balance.commands import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     ClientBalanceDescribe,
     ClientBalanceHeartbeat,
+    PartitionRequest,
     RegisterPartitions,
     ReleasePartitions,
 )
@@ -50,7 +58,6 @@ from rebalance.client_balance.group import (
     Node,
     TopicPartition,
     freeze,
-    thaw,
 )
 from rebalance.client_balance.records import (
     ClientBalanceRecord,
@@ -63,11 +70,13 @@ from rebalance.client_balance.records import (
     holder_key,
     parse_holder_key,
 )
+from rebalance.client_balance.routes import ClientBalanceRoutes
+from rebalance.commands import Command, OffsetCommit
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicMetadata
 from rebalance.effects import Result, single_reply
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import EventType, ExpiryReason, LeaveReason, ReleaseReason
+from rebalance.group_types import CommitPartitionValidator, GroupType, Route
 from rebalance.records import OffsetAndMetadata, OffsetCommitRecord, Record
 from rebalance.replies import (
     ClientBalanceDescribeReply,
@@ -84,15 +93,13 @@ from rebalance.replies import (
 )
 from rebalance.state import CoordinatorState
 from rebalance.timers import CLIENT_BALANCE_SESSION, TimerKey, client_balance_session_key
+from rebalance.topics import TopicMetadata
 
 #: How often a node is asked to heartbeat: a third of its session, as Kafka's clients default.
 HEARTBEAT_FRACTION = 3
 
-#: The records that delete a group of another type (the core's `GroupType.tombstones`).
-Tombstones = Callable[[Any], list[Record]]
 
-
-class ClientBalanceGroupType:
+class ClientBalanceGroupType(GroupType):
     """Client-balance groups over a `CoordinatorState`: requests, timers, records, views."""
 
     name: ClassVar[str] = GROUP_TYPE
@@ -100,12 +107,10 @@ class ClientBalanceGroupType:
     record_class: ClassVar[type[Any]] = ClientBalanceRecord
     timer_kinds: ClassVar[frozenset[str]] = frozenset({CLIENT_BALANCE_SESSION})
 
-    __slots__ = ("metadata", "state", "tombstones_of")
+    __slots__ = ("metadata", "state")
 
-    def __init__(self, state: CoordinatorState, tombstones_of: Tombstones) -> None:
+    def __init__(self, state: CoordinatorState) -> None:
         self.state = state
-        #: Deletes an empty group of another type when a node takes its id over.
-        self.tombstones_of = tombstones_of
         #: The cluster's topics as the shell last described them: a partition must exist to
         #: be registered.
         self.metadata = TopicMetadata()
@@ -113,6 +118,15 @@ class ClientBalanceGroupType:
     @property
     def config(self) -> CoordinatorConfig:
         return self.state.config
+
+    def routes(self) -> Mapping[type[Command[Any]], Route]:
+        routes = ClientBalanceRoutes(self)
+        return {
+            ClientBalanceHeartbeat: routes.heartbeat,
+            RegisterPartitions: routes.register,
+            ReleasePartitions: routes.release,
+            ClientBalanceDescribe: routes.describe,
+        }
 
     # ============================================================================ heartbeat
     def heartbeat(self, cmd: ClientBalanceHeartbeat, now_ms: int, token: Hashable) -> Result:
@@ -161,7 +175,11 @@ class ClientBalanceGroupType:
         node = group.nodes.get(cmd.member_id)
         if node is None:
             epoch = group.group_epoch + 1
-            self._apply(result, group.group_id, GroupEpochValue(epoch))
+            if group.nodes:
+                fixed = GroupEpochValue(epoch, group.source_count, group.topics)
+            else:  # the first node of an empty group fixes them until the group empties
+                fixed = GroupEpochValue(epoch, cmd.source_count, topics)
+            self._apply(result, group.group_id, fixed)
         else:
             epoch = node.member_epoch  # a re-join keeps its incarnation and partitions
         value = NodeValue(
@@ -209,7 +227,7 @@ class ClientBalanceGroupType:
             # offsets kept: our record converts it, then its tombstone clears its row (a
             # type's tombstone deletes only a group of its own type).
             self._apply(result, cmd.group_id, GroupEpochValue(0))
-            for record in self.tombstones_of(group):
+            for record in self.state.type_of(group).tombstones(group):
                 self.state.apply(result, record)
         else:
             self._apply(result, cmd.group_id, GroupEpochValue(0))
@@ -221,25 +239,24 @@ class ClientBalanceGroupType:
     def _check_consistent(
         group: ClientBalanceGroup, cmd: ClientBalanceHeartbeat, topics: tuple[str, ...]
     ) -> None:
-        """TubeMQ's `ConsumeGroupInfo.validConsumerInfo` against the other live nodes."""
-        others = [n for n in group.nodes.values() if n.member_id != cmd.member_id]
-        if not others:
+        """TubeMQ's `ConsumeGroupInfo.validConsumerInfo`: against the group's topics and source
+        count (a re-join of a node is checked too), the node id against the other nodes."""
+        if not group.nodes:
             return  # the first node fixes the group's topics and source count
-        first = others[0]
-        if topics != first.topics:
+        if topics != group.topics:
             raise CoordinatorError(
                 ErrorCode.CLIENT_INCONSISTENT_TOPICSET,
-                f"topics {list(topics)} differ from the group's {list(first.topics)}",
+                f"topics {list(topics)} differ from the group's {list(group.topics)}",
             )
-        if first.source_count <= 0:
+        if group.source_count <= 0:
             return  # the group turned the sourceCount/nodeId checks off
-        if cmd.source_count != first.source_count:
+        if cmd.source_count != group.source_count:
             raise CoordinatorError(
                 ErrorCode.CLIENT_INCONSISTENT_SOURCECOUNT,
-                f"sourceCount {cmd.source_count} differs from the group's {first.source_count}",
+                f"sourceCount {cmd.source_count} differs from the group's {group.source_count}",
             )
-        for other in others:
-            if other.node_id == cmd.node_id:
+        for other in group.nodes.values():
+            if other.member_id != cmd.member_id and other.node_id == cmd.node_id:
                 raise CoordinatorError(
                     ErrorCode.CLIENT_DUPLICATE_INDEXID,
                     f"nodeId {cmd.node_id} is held by {other.member_id}",
@@ -261,27 +278,12 @@ class ClientBalanceGroupType:
     def _heartbeat(
         self, result: Result, cmd: ClientBalanceHeartbeat, now_ms: int
     ) -> ClientBalanceHeartbeatReply:
+        # `cmd.held` is the node's report: never applied (its snapshot may predate a
+        # registration answered meanwhile); the reply's book is what the node syncs to.
         group, node = self._acting_node(
             result, cmd.group_id, cmd.member_id, cmd.member_epoch, now_ms
         )
-        if cmd.held is not None:
-            self._converge(result, group, node, thaw(cmd.held), now_ms)
         return self._alive(result, group, node, now_ms)
-
-    def _converge(
-        self,
-        result: Result,
-        group: ClientBalanceGroup,
-        node: Node,
-        reported: set[TopicPartition],
-        now_ms: int,
-    ) -> None:
-        """Make the book agree with the node's report where exclusivity allows it."""
-        for tp in sorted(node.held - reported):
-            self._release(result, group, node, tp, now_ms, ReleaseReason.NOT_REPORTED)
-        for tp in sorted(reported - node.held):
-            if group.holders.get(tp) is None and self._partition_error(node, tp) is None:
-                self._hold(result, group, node, tp, now_ms, None)
 
     def _alive(
         self, result: Result, group: ClientBalanceGroup, node: Node, now_ms: int
@@ -322,7 +324,7 @@ class ClientBalanceGroupType:
             if error is not None:
                 outcomes.append(RegisteredPartition(*tp, error))
                 continue
-            bootstrap = request.bootstrap_offset if request.bootstrap_offset >= 0 else None
+            bootstrap = bootstrap_offset(request)
             if holder is None:
                 self._hold(result, group, node, tp, now_ms, bootstrap)
             if bootstrap is not None:
@@ -355,20 +357,18 @@ class ClientBalanceGroupType:
             if holder == node.member_id:
                 self._release(result, group, node, tp, now_ms, ReleaseReason.RELEASE)
                 outcomes.append(ReleasedPartition(*tp, ErrorCode.NONE))
-            elif holder is not None:
-                outcomes.append(ReleasedPartition(*tp, ErrorCode.PARTITION_OCCUPIED))
-            else:  # nobody holds it: released already (a retry whose first answer was lost)
-                outcomes.append(ReleasedPartition(*tp, ErrorCode.NONE))
+            elif holder is not None:  # TubeMQ's broker: "has been consumed by" another
+                outcomes.append(ReleasedPartition(*tp, ErrorCode.DUPLICATE_PARTITION))
+            else:  # TubeMQ's broker: unregistered ("you have to register firstly"); a retry
+                outcomes.append(ReleasedPartition(*tp, ErrorCode.HB_NO_NODE))
         result.reply(token, ReleasePartitionsReply(ErrorCode.NONE, tuple(outcomes)))
         return result
 
     def _partition_error(self, node: Node, tp: TopicPartition) -> ErrorCode | None:
         topic, partition = tp
-        if topic not in node.topics:
-            return ErrorCode.PARTITION_UNSUBSCRIBABLE
         info = self.metadata.topics.get(topic)
-        if info is None or not 0 <= partition < info.partitions:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if topic not in node.topics or info is None or not 0 <= partition < info.partitions:
+            return ErrorCode.NOT_FOUND  # not in the node's partition metadata, as TubeMQ's
         return None
 
     def _hold(
@@ -498,11 +498,12 @@ class ClientBalanceGroupType:
             self._remove(result, group, node, now_ms, ExpiryReason.SESSION_TIMEOUT)
         return result
 
-    def topics_changed(self, metadata: TopicMetadata) -> None:
+    def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:
         """The shell's new topic snapshot. Registrations of partitions that no longer exist
         stay until their nodes release them or stop reporting them: as in TubeMQ, which
         partitions to drop when the metadata changes is the client's decision."""
         self.metadata = metadata
+        return Result()
 
     def loaded(self, result: Result, group: ClientBalanceGroup, now_ms: int) -> None:
         """Sessions run from load time."""
@@ -526,6 +527,8 @@ class ClientBalanceGroupType:
         """Apply one record value: the same code for live changes and for loading."""
         if isinstance(value, GroupEpochValue):
             group.group_epoch = max(group.group_epoch, value.epoch)
+            group.fixed_source_count = value.source_count
+            group.fixed_topics = value.topics
         elif isinstance(value, NodeValue):
             node = group.nodes.get(value.member_id)
             if node is None:
@@ -622,19 +625,30 @@ class ClientBalanceGroupType:
         return ErrorCode.NONE if group.empty else ErrorCode.NON_EMPTY_GROUP
 
     # ========================================================================= offsets
+    def validate_offset_commit(
+        self, result: Result, group: ClientBalanceGroup, cmd: OffsetCommit, now_ms: int
+    ) -> CommitPartitionValidator | None:
+        # A holder whose session deadline has passed commits nothing, fired or not.
+        self.expire_stale(result, group, now_ms)
+        return offsets.validate_commit(group, cmd)
+
     @staticmethod
-    def commit_error(
-        group: ClientBalanceGroup, member_id: str, member_epoch: int, tp: TopicPartition
-    ) -> ErrorCode:
-        """The fence of one partition's commit: only the node incarnation that registered it
-        may commit it (a node that released it, expired, or was replaced by a new incarnation
-        of the same member id cannot). The answer is a Kafka code, FENCED_MEMBER_EPOCH, since
-        it travels in OffsetCommit (TubeMQ's broker would answer with its own codes)."""
-        holder = group.holders.get(tp)
-        node = group.nodes.get(member_id)
-        if holder == member_id and node is not None and node.member_epoch == member_epoch:
-            return ErrorCode.NONE
-        return ErrorCode.FENCED_MEMBER_EPOCH
+    def subscribed_topics(group: ClientBalanceGroup) -> set[str] | None:
+        """The group's topic set (a non-empty group's offsets never expire and OffsetDelete
+        refuses it anyway: its protocol is not "consumer")."""
+        return set(group.topics)
+
+
+def bootstrap_offset(request: PartitionRequest) -> int | None:
+    """The offset a registration starts from: None keeps the committed one (< 0); else the
+    requested offset within the partition's log range when known (TubeMQ's `MixedUtils.mid`:
+    beyond the log end starts at the end, below the start at the start)."""
+    if request.bootstrap_offset < 0:
+        return None
+    if request.log_range is None:
+        return request.bootstrap_offset
+    start, end = request.log_range
+    return max(start, min(end, request.bootstrap_offset))
 
 
 def node_user_data(source_count: int, node_id: int) -> bytes:

@@ -1,7 +1,8 @@
 """The client-balance group's durable state: one keyed record per fact.
 
 * the group's epoch (`GroupEpochValue`): bumped on every join, so each incarnation of a node has
-  an epoch of its own (the fence of its partitions' commits);
+  an epoch of its own (the fence of its partitions' commits); with it the group's source count
+  and topics, fixed by the first node of an empty group until the group empties again;
 * each node (`NodeValue`): its member id and epoch, source count, node id, topics, session;
 * each held partition (`HolderValue`): which node incarnation registered it.
 
@@ -38,6 +39,10 @@ def parse_holder_key(key: str) -> tuple[str, int]:
 @dataclass(frozen=True, slots=True)
 class GroupEpochValue:
     epoch: int
+    #: The group's sourceCount and topics (TubeMQ's `ConsumeGroupInfo`, set by `addConsumer`
+    #: into an empty group); None: a record written before they were kept (the first node's).
+    source_count: int | None = None
+    topics: tuple[str, ...] = ()
 
     def key(self) -> Key:
         return (RecordKind.GROUP_EPOCH, "")
