@@ -241,3 +241,34 @@ async def test_a_client_librarys_fixture_properties_start_the_server_unchanged(
     assert "listener CONTROLLER is a KRaft controller's" in log
     assert log.count("no effect on this node") == 1
     assert "Traceback" not in log and " ERROR " not in log
+
+
+async def test_the_table_is_what_the_pinned_kafka_broker_describes(kafka_broker: Any) -> None:
+    """Apache Kafka itself (the tests' peer, the same release) lists its broker settings with
+    their types; the table has every one of them, and besides only the settings Kafka defines
+    as internal (which DescribeConfigs never shows)."""
+    from coordinator.peers.kafka_broker import KAFKA_VERSION, NODE_ID
+
+    assert KAFKA_VERSION == "4.4.0"
+    host, port = kafka_broker.bootstrap.rsplit(":", 1)
+    client = await WireClient.connect(host, int(port))
+    try:
+        response = await client.request(
+            DESCRIBE_CONFIGS, 4,
+            {"resources": [{"resource_type": BROKER, "resource_name": str(NODE_ID),
+                            "configuration_keys": None}],
+             "include_synonyms": False, "include_documentation": False},
+        )  # fmt: skip
+    finally:
+        await client.close()
+    described = {c.name: c for c in response.results[0].configs}
+    table = kafka_broker_settings()
+    assert set(described) - set(table) == set()
+    internal = {name for name, setting in table.items() if setting.internal}
+    assert set(table) - set(described) == internal - set(described)
+    # an internal setting is shown only where it was given (the test broker sets one)
+    assert {described[name].config_source for name in internal & set(described)} <= {
+        STATIC_BROKER_CONFIG
+    }
+    kinds = {name: table[name].kind for name in described}
+    assert {name: int(c.config_type) for name, c in described.items()} == kinds
