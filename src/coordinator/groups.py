@@ -65,6 +65,8 @@ class GroupCoordinatorExtension:
     def settle(self, settings: Mapping[str, str]) -> None:
         """All of its `--set` values at once, validated together (raises `ConfigError` naming
         the key at fault)."""
+        if not settings:
+            return  # nothing given with --set: the config passed to the constructor stands
         self._config = CoordinatorConfig.from_properties({**self._settings, **settings})
         self._settings = {**self._settings, **settings}
 
