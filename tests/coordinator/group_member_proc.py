@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.member import CommitError, GroupMember
+from coordinator.clients.member import CommitError, GroupMember
 from rebalance.member import ConsumerEmbedded
 from rebalance.replies import JoinGroupMember
 

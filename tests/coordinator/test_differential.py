@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis.errors import Flaky
 
-from coordinator.cli import main
+from coordinator.cli.main import main
 from coordinator.conformance import differential
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.differential import replay, run_differential
@@ -35,7 +35,7 @@ from coordinator.conformance.steps import (
     Wait,
     parse_steps,
 )
-from coordinator.testing import RunningServer, server_in_thread
+from coordinator.testing.server import RunningServer, server_in_thread
 from rebalance import commands
 from rebalance.classic import ClassicGroupType, expiry
 from rebalance.classic import rebalance as classic_rebalance

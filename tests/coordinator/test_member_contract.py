@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.member import (
+from coordinator.clients.member import (
     CommitError,
     CommitFailed,
     GroupMember,
@@ -27,8 +26,9 @@ from coordinator.member import (
     RebalanceInProgress,
     ResourceGroup,
 )
-from coordinator.member.resources import ResourceChange
-from coordinator.testing import RunningServer, running_server
+from coordinator.clients.member.resources import ResourceChange
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.testing.server import RunningServer, running_server
 from rebalance.config import CoordinatorConfig
 from rebalance.member import Assigned
 
@@ -205,10 +205,13 @@ async def test_a_commit_loop_lives_through_rebalances_with_retriable_refusals_on
             assert a.process.returncode is None
             failures = a.events("commit_failed")
             assert failures, "the loop never committed during a rebalance"
-            assert all(f["error"] == "RebalanceInProgress" and f["retriable"] for f in failures), (
-                failures
-            )
-            assert all(f["code"] == "REBALANCE_IN_PROGRESS" for f in failures)
+            final = [
+                f for f in failures if f["error"] != "RebalanceInProgress" or not f["retriable"]
+            ]
+            assert final == [], [(f["code"], f["message"]) for f in final]
+            # REBALANCE_IN_PROGRESS, or the coordinator's ILLEGAL_GENERATION for a commit that
+            # raced the join completing
+            assert {f["code"] for f in failures} <= {"REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"}
         finally:
             await a.stop()
             await b.stop()

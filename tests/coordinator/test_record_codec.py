@@ -10,7 +10,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.record_codec import (
+from coordinator.groups.record_codec import (
     decode,
     encode,
     json_group_row,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.record_codec import RecordFormatError, decode, encode
-from coordinator.runtime import GroupRuntime
-from coordinator.store.base import StoredRecord, StoreError
-from coordinator.store.memory import MemoryStore
-from coordinator.store.sqlite import SqliteStore
+from coordinator.groups.record_codec import RecordFormatError, decode, encode
+from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.base import StoredRecord, StoreError
+from coordinator.groups.store.memory import MemoryStore
+from coordinator.groups.store.sqlite import SqliteStore
 from rebalance import (
     CommitPartition,
     CommitTopic,

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from coordinator.record_codec import decode
-from coordinator.runtime import GroupRuntime
-from coordinator.store.memory import MemoryStore
+from coordinator.groups.record_codec import decode
+from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group import epochs, target
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
@@ -41,7 +41,7 @@ async def test_the_assignor_runs_in_a_thread_while_heartbeats_are_answered(
         assert release.wait(10)
         return real(inputs)
 
-    monkeypatch.setattr("coordinator.runtime.compute_target", slow)
+    monkeypatch.setattr("coordinator.groups.runtime.compute_target", slow)
     store = MemoryStore()
     runtime = GroupRuntime(
         GroupCoordinatorCore(CONFIG, SplitMix64(1)), store, assignor_worker="thread"

@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 
 from assignors.aiokafka import AiokafkaAssignor, assignor
-from coordinator.testing import running_server
+from coordinator.testing.server import running_server
 
 
 async def test_start_refuses_the_plugin_class_and_says_to_pass_an_instance() -> None:

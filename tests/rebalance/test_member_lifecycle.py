@@ -21,7 +21,7 @@ from rebalance.member import (
     Revoked,
     lifecycle,
 )
-from rebalance.replies import HeartbeatReply, JoinGroupReply
+from rebalance.replies import HeartbeatReply, JoinGroupReply, OffsetCommitReply
 
 S = MemberState
 EDGES = {
@@ -189,6 +189,22 @@ def test_commit_is_fenced_by_generation_and_ownership() -> None:
     assert c.commit("a", {("t", 0): 1}).topics == (("t", ((0, ErrorCode.NONE),)),)
     with pytest.raises(CommitRefused, match="not owned"):
         a.commit({("u", 0): 1})
+
+
+def test_a_commit_racing_the_join_it_rejoins_for_is_retriable_and_resets_nothing() -> None:
+    # Sent while the member rejoins (the coordinator takes commits until the join completes),
+    # answered ILLEGAL_GENERATION because the join completed first: the JoinGroup under way
+    # decides the membership; the commit is to be made again in the new generation.
+    c = Cluster({"t": 2})
+    a = c.add("a")
+    c.settle()
+    a._rejoin()
+    assert isinstance(a.poll(c.now), JoinGroup)  # in flight
+    request = a.commit({("t", 0): 3})
+    illegal = OffsetCommitReply((("t", ((0, ErrorCode.ILLEGAL_GENERATION),)),))
+    outcome = a.on_commit_reply(request, illegal)
+    assert outcome.rebalancing and not outcome.ok
+    assert a.state is S.JOINING and a.generation == 1 and a.owned  # nothing was reset
 
 
 def test_close_revokes_then_leaves() -> None:

@@ -1,8 +1,8 @@
 """The core's group commands as Kafka requests, and Kafka responses as the core's replies.
 
 Everything in this project that speaks to a group coordinator as a client does it with the core's
-own values: the member library (`coordinator.member`) sends what the pure member decides, the
-conformance run (`coordinator.conformance`) sends what it also hands to the core as its model.
+own values: the member library (`coordinator.clients.member`) sends what the pure member decides,
+the conformance run (`coordinator.conformance`) sends what it also hands to the core as its model.
 Both translate here, in one place, to the version-agnostic dicts `codec.build_request` fills a
 request class from (a field the version lacks is dropped there), and back from a decoded response
 (a field the version lacks reads as its default here).

@@ -257,11 +257,14 @@ class ClassicMember(MemberBase[Request]):
         elif action is Action.REJOIN and self.state is MemberState.STABLE:
             self._rejoin()
         elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER_ID):
-            if not current:
+            if not current or self.state in (MemberState.JOINING, MemberState.SYNCING):
                 # Java's OffsetCommitResponseHandler: the generation moved on since the commit
-                # was sent, so RebalanceInProgressException, no reset. DIFFERS: Java says so
-                # only while still rebalancing, CommitFailedException once stable again; here
-                # always, since what owned() lists in the new generation may be committed.
+                # was sent, or the member is rebalancing: RebalanceInProgressException, no
+                # reset (the JoinGroup under way decides the membership). DIFFERS: Java sends
+                # no commit while rejoining, so it cannot race a join completing; this member
+                # does (the coordinator takes them until then). And Java says CommitFailed for
+                # a moved-on generation once stable again; here always retriable, since what
+                # owned() lists in the new generation may be committed.
                 return CommitOutcome(error, action, rebalancing=True)
             self._reset(forget_member_id=action is Action.RESET_MEMBER_ID)
         elif action is Action.FATAL and current:
