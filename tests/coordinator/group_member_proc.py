@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.clients.member import CommitError, GroupMember
+from rebalance.classic.replies import JoinGroupMember
 from rebalance.member import ConsumerEmbedded
-from rebalance.replies import JoinGroupMember
 
 
 @dataclass(frozen=True)
