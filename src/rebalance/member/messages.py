@@ -1,6 +1,6 @@
 """What a member says and hears besides the coordinator's own commands and replies.
 
-The group requests a member sends are the core's commands (`rebalance.commands.JoinGroup`,
+The group requests a member sends are the core's commands (`rebalance.classic.commands.JoinGroup`,
 `SyncGroup`, `Heartbeat`, `LeaveGroup`, `OffsetCommit`) and it is answered with the core's replies:
 one vocabulary for both ends, so a pure member can be wired straight to a pure coordinator in
 tests. Two more requests are the member's own: finding the coordinator and, for a leader, the
@@ -49,7 +49,7 @@ class TopicsDescribed:
 
 @dataclass(frozen=True, slots=True)
 class Assigned:
-    """Partitions that became this member's (`on_assigned`); may be empty after a rebalance."""
+    """Partitions that became this member's (`on_assigned`); never empty."""
 
     partitions: frozenset[TopicPartition]
     generation: int
@@ -75,7 +75,17 @@ Change = Assigned | Revoked | Lost
 
 
 class CommitRefused(Exception):
-    """The member cannot commit these offsets now (not in a generation, or not the owner)."""
+    """The member cannot commit these offsets now: `retriable` when a rebalance is under way
+    (commit again once it is done), final otherwise (not the owner, the generation is gone).
+    `code` is the Kafka error the coordinator would answer, None when Kafka has none (Kafka's
+    coordinator does not check who owns a partition)."""
+
+    def __init__(
+        self, message: str, code: ErrorCode | None = None, *, retriable: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retriable = retriable
 
 
 class MemberFailed(Exception):
