@@ -9,9 +9,9 @@ from pathlib import Path
 
 from serve_process import one_line, run_rebalance, start_serve, stop
 
+from coordinator.cli.repair import inspect_partition, repair
 from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
-from coordinator.partition_log.repair import inspect_partition, repair
 from coordinator.partition_log.topics import TopicStore
 from coordinator.testing.server import WireClient, read_records, record_batch
 

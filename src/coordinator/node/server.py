@@ -64,7 +64,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from coordinator.groups.store.base import StoreError
+from coordinator.errors import StoreError
 from coordinator.node.contract import ApiSpec, Broker, RequestContext, ResponseValue
 from coordinator.wire.codec import (
     FRAME_LENGTH,

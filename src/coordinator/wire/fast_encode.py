@@ -54,6 +54,8 @@ from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_tagged_field
 from kio.static.constants import uuid_zero
 
+from coordinator.wire.field_types import split_optional, zero_value
+
 Encoder = Callable[[Any], bytes]
 
 #: kafka_type -> (struct code, expression of the value `{v}` to pack), for fixed-width fields.
@@ -464,8 +466,6 @@ class _ValuesGenerator(_Generator):
 
     def _fetch(self, field: Field[Any], local: str) -> list[str]:
         """Lines setting `local` to the field's value as `build_entity` would fill it."""
-        from coordinator.wire import codec  # (codec imports this module)
-
         if field.default is not MISSING:
             missing: Any = field.default
         elif field.default_factory is not MISSING:
@@ -473,7 +473,7 @@ class _ValuesGenerator(_Generator):
         else:
             missing = None
         fetched = f"v.get({field.name!r}, {self._literal(missing)})"
-        inner, nullable = codec._split_optional(field.type)
+        inner, nullable = split_optional(field.type)
         if nullable:
             return [f"    {local} = {fetched}"]
         if typing.get_origin(inner) is tuple:
@@ -481,7 +481,7 @@ class _ValuesGenerator(_Generator):
         elif is_dataclass(inner):
             zero = {}
         else:
-            zero = codec._zero_value(inner)
+            zero = zero_value(inner)
             if zero is None:
                 return [f"    {local} = {fetched}"]
         return [

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from coordinator.errors import OperationalError
+from coordinator.errors import StoreError as StoreError  # raised by every store
 from rebalance.quick_init import quick_init
 
 
@@ -29,10 +29,6 @@ class StoredRecord:
     @property
     def is_tombstone(self) -> bool:
         return self.value is None
-
-
-class StoreError(OperationalError):
-    """The store cannot be opened or written; the message names the file."""
 
 
 @runtime_checkable
