@@ -81,6 +81,7 @@ def test_a_missing_extra_names_the_distribution() -> None:
 
 def test_the_pytest_plugin_is_an_entry_point() -> None:
     plugins = importlib.metadata.entry_points(group="pytest11")
-    assert [(e.name, e.value) for e in plugins if e.value.startswith("coordinator.")] == [
-        ("coordinator.testing.pytest_plugin", "coordinator.testing.pytest_plugin")
+    assert sorted((e.name, e.value) for e in plugins if e.value.startswith("coordinator.")) == [
+        ("coordinator.testing.peers.pytest_plugin", "coordinator.testing.peers.pytest_plugin"),
+        ("coordinator.testing.pytest_plugin", "coordinator.testing.pytest_plugin"),
     ]

@@ -30,13 +30,15 @@ are in test_consumer_rebalance)."""
 
 @asynccontextmanager
 async def zk_broker(
-    connect: str, topics: Sequence[tuple[str, int]]
+    connect: str, topics: Sequence[tuple[str, int]], data_dir: Path | None = None
 ) -> AsyncIterator[RunningServer]:
-    """A node registered in ZooKeeper as broker 1, hosting `topics`."""
+    """A node registered in ZooKeeper as broker 1, hosting `topics` (on a free port; in
+    `data_dir` when given, so a restart keeps the records)."""
     registration = ZooKeeperBrokerRegistration(connect)
     async with running_server(
-        topics=topics, extensions=[registration], port=free_port(), groups=False
-    ) as node:
+        topics=topics, extensions=[registration], port=free_port(), groups=False,
+        data_dir=data_dir,
+    ) as node:  # fmt: skip
         await registration.settled()
         yield node
 

@@ -142,6 +142,7 @@ class GroupRuntime:
             # Each big group is sent to the worker now, paced, rather than whole by its first
             # computation while heartbeats wait (`AssignorWorker.prime`).
             for inputs in self.core.offloaded_inputs():
+                assert isinstance(inputs, TargetInputs)  # the only work offloaded today
                 try:
                     worker = self._worker_handle()
                     if worker.broken:  # the computations use the thread
@@ -172,7 +173,7 @@ class GroupRuntime:
         if self._pending_write() is not None:
             return None
         self._next_token += 1
-        result = self.core.heartbeat(command, self._clock.now_ms(), self._next_token)
+        result = self.core.handle(command, self._clock.now_ms(), self._next_token)
         self._carry_out(result)
         (reply,) = result.replies
         assert isinstance(reply.response, HeartbeatReply)
@@ -289,6 +290,7 @@ class GroupRuntime:
     def _offload(self, result: Result) -> None:
         """Start the result's offloaded target assignments in the assignor worker."""
         for inputs in result.offloaded:
+            assert isinstance(inputs, TargetInputs)  # the only work offloaded today
             if self._assignor_in == "process":
                 try:
                     worker = self._worker_handle()

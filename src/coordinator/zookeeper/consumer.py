@@ -14,8 +14,9 @@ rebalances by itself. What it does, in 0.8.2's order (the code, where the docs d
    `/brokers/topics/<topic>` of each subscribed topic (for a topic filter, a child watch on
    `/brokers/topics` that re-registers and rebalances when the allowed topics change), then
    runs a rebalance; if that fails `start()` raises `ConsumerRebalanceFailed`, as
-   `createMessageStreams` throws. 0.8 has no standing watch on `/brokers/ids`; it watches it
-   only after a rebalance found no broker, and so do we.
+   `createMessageStreams` throws. 0.8 has no standing watch on `/brokers/ids` at first; a
+   rebalance that finds no broker subscribes to it, and from then on every broker join or
+   leave rebalances (ZkClient's subscriptions are permanent: we re-arm it like the others).
 2. Watches only set a flag; one task (0.8's `<consumer id>_watcher_executor`) takes the flag
    and rebalances, so a burst of events while it works collapses into one more rebalance.
 3. A rebalance (`syncedRebalance`) holds the rebalance lock and makes up to
@@ -166,6 +167,8 @@ class ZooKeeperConsumer:
         self._watch_events = 0
         self._wildcard_topics: list[str] = []
         self._watched_topics: set[str] = set()
+        #: Set once a rebalance found no broker: `/brokers/ids` is watched from then on.
+        self._brokers_subscribed = False
         self._last_consumers: list[str] = []
         self._seen: dict[str, object] = {}
         self._partitions_total = 0
@@ -313,6 +316,14 @@ class ZooKeeperConsumer:
             self._wildcard_topics = await self._allowed_topics()
         for topic in self._subscribed_topics():
             await self._watch_topic(topic)
+        if self._brokers_subscribed:
+            await self._watch_brokers()
+
+    async def _watch_brokers(self) -> None:
+        """0.8's `subscribeChildChanges(BrokerIdsPath, loadBalancerListener)`: once made, it
+        stays for the connector's life."""
+        self._brokers_subscribed = True
+        self._seen["brokers"] = await self._zk.children(BROKER_IDS, self._brokers_changed)
 
     def _subscribed_topics(self) -> list[str]:
         if self._filter is not None:
@@ -344,6 +355,7 @@ class ZooKeeperConsumer:
         self.trigger(ZooKeeperTrigger.TOPIC_CHANGED)
 
     def _brokers_changed(self, _kind: str, path: str) -> None:
+        self._rearm(lambda: self._zk.children(path, self._brokers_changed), "brokers")
         self.trigger(ZooKeeperTrigger.BROKERS_CHANGED)
 
     def _topic_list_changed(self, _kind: str, _path: str) -> None:
@@ -371,7 +383,7 @@ class ZooKeeperConsumer:
 
         async def rearm() -> None:
             result = await read()
-            if key == "ids":
+            if key in ("ids", "brokers"):  # children
                 self._seen[key] = result
             else:
                 self._seen[key] = result[1].modified_zxid if result else None
@@ -492,7 +504,7 @@ class ZooKeeperConsumer:
         brokers = await registry.brokers()
         if not brokers:
             log.warning("no brokers found when trying to rebalance.")
-            await self._zk.children(BROKER_IDS, self._brokers_changed)
+            await self._watch_brokers()
             return True, ""
         await self._stop_fetcher()
         if self.config.auto_commit_enable:
@@ -520,7 +532,7 @@ class ZooKeeperConsumer:
             for tp, thread in sorted(decision.items())
         }
         self._checkpointed = dict(offsets)
-        self._fetcher = Fetcher(self.config, brokers, self._registry, self._queue)
+        self._fetcher = Fetcher(self.config, registry.brokers, self._registry, self._queue)
         self._fetcher.start()
         log.info("Consumer %s selected partitions : %s", self.consumer_id, sorted(decision))
         return True, ""

@@ -8,7 +8,9 @@ Metadata v1 to find leaders, Fetch v4, and ListOffsets v1 when a partition has n
 offset (-1) or its offset is out of range, where `auto.offset.reset` picks the earliest
 (`smallest`) or the latest (`largest`) offset and resets the consumed offset too (0.8's
 `handleOffsetOutOfRange`). A leader that cannot be reached is looked up again after
-`refresh.leader.backoff.ms`.
+`refresh.leader.backoff.ms`, from the brokers registered *now*: each lookup reads `/brokers/ids`
+again, as 0.8.2's `LeaderFinderThread` does (`getAllBrokersInCluster` on every pass), so a
+broker that comes back under its id at another address is found without a rebalance.
 
 Why not an existing client in manual-assignment mode (aiokafka's `assign()`): it bootstraps from
 addresses, not from the registry, runs its own metadata and fetch tasks that the rebalance could
@@ -30,6 +32,7 @@ from kio.records.schema import Record
 from kio.schema.errors import ErrorCode
 
 from coordinator.wire.client import WireClient, list_offsets, read_records
+from coordinator.zookeeper.client import ZooKeeperError
 from rebalance.zookeeper.config import ZooKeeperConsumerConfig
 from rebalance.zookeeper.formats import BrokerRegistration
 
@@ -68,22 +71,26 @@ class FetchError(RuntimeError):
     """A partition's data cannot be read (for example a compressed batch)."""
 
 
+ReadBrokers = Callable[[], Awaitable[Sequence[BrokerRegistration]]]
+
+
 class Fetcher:
-    """Fetches `infos` from their leaders into `queue` until stopped."""
+    """Fetches `infos` from their leaders into `queue` until stopped; `brokers` reads the
+    broker registry (at every leader lookup)."""
 
     _next_id = 0
 
     def __init__(
         self,
         config: ZooKeeperConsumerConfig,
-        brokers: Sequence[BrokerRegistration],
+        brokers: ReadBrokers,
         infos: Mapping[TopicPartition, PartitionTopicInfo],
         queue: asyncio.Queue[FetchedChunk],
     ) -> None:
         Fetcher._next_id += 1
         self.id = Fetcher._next_id
         self.config = config
-        self.brokers = list(brokers)
+        self.read_brokers = brokers
         self.infos = dict(infos)
         self.queue = queue
         self.errors: list[str] = []
@@ -121,7 +128,7 @@ class Fetcher:
             except FetchError as exc:
                 log.error("fetcher stopped: %s", exc)
                 return
-            except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
+            except (OSError, asyncio.IncompleteReadError, TimeoutError, ZooKeeperError) as exc:
                 log.info("fetcher: %s; finding leaders again in %.1f s", exc, backoff)
             except Exception as exc:  # a bug must not pass silently, nor stop the consumer
                 log.exception("fetcher failed")
@@ -141,7 +148,7 @@ class Fetcher:
         return client
 
     async def _find_leaders(self) -> dict[tuple[str, int], list[TopicPartition]]:
-        return await find_leaders(self.brokers, list(self.infos), self._connect)
+        return await find_leaders(await self.read_brokers(), list(self.infos), self._connect)
 
     async def _fetch_from(self, address: tuple[str, int], partitions: list[TopicPartition]) -> None:
         client = await self._connect(*address)
