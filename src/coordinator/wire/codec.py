@@ -231,7 +231,8 @@ def _header_tail(cls: type[ResponsePayload]) -> bytes:
 @cache
 def body_encoder(cls: type[ResponsePayload]) -> Callable[[Any], bytes]:
     """The generated encoder of a response class, or kio's writer for a schema the generator
-    does not cover (none of the advertised responses: see tests/coordinator/test_fast_encode)."""
+    does not cover (none of the advertised responses: see
+    tests/coordinator/wire/test_fast_encode)."""
     try:
         return fast_encode.encoder(cls)
     except fast_encode.UnsupportedSchema:

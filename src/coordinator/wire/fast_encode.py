@@ -21,7 +21,7 @@ error codes and durations), without building an object per response and per nest
 nested value that is already a kio entity is written by the entity encoder. Classes with tagged
 fields are left to `build_response` and `encoder` (`UnsupportedSchema`).
 
-`tests/coordinator/test_fast_encode.py` checks, for every response version the server
+`tests/coordinator/wire/test_fast_encode.py` checks, for every response version the server
 advertises, that the bytes are identical to kio's and decode with kio to the same response, and
 that a dict written by `values_encoder` gives the bytes of the response `build_response` makes
 from it.

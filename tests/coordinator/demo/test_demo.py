@@ -43,8 +43,8 @@ def _processes_with(marker: str) -> list[str]:
 
 
 # The consumer and cooperative stories run without the Spark report (--no-report): the classic
-# run covers the report of a demo, and tests/analytics/test_consumer_groups.py reads a consumer
-# and a cooperative demo's log.
+# run covers the report of a demo, and tests/coordinator/analytics/test_consumer_groups.py reads a
+# consumer and a cooperative demo's log.
 @pytest.mark.parametrize(
     ("protocol", "report"), [("classic", True), ("consumer", False), ("cooperative", False)]
 )
