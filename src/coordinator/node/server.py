@@ -273,7 +273,7 @@ class _ParkedSlot(_Slot):
         if self.done:
             return
         connection = self.connection
-        if connection._closing:  # nobody to write to
+        if connection.closing:  # nobody to write to
             self._settle(None)
             return
         data: bytes | None
@@ -295,21 +295,18 @@ class _ParkedSlot(_Slot):
         self._settle(data)
 
     def fail(self, exc: Exception) -> None:
-        """Starting or answering the request raised: answered as `_Connection._failed` says."""
+        """Starting or answering the request raised: answered as `_Connection.failure_answer`
+        says."""
         if self.done:
             return
         connection = self.connection
-        data = connection._failed(self.prefix, exc)
+        data = connection.failure_answer(self.prefix, exc)
         if data is None:
             connection.close()
         self._settle(data)
 
     def _settle(self, data: bytes | None) -> None:
-        connection = self.connection
-        connection.parked -= 1
-        connection._complete(self, data)
-        if not connection.parked and connection._parked_done is not None:
-            connection._parked_settled()
+        self.connection.parked_answered(self, data)
 
 
 class _Connection(asyncio.Protocol):
@@ -517,6 +514,18 @@ class _Connection(asyncio.Protocol):
                 self._parked_done.set_result(None)
         return self._parked_done
 
+    @property
+    def closing(self) -> bool:
+        """Closed or closing: an answer now has nobody to go to."""
+        return self._closing
+
+    def parked_answered(self, slot: _Slot, data: bytes | None) -> None:
+        """A parked request's answer (None: nothing to write) takes its place in the order."""
+        self.parked -= 1
+        self._complete(slot, data)
+        if not self.parked and self._parked_done is not None:
+            self._parked_settled()
+
     def _parked_settled(self) -> None:
         if self._parked_done is not None and not self._parked_done.done():
             self._parked_done.set_result(None)
@@ -694,13 +703,13 @@ class _Connection(asyncio.Protocol):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            data = self._failed(prefix, exc)
+            data = self.failure_answer(prefix, exc)
             if data is None:
                 self.close()
                 return
         self._complete(slot, data)
 
-    def _failed(self, prefix: RequestPrefix, exc: Exception) -> bytes | None:
+    def failure_answer(self, prefix: RequestPrefix, exc: Exception) -> bytes | None:
         """Log a request's failure; the error answer to send, or None: close the connection.
 
         A storage failure (disk full, I/O error) the handler did not answer itself is one line,

@@ -10,7 +10,7 @@ state, so records come back in the order they were last written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -35,6 +35,14 @@ class StoredRecord:
 class RecordStore(Protocol):
     async def append(self, records: Sequence[StoredRecord]) -> None:
         """Apply the records atomically; they are durable when this returns."""
+        ...
+
+    def append_then(
+        self, records: Sequence[StoredRecord], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """`append` without awaiting it (how the group runtime writes): `done` is called on the
+        running loop once the records are durable (with None) or could not be written (with
+        the error; `asyncio.CancelledError` if the write was cancelled)."""
         ...
 
     def load(self) -> Iterator[StoredRecord]:
