@@ -2,8 +2,7 @@
 
 Each socket is served by a `Connection` (`coordinator.node.connection`), an `asyncio.Protocol`:
 `data_received` splits every complete frame out of the bytes at hand and handles them one after
-another, with no task and no
-`readexactly` per request. A request the API can answer at once (`answer_now`: heartbeats, most
+another, with no task and no `readexactly` per request. A request the API can answer at once (`answer_now`: heartbeats, most
 of what a coordinator is asked) is answered synchronously. A request that must wait gets a
 pending slot in the connection's in-order queue: a JoinGroup or SyncGroup parked until its round
 completes (`answer_parked`) is that slot and nothing more, the slot being the callback the group
