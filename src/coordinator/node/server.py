@@ -2,18 +2,17 @@
 
 Each socket is served by a `Connection` (`coordinator.node.connection`), an `asyncio.Protocol`:
 `data_received` splits every complete frame out of the bytes at hand and handles them one after
-another, with no task and no `readexactly` per request. A request the API can answer at once (`answer_now`: heartbeats, most
-of what a coordinator is asked) is answered synchronously. A request that must wait gets a
-pending slot in the connection's in-order queue: a JoinGroup or SyncGroup parked until its round
-completes (`answer_parked`) is that slot and nothing more, the slot being the callback the group
-runtime answers through once the round's records are durable (an OffsetCommit waiting for its
-fsync likewise); any other (a long-polling Fetch) also gets a task running its handler.
-Responses are written strictly in request order: an answer ready while an earlier request is
-still pending waits in the queue behind it. Kafka clients match responses to requests by order
-as well as by correlation id, and a parked JoinGroup must not be overtaken by a later
-Heartbeat's response.
-Every response that became ready during one pass over the input (or, for parked requests and
-tasks that finish, during one loop iteration) goes out with a single `transport.write`; the
+another, with no task and no `readexactly` per request. A request the API can answer at once
+(`answer_now`: heartbeats, most of what a coordinator is asked) is answered synchronously. A request
+that must wait gets a pending slot in the connection's in-order queue: a JoinGroup or SyncGroup
+parked until its round completes (`answer_parked`) is that slot and nothing more, the slot being the
+callback the group runtime answers through once the round's records are durable (an OffsetCommit
+waiting for its fsync likewise); any other (a long-polling Fetch) also gets a task running its
+handler. Responses are written strictly in request order: an answer ready while an earlier request
+is still pending waits in the queue behind it. Kafka clients match responses to requests by order as
+well as by correlation id, and a parked JoinGroup must not be overtaken by a later Heartbeat's
+response. Every response that became ready during one pass over the input (or, for parked requests
+and tasks that finish, during one loop iteration) goes out with a single `transport.write`; the
 connections answered during one loop iteration are written in one pass at its end.
 
 Back-pressure, so that no client can make the server buffer without bound:
