@@ -254,28 +254,28 @@ async def test_mixed_incremental_group_under_churn(protocol: str, tmp_path: Path
         for kind, name in [("group-member", "ours-1"), ("confluent", "rdk-1"),
                            ("group-member", "ours-2"), ("confluent", "rdk-2")]:  # fmt: skip
             procs.append(await spawn(bootstrap, kind, name, protocol))
-        await until_split(procs, coordinator.groups.extension)
+        await until_split(procs, coordinator.groups)
         start = time.monotonic()
         procs.append(await spawn(bootstrap, "group-member", "ours-3", protocol))
-        await until_split(procs, coordinator.groups.extension)
+        await until_split(procs, coordinator.groups)
         phases.append(Phase("ours-3 joins", start, time.monotonic(), {"ours-3"}))
         start = time.monotonic()
         leaving = procs.pop(0)  # ours-1 leaves cleanly
         await leaving.stop()
-        await until_split(procs, coordinator.groups.extension)
+        await until_split(procs, coordinator.groups)
         phases.append(Phase("ours-1 leaves", start, time.monotonic(), {"ours-1"}))
         start = time.monotonic()
         crashed = [procs.pop(0), procs.pop(0)]  # rdk-1 and ours-2: SIGKILL
         for proc in crashed:
             await proc.kill()
-        await until_split(procs, coordinator.groups.extension)
+        await until_split(procs, coordinator.groups)
         phases.append(Phase("rdk-1, ours-2 killed", start, time.monotonic(),
                             {"rdk-1", "ours-2"}, crash=True))  # fmt: skip
         # The coordinator restarts: the survivors find it again and go on consuming.
         await coordinator.stop()
         await coordinator.start(port=int(bootstrap.rpartition(":")[2]))
         back = time.monotonic()
-        await until_split(procs, coordinator.groups.extension)
+        await until_split(procs, coordinator.groups)
         await until_consuming(procs, back)
         stop_producing.set()
         await producing
