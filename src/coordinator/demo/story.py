@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -353,7 +354,10 @@ def run_demo(
     if report:
         explain(data_dir / "events", output / "report", say)
     else:
-        say(f"\nno report (--no-report): rebalance report {data_dir / 'events'} explains it")
+        hint = f"rebalance report {shlex.quote(str(data_dir / 'events'))} --out " + shlex.quote(
+            str(output / "report")
+        )
+        say(f"\nno report (--no-report): {hint} explains it")
     left = running_children()
     if left:
         say(f"\ndone in {time.monotonic() - started:.0f} s; still running: {left}")

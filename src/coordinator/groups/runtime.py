@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator.groups import record_codec
 from coordinator.groups.event_log.log import EventLog, epoch_offset_ms
+from coordinator.groups.group_log import log_group_events
 from coordinator.groups.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
 from rebalance.consumer_group.group import TopicMetadata
@@ -336,8 +337,12 @@ class GroupRuntime:
         self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
 
     def _log_events(self, result: Result) -> None:
-        if result.events and self.events is not None:
-            self.events.emit(result.events, self._epoch_offset)
+        if result.events:
+            log_group_events(
+                result.events
+            )  # the server log's INFO lines (coordinator.groups.group_log)
+            if self.events is not None:
+                self.events.emit(result.events, self._epoch_offset)
 
     def _carry_out_timers(self, result: Result) -> None:
         """Apply timer effects (lazily: a later deadline for an armed key only updates the

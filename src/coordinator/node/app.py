@@ -32,6 +32,7 @@ from coordinator.node.described_configs import (
     model_entries,
     table_entries,
 )
+from coordinator.node.kafka_settings import announced, inert_entries
 from coordinator.node.open_listeners import Opened, open_listeners
 from coordinator.node.server import WireServer
 from coordinator.partition_log.partition import LogCorruptError
@@ -111,6 +112,7 @@ class ServerApp:
         settings = BrokerSettings()
         settings.add(lambda: model_entries(self.config, skip=_SHOWN_AS_BOUND))
         settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
+        settings.add(lambda: inert_entries(self.config.inert))
         broker = Broker(
             self.config,
             topics,
@@ -129,6 +131,11 @@ class ServerApp:
             given = ", ".join(f"{k}={v}" for k, v in sorted(self.config.cluster_only.items()))
             logger.warning("these settings only matter on a cluster; on this one node they have "
                            "no effect: %s", given)  # fmt: skip
+        if self.config.inert:
+            logger.warning(
+                "these settings of Kafka's broker are accepted but have no effect on this "
+                "node: %s", announced(self.config.inert),
+            )  # fmt: skip
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
             if name in broker.internal_topics:
@@ -205,7 +212,7 @@ class ServerApp:
 
 
 #: Listed with their actual values (bound ports, derived addresses) by `_address_entries`.
-_SHOWN_AS_BOUND = ("listeners", "advertised_listeners")
+_SHOWN_AS_BOUND = ("listeners", "advertised_listeners", "log_dirs", "log_dir")
 
 
 def _endpoint(host: str, port: int) -> str:

@@ -8,7 +8,6 @@ coordinator answered the registration ("acked") and *before* the release is sent
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import sys
 
@@ -17,11 +16,7 @@ from coordinator.clients.client_balance import (
     ClientBalanceConsumer,
     ClientBalanceError,
 )
-
-
-def say(**fields: object) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
-    sys.stdout.flush()
+from coordinator.testing.client_balance_node import say
 
 
 async def churn(bootstrap: str, group: str, topic: str, session_ms: int, seed: int) -> None:

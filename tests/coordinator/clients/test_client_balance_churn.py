@@ -7,7 +7,9 @@ event log and what each node said it held:
 * no node silently loses a partition it was told it holds;
 * a partition never has two holders.
 
-`CHURN_SECONDS` (default 8) sets how long; the issue's 60 s run is `CHURN_SECONDS=60`."""
+`CHURN_SECONDS` (default 8) sets how long; the issue's 60 s run is `CHURN_SECONDS=60`. Slow for
+a test (the churn plus process start-ups, ~15-25 s on the loaded 2-core machine) because the
+race it guards, a heartbeat's report crossing a registration, needs many of both to show."""
 
 from __future__ import annotations
 
