@@ -144,6 +144,8 @@ class GroupHarness:
         #: False: an offloaded target is computed and handed back at once, as if by a worker
         #: that is never slow; True: they wait in `offloaded` for `deliver_offloaded`.
         self.hold_offloaded = False
+        #: The topics last told to the core (`topics_changed`); a failover tells the new core.
+        self.metadata: TopicMetadata | None = None
         self._next_token = 0
         for partition in range(self.config.offsets_topic_num_partitions):
             self._absorb(self.core.load(partition, (), self.clock.now_ms()))
@@ -209,6 +211,7 @@ class GroupHarness:
 
     def topics_changed(self, metadata: TopicMetadata) -> None:
         """Tell the core the cluster's topics (consumer groups assign their partitions)."""
+        self.metadata = metadata
         self._absorb(self.core.topics_changed(metadata, self.clock.now_ms()))
 
     def unload(self, partition: int) -> None:
@@ -219,7 +222,8 @@ class GroupHarness:
         """Unload every partition, then load them on a fresh core from the records written so far.
 
         This is a coordinator move (spec §4): parked requests are answered NOT_COORDINATOR by the
-        unload, in-flight rebalances are lost, and the new core sees only the durable records.
+        unload, in-flight rebalances are lost, and the new core sees only the durable records. A
+        core that was told the topics learns them first, as the shell tells a loaded core.
         """
         partitions = range(self.config.offsets_topic_num_partitions)
         for partition in partitions:
@@ -228,6 +232,8 @@ class GroupHarness:
             self.config = config
         self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed + 1))
         self.timer = ManualTimer()
+        if self.metadata is not None:
+            self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
         records = list(self.records)
         for partition in partitions:
             mine = [r for r in records if self.core.partition_for(r.group_id) == partition]

@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     repair = commands.add_parser(
         "repair",
         help="report damaged partition logs of a data dir; cut them with --truncate",
-        description="Scan every partition log of a stopped server's data dir and report damage. "
+        description="Scan every partition log of a stopped server's data dir and report damage, "
+        "and check its other files (topic.json, log start offsets, producer-ids, groups.sqlite). "
         "With --truncate, copy each damaged log to DATA_DIR/backups/ and cut it after its last "
         "valid batch, as Kafka's log recovery does.",
     )
@@ -243,8 +244,10 @@ def _run(args: argparse.Namespace) -> int:
         return run_users(args)
     if args.command == "repair":
         from coordinator.cli.repair import repair
+        from coordinator.groups.extension import STORE_FILE
+        from coordinator.groups.store.sqlite import inspect_store
 
-        return repair(args.data_dir, truncate=args.truncate)
+        return repair(args.data_dir, truncate=args.truncate, stores={STORE_FILE: inspect_store})
     if args.command == "serve":
         from coordinator.cli.serve import serve_main
         from coordinator.groups.extension import GroupCoordinatorExtension

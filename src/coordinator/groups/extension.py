@@ -65,9 +65,11 @@ class GroupCoordinatorExtension:
 
     def settle(self, settings: Mapping[str, str]) -> None:
         """All of its `--set` values at once, validated together (raises `ConfigError` naming
-        the key at fault)."""
-        self._config = CoordinatorConfig.from_properties({**self._settings, **settings})
+        the key at fault). A config given to the constructor stays the one in force."""
+        checked = CoordinatorConfig.from_properties({**self._settings, **settings})
         self._settings = {**self._settings, **settings}
+        if self._config is None:
+            self._config = checked
 
     @property
     def config(self) -> CoordinatorConfig:

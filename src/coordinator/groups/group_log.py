@@ -146,20 +146,17 @@ def _reconciled(event: Event) -> str:
     )
 
 
-def _loaded(event: Event) -> str:
-    groups = event.fields.get("groups")
-    return (
-        f"Finished loading offsets and group metadata from {OFFSETS_TOPIC}-"
-        f"{event.fields.get('partition')} ({groups} group{'' if groups == 1 else 's'})."
-    )
+def _partition(done: str) -> Callable[[Event], str]:
+    """A `__consumer_offsets` partition loaded or unloaded, with how many groups it holds."""
 
+    def line(event: Event) -> str:
+        groups = event.fields.get("groups")
+        return (
+            f"{done} offsets and group metadata from {OFFSETS_TOPIC}-"
+            f"{event.fields.get('partition')} ({groups} group{'' if groups == 1 else 's'})."
+        )
 
-def _unloaded(event: Event) -> str:
-    groups = event.fields.get("groups")
-    return (
-        f"Unloaded offsets and group metadata from {OFFSETS_TOPIC}-"
-        f"{event.fields.get('partition')} ({groups} group{'' if groups == 1 else 's'})."
-    )
+    return line
 
 
 _LINES: Final[dict[str, Callable[[Event], str | None]]] = {
@@ -174,6 +171,6 @@ _LINES: Final[dict[str, Callable[[Event], str | None]]] = {
     EventType.GROUP_EPOCH_BUMPED: _bumped,
     EventType.TARGET_ASSIGNMENT: _target,
     EventType.MEMBER_RECONCILED: _reconciled,
-    EventType.PARTITION_LOADED: _loaded,
-    EventType.PARTITION_UNLOADED: _unloaded,
+    EventType.PARTITION_LOADED: _partition("Finished loading"),
+    EventType.PARTITION_UNLOADED: _partition("Unloaded"),
 }

@@ -1,7 +1,9 @@
 """Every setting Apache Kafka's broker knows, for the keys this node does not act on itself.
 
 `kafka_broker_settings.tsv` (next to this module) is Kafka 4.4.0's broker configuration: each key
-of its ConfigDef with its type, default and valid values, as data. A `--set` (or `--config`) key
+of its ConfigDef with its type, default, valid values and whether Kafka defines it as internal,
+as data (tests/coordinator/test_kafka_settings.py checks it against what the pinned broker's
+DescribeConfigs lists). A `--set` (or `--config`) key
 that none of this node's models takes (`ServerConfig`, the group coordinator's settings, the
 cluster-only table) but Kafka knows is accepted when its value is one Kafka would take, shown by
 DescribeConfigs as given, and announced once at start as having no effect here: so the
@@ -51,6 +53,8 @@ class KafkaSetting:
     """Kafka's default as text; None where Kafka has none or null."""
     valid: str
     """Kafka's description of the valid values ('[1,...]', '[delete, compact]', ...; '' any)."""
+    internal: bool = False
+    """Defined as internal by Kafka: accepted, never shown by its DescribeConfigs."""
 
 
 @functools.cache
@@ -61,9 +65,9 @@ def kafka_broker_settings() -> dict[str, KafkaSetting]:
     for line in text.splitlines():
         if line.startswith("#") or not line:
             continue
-        name, kind, default, valid = line.split("\t")
+        name, kind, default, valid, internal = line.split("\t")
         value = None if default in ("<none>", "<null>") else default
-        table[name] = KafkaSetting(name, ConfigType[kind], value, valid)
+        table[name] = KafkaSetting(name, ConfigType[kind], value, valid, internal == "internal")
     return table
 
 

@@ -7,7 +7,9 @@ SyncGroup v5+ must name its protocol type and name; then the partition must be o
 loaded (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; Heartbeat answers NONE while loading,
 as Kafka does). A request naming a group of another type is answered by that type if it
 registered a route for it (`GroupType.foreign_routes`: consumer groups, online migration),
-else with GROUP_ID_NOT_FOUND (Kafka's "Group X is not a classic group").
+else as Kafka 4.4 answers for a group of a type that takes no classic requests (a share group,
+live or empty): JoinGroup INCONSISTENT_GROUP_PROTOCOL; SyncGroup and Heartbeat
+UNKNOWN_MEMBER_ID; LeaveGroup NONE with UNKNOWN_MEMBER_ID for each member.
 """
 
 from __future__ import annotations
@@ -20,12 +22,25 @@ from rebalance.classic.group import Group
 from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
-from rebalance.replies import HeartbeatReply
+from rebalance.replies import HeartbeatReply, JoinGroupReply, LeaveGroupReply, LeftMember
 from rebalance.state import CoordinatorState, PartitionStatus
 
 #: (An alias: read on every JoinGroup, SyncGroup and Heartbeat, and on Python 3.11 an enum
 #: member costs a class `__getattr__` hook, four times a module global's lookup.)
 _ACTIVE = PartitionStatus.ACTIVE
+
+
+def not_classic_reply(cmd: JoinGroup | SyncGroup | Heartbeat | LeaveGroup) -> Any:
+    """Kafka's answer to a classic request naming a group of another type that takes none (see
+    the module docstring); for client-balance groups TubeMQ's consume-type check would say
+    CLIENT_INCONSISTENT_CONSUMETYPE (424), which Kafka's clients do not know."""
+    if isinstance(cmd, JoinGroup):
+        return JoinGroupReply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    if isinstance(cmd, LeaveGroup):
+        unknown = ErrorCode.UNKNOWN_MEMBER_ID
+        members = tuple(LeftMember(m.member_id, m.group_instance_id, unknown) for m in cmd.members)
+        return LeaveGroupReply(ErrorCode.NONE, members)
+    return cmd.error_reply(ErrorCode.UNKNOWN_MEMBER_ID)
 
 
 class ClassicRoutes:
@@ -55,7 +70,7 @@ class ClassicRoutes:
     def _foreign(self, group: Any, cmd: Any, now_ms: int, token: Hashable) -> Result:
         route = self.state.foreign_routes.get((group.group_type, type(cmd)))
         if route is None:
-            return single_reply(token, cmd.error_reply(ErrorCode.GROUP_ID_NOT_FOUND))
+            return single_reply(token, not_classic_reply(cmd))
         return route(group, cmd, now_ms, token)
 
     def join_group(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:

@@ -18,6 +18,7 @@ from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.node.config import ConfigError, parse_settings
 from coordinator.node.kafka_settings import kafka_broker_settings
 from coordinator.testing.server import WireClient, running_server
+from rebalance.config import CoordinatorConfig
 
 DESCRIBE_CONFIGS, TOPIC, BROKER, STATIC_BROKER_CONFIG = 32, 2, 4, 4
 
@@ -152,6 +153,13 @@ def test_set_values_are_validated_as_one_configuration_in_any_order() -> None:
     )
 
 
+async def test_a_config_given_to_the_group_coordinator_is_the_one_in_force() -> None:
+    config = CoordinatorConfig.from_properties({"group.min.session.timeout.ms": "1000"})
+    groups = GroupCoordinatorExtension(config)
+    async with running_server(groups=groups):  # settles the (empty) --set values
+        assert groups.config is config
+
+
 async def test_accepted_settings_are_announced_once_and_described(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -241,3 +249,34 @@ async def test_a_client_librarys_fixture_properties_start_the_server_unchanged(
     assert "listener CONTROLLER is a KRaft controller's" in log
     assert log.count("no effect on this node") == 1
     assert "Traceback" not in log and " ERROR " not in log
+
+
+async def test_the_table_is_what_the_pinned_kafka_broker_describes(kafka_broker: Any) -> None:
+    """Apache Kafka itself (the tests' peer, the same release) lists its broker settings with
+    their types; the table has every one of them, and besides only the settings Kafka defines
+    as internal (which DescribeConfigs never shows)."""
+    from coordinator.testing.peers.kafka_broker import KAFKA_VERSION, NODE_ID
+
+    assert KAFKA_VERSION == "4.4.0"
+    host, port = kafka_broker.bootstrap.rsplit(":", 1)
+    client = await WireClient.connect(host, int(port))
+    try:
+        response = await client.request(
+            DESCRIBE_CONFIGS, 4,
+            {"resources": [{"resource_type": BROKER, "resource_name": str(NODE_ID),
+                            "configuration_keys": None}],
+             "include_synonyms": False, "include_documentation": False},
+        )  # fmt: skip
+    finally:
+        await client.close()
+    described = {c.name: c for c in response.results[0].configs}
+    table = kafka_broker_settings()
+    assert set(described) - set(table) == set()
+    internal = {name for name, setting in table.items() if setting.internal}
+    assert set(table) - set(described) == internal - set(described)
+    # an internal setting is shown only where it was given (the test broker sets one)
+    assert {described[name].config_source for name in internal & set(described)} <= {
+        STATIC_BROKER_CONFIG
+    }
+    kinds = {name: table[name].kind for name in described}
+    assert {name: int(c.config_type) for name, c in described.items()} == kinds

@@ -35,7 +35,7 @@ from coordinator.zookeeper.server import die_with_parent, free_port
 
 KAFKA_VERSION = "4.4.0"
 """The version `scripts/ensure-kafka` pins (the newest 4.x Maven Central serves here)."""
-CHECKOUT = Path(__file__).resolve().parents[3]
+CHECKOUT = Path(__file__).resolve().parents[4]
 DEFAULT_LIBS = CHECKOUT / ".peers" / f"kafka-{KAFKA_VERSION}" / "libs"
 JVM_OPTIONS: Sequence[str] = (
     "-Xmx384m",
