@@ -59,6 +59,15 @@ def run_rebalance(*args: str, cwd: Path | None = None) -> subprocess.CompletedPr
     return subprocess.run([*REBALANCE, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+async def refused_start(data_dir: Path, *extra: str) -> str:
+    """`rebalance serve` on `data_dir` must refuse (exit status 1); the one line it said."""
+    refused = await asyncio.to_thread(
+        run_rebalance, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0", *extra
+    )
+    assert refused.returncode == 1, refused.stderr
+    return one_line(refused.stderr)
+
+
 def one_line(stderr: str) -> str:
     """The only line of `stderr` (a failure says one line, never a traceback)."""
     lines = stderr.splitlines()

@@ -2,7 +2,7 @@
 
 A thread does not take a 1M-partition assignment off the loop: it shares the interpreter lock,
 and one C-level step of the assignor (a sort, a big container build) holds it throughout, so
-heartbeats of every other group waited up to 0.6 s (`benchmarks/bench_consumer_group_stall.py`,
+heartbeats of every other group wait behind it (`benchmarks/bench_consumer_group_stall.py`,
 RESULTS.md). A process shares nothing, but whatever it is sent must be pickled; sending a
 group's million partitions at every epoch would cost as much as computing. So the worker keeps
 a copy of each big group's inputs, and every computation sends only what changed since the last
@@ -44,8 +44,8 @@ Protocol (both ways: frames of a 4-byte big-endian length and a pickle):
   record as `record_codec` stores it), ``("failed", job, message)``, ``("primed", job)``,
   ``("stats", job, peak_rss_bytes)``.
 
-Priming: the first computation after a load would send the whole group (~0.5 s of pickling) and
-name every member's target (~0.2 s) while heartbeats wait on the interpreter lock in small
+Priming: the first computation after a load would pickle the whole group and
+name every member's target while heartbeats wait on the interpreter lock in small
 steps. So the runtime primes the worker with each big group as soon as the node has loaded it
 (`prime`): the same deltas, sent paced (`PACE_S` between frames), then ``"primed"``: the worker
 runs `uniform` once over its copy so that the next epoch is incremental there as well, and
@@ -101,7 +101,7 @@ FRAME_HEADER = struct.Struct(">I")
 
 CHUNK_ENTRIES = 5_000
 """Most (member, topic) entries per message: pickling or unpickling one (a single C call that
-holds the interpreter lock) takes ~1-2 ms."""
+holds the interpreter lock) stays short."""
 
 COMMAND = [sys.executable, "-m", "coordinator.groups.assignor_worker"]
 """How the worker process is started."""
@@ -116,14 +116,14 @@ NICENESS = 5
 PACE_S = 0.003
 """How long the sending thread pauses between two frames of one group's delta, and the
 receiving thread between two steps of `NAMED_STEP` named forms while priming: each frame's
-pickling (or each step) holds the interpreter lock ~1-2 ms, and without a pause the loop, which
-releases the lock at every select and socket call, waits a switch interval (5 ms) to take it
-back each time; the whole group's first delta (~200 frames at 10,000 x 1M) then stalled
-heartbeats by tens of ms."""
+pickling (or each step) holds the interpreter lock, and without a pause the loop, which
+releases the lock at every select and socket call, waits a switch interval to take it
+back each time; the whole group's first delta (hundreds of frames at 10,000 x 1M) then stalls
+heartbeats (RESULTS.md: figures behind the code)."""
 
 NAMED_STEP = 100
 """Members whose named form the receiving thread makes between two pauses while priming
-(~2 ms)."""
+(one short hold of the interpreter lock)."""
 """How much lower the worker's CPU priority is than the server's (`os.nice`)."""
 
 Named = tuple[tuple[str, tuple[int, ...]], ...]
@@ -254,7 +254,7 @@ def _chunks(changed: dict[str, Assignment]) -> Iterator[dict[str, Assignment]]:
 
 def _rows(group_id: str, chunk: dict[str, Assignment]) -> dict[str, StoredRecord]:
     """The stored rows of the chunk's target records, encoded here rather than on the server's
-    loop (10,000 changed targets: ~0.5 s of JSON)."""
+    loop (JSON for 10,000 changed targets is long work)."""
     return {
         member_id: record_codec.encode(
             ConsumerGroupRecord(group_id, TargetMemberValue(member_id, assignment))
@@ -537,8 +537,8 @@ class AssignorWorker:
     def _by_name(self, job: _Job) -> dict[str, Sequence[tuple[str, tuple[int, ...]]]]:
         """The whole target by topic name (the event's), as `compute_target` gives it: every
         member in id order. A member's named form is made again only if its assignment is not
-        the object it was made from; the rest are C-level passes (a few ms at 10,000 members,
-        where a Python step per member held the interpreter lock for 10-35 ms)."""
+        the object it was made from; the rest are C-level passes, where a Python step per member
+        held the interpreter lock far longer (RESULTS.md: figures behind the code)."""
         return self._named_forms(job.inputs, job.changed, paced=False)
 
     def _named_forms(
@@ -661,7 +661,7 @@ class AssignorWorker:
     ) -> Iterator[bytes]:
         """The sending thread's part of a computation: what changed since the worker's copy
         (and the mirror brought up to date), then "compute" ("primed" if `prime`). Off the
-        loop: a walk over the members and their targets in C-level passes of ~1 ms each, and
+        loop: a walk over the members and their targets in short C-level passes, and
         frames `PACE_S` apart."""
         group_id = inputs.group_id
         mirror = self._mirrors.setdefault(group_id, _Mirror())

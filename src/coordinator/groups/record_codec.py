@@ -125,7 +125,7 @@ def json_group_row(record: GroupMetadataRecord) -> StoredRecord:
 
 def _offset_row(record: OffsetCommitRecord) -> StoredRecord | None:
     """The row `encode` writes for an offset, built without `json.dumps` (a commit makes one
-    row per partition; `json.dumps` of the key and value took 5 µs of the ~6): the same bytes,
+    row per partition, and `json.dumps` was most of its cost): the same bytes,
     from the same C string escapers `json` uses (`ensure_ascii=False` for the key, the default
     for the value) and `int.__repr__`. None for a value of any other type than `json` would
     write the same way (then `encode` asks `json`)."""
@@ -161,8 +161,9 @@ def _offset_row(record: OffsetCommitRecord) -> StoredRecord | None:
 def _group_value(group: GroupMetadataValue) -> bytes | None:
     """The value `encode` writes for a group's metadata, built without `json.dumps`, as
     `_offset_row` builds an offset's: a rebalance of a 1000-member group writes one row with a
-    thousand members, and the dicts `json.dumps` needs, with `base64`'s wrapper per field, took
-    ~2.5 ms of it (of a ~45 ms round in process). The same bytes, from the same C string escaper
+    thousand members, and the dicts `json.dumps` needs, with `base64`'s wrapper per field, were
+    a visible part of the round (RESULTS.md: figures behind the code). The same bytes, from the
+    same C string escaper
     (`ensure_ascii`, json's default), `int.__repr__` and `binascii`'s base64; None when a field
     has a type `json` might write differently (then `encode` asks `json`)."""
     protocol_type, generation = group.protocol_type, group.generation

@@ -15,7 +15,7 @@ core never needs a lock. For each handler result it:
    assignor worker process (`coordinator.groups.assignor_worker`: it keeps each big group's inputs
    and is sent only what changed) and hands each back to the core on the loop; or, with
    ``assignor_worker="thread"``, in one thread, which shares the interpreter lock with the loop
-   (heartbeats waited up to 0.6 s beside a 1M-partition assignment).
+   (heartbeats wait beside a 1M-partition assignment: `benchmarks/bench_consumer_group_stall.py`).
 
 If the store fails, the affected partitions are unloaded (parked requests get NOT_COORDINATOR)
 and loaded again from what is durable, and the failed result's own replies become

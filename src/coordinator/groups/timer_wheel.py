@@ -3,7 +3,7 @@
 The core asks for a timer per member and key (a session timeout, a join or sync deadline), and a
 thousand-member group has thousands armed at once, most of them pushed later by every heartbeat.
 An `asyncio.TimerHandle` per key costs a handle, a copy of the context and an entry in the loop's
-heap (~0.5 KiB a member, `benchmarks/bench_groups.py`); here a key costs an entry in two dicts
+heap (RESULTS.md: figures behind the code); here a key costs an entry in two dicts
 and in one list. Deadlines are filed by the millisecond they fall in (a slot: the keys due in
 that millisecond, in the order filed), the filled milliseconds sit in a heap, and a single loop
 timer is armed for the earliest one.

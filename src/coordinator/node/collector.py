@@ -12,9 +12,7 @@ collection every 700 net allocations) the collector ran a hundred times during o
   collected, just in fewer, larger passes. A 1000-member round's 999 parked JoinGroups alone
   count 10,000 net allocations of container objects (`gc.get_count()`), nearly all freed by
   reference counting when the round ends; at 10,000 the collector ran in every round and
-  scanned them to no avail (3.4-4.6 ms of a 73-83 ms round over loopback,
-  `benchmarks/bench_groups.py`), at 50,000 it ran in none of 30 rounds in a row. A young
-  collection then scans up to ~50,000 objects (a few ms).
+  scanned them to no avail, at 50,000 it runs in none (RESULTS.md: figures behind the code).
 
 Called on a running loop, it also starts `coordinator.node.heap_trim`: glibc's heaps trimmed once a
 second when the resident memory grew by a MiB since the last trim (what a burst of joins left

@@ -5,9 +5,9 @@ many short-lived objects at once. Once they are freed, glibc's allocator keeps t
 it returns only the top of its heap to the system, and a heap whose top is still in use (a
 long-lived object allocated during the burst) keeps every page it touched resident. A serving
 process thus stays as large as its busiest moment. `malloc_trim(0)` hands the wholly free pages
-anywhere in glibc's heaps back (madvise). It walks the heap's free chunks: 30 µs to 0.6 ms
-when there is nothing to give back (a small or a fragmented heap), and about 0.1 ms per MiB
-given back (1.7 ms for 15 MiB, 6.3 ms for 60 MiB, measured on the machine of RESULTS.md).
+anywhere in glibc's heaps back (madvise). It walks the heap's free chunks, so a call costs
+little when there is nothing to give back and grows with what it gives back (RESULTS.md: figures
+behind the code).
 
 `HeapTrimmer` checks the process's resident memory once a second (one read of
 `/proc/self/statm`) and trims when it has grown by `threshold` since the last trim: after a

@@ -98,9 +98,10 @@ def count(partitions: Partitions) -> int:
 
 
 class MemberInputs(NamedTuple):
-    """A member's part of the inputs. A named tuple, kept by the member until its subscription
-    changes: the worker process's deltas compare 10,000 of them in one C-level pass (~1 ms;
-    a dataclass's Python-level `__eq__` took ~15 ms)."""
+    """A member's part of the target's inputs (`rebalance.consumer_group.target`). A named tuple,
+    kept by the member until its subscription changes: the worker process's deltas compare 10,000
+    of them in one C-level pass, where a dataclass's Python-level `__eq__` is an order of
+    magnitude slower (RESULTS.md: figures behind the code)."""
 
     member_id: str
     topic_names: tuple[str, ...]

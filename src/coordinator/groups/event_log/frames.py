@@ -1,8 +1,9 @@
 """The event log's frames, `marshal`led in slices so that no single call holds the GIL for long.
 
 `marshal.dumps` is one C call: for a KIP-848 `target_assignment` event of 10,000 members over a
-million partitions it ran ~120 ms, and while it ran no other thread, the event loop's included,
-could do anything — every connection of the node stalled for that long. Here each event is
+million partitions it runs long (`benchmarks/bench_event_log_stall.py`, RESULTS.md), and while it
+runs no other thread, the event loop's included, can do anything — every connection of the node
+stalls for that long. Here each event is
 marshalled apart, and a field holding a large collection (more than `SLICE_ENTRIES` entries, or
 entries that are collections themselves) is marshalled a slice of entries at a time, each slice
 a few milliseconds of work, with the collection's header written by hand. Between two slices

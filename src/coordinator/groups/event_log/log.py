@@ -9,9 +9,9 @@ to `events-<sequence>.jsonl` in the log directory, starting a new file when the 
 exceed `max_bytes`. On close the queue is drained and the writer finishes, so every event
 accepted is written.
 
-Why a process and not a thread: a thread doing that work holds the GIL in slices of up to 5 ms
-while the event loop waits to send replies, and a 1000-member rebalance took 1.2-1.7 times as
-long with the log on as off (`benchmarks/bench_event_log.py`). The sender thread only waits on
+Why a process and not a thread: a thread doing that work holds the GIL in slices while the event
+loop waits to send replies, which made a large rebalance markedly slower with the log on than off
+(`benchmarks/bench_event_log.py`, RESULTS.md). The sender thread only waits on
 the pipe, which releases the GIL.
 
 The writer is one child process started by its file's path (`python -I`), never a fork server
@@ -152,7 +152,8 @@ class EventLog:
                 return
             self.accepted += count
         # Marshalled by the sender thread, in slices (`event_frames`): a 10,000-member target
-        # marshalled here in one call held the loop for ~120 ms. The core never changes an
+        # marshalled here in one call would hold the loop (bench_event_log_stall.py). The core
+        # never changes an
         # event's fields once emitted, so reading them from that thread is safe.
         self._frames.put((batches, count))
 

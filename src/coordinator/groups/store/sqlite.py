@@ -301,8 +301,7 @@ class SqliteStore:
         Many rows per statement rather than `executemany`: SQLite's Python module releases
         and takes back the interpreter lock around every statement step, and while the event
         loop runs Python each taking back waits for it; one step for a few hundred rows waits
-        once (800-row transactions beside a thread running Python: 1.3-1.6x faster than
-        `executemany`)."""
+        once (RESULTS.md: figures behind the code)."""
         seq = self._seq
         records = 0
         upserts: list[str | bytes | int] = []

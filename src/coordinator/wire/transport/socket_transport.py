@@ -3,9 +3,9 @@
 asyncio's selector transport keeps, per connection, an instance `__dict__` of ~20 attributes,
 an `extra` dict filled at once with the peer and local addresses (tuples and strings) and a
 `TransportSocket` wrapper, a weak reference in the loop's transport table, an empty
-`bytearray` write buffer and a bound read callback besides the loop's own reader registration:
-about 1 KiB of Python objects per connection before a byte is read (tracemalloc, 1000
-connections). This transport is one slotted object: the socket, the protocol, and a write
+`bytearray` write buffer and a bound read callback besides the loop's own reader registration,
+per connection before a byte is read (RESULTS.md: figures behind the code). This transport is one
+slotted object: the socket, the protocol, and a write
 buffer that exists only while a write is incomplete; addresses are asked of the socket when
 someone wants them. Reading is registered with the loop's `ReadinessHub` (one epoll set for
 every plaintext connection, `coordinator.wire.transport.readiness`), not with the loop itself: no
