@@ -50,7 +50,7 @@ from coordinator.groups.store.memory import MemoryStore
 from coordinator.node.collector import tune_for_serving
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import (
     Assignment,
     ConsumerGroupRecord,
@@ -61,6 +61,7 @@ from rebalance.consumer_group.records import (
     TargetEpochValue,
     TargetMemberValue,
 )
+from rebalance.topics import TopicInfo, TopicMetadata
 
 SMALL_GROUPS = 100
 SMALL_MEMBERS = 10

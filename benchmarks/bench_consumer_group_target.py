@@ -57,11 +57,12 @@ from coordinator.groups.event_log.log import EventLog
 from coordinator.node.collector import tune_for_serving
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.effects import Result
 from rebalance.event_schema import EventType
 from rebalance.events import Event
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.topics import TopicInfo, TopicMetadata
 
 INTERVAL_MS = 1000  # group.consumer.assignment.interval.ms (Kafka 4.3's default)
 GOAL_MS = 2000

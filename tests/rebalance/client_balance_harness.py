@@ -10,10 +10,7 @@ from rebalance.client_balance.commands import (
     ReleasePartitions,
 )
 from rebalance.client_balance.group import ClientBalanceGroup
-from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata
-from rebalance.event_schema import check_event
-from rebalance.replies import (
+from rebalance.client_balance.replies import (
     ClientBalanceDescribeReply,
     ClientBalanceHeartbeatReply,
     DescribedClientBalanceGroup,
@@ -21,7 +18,10 @@ from rebalance.replies import (
     RegisterPartitionsReply,
     ReleasePartitionsReply,
 )
+from rebalance.config import CoordinatorConfig
+from rebalance.event_schema import check_event
 from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 SESSION_MS = 10_000
 

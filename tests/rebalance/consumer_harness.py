@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 from rebalance.config import CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.errors import ErrorCode
-from rebalance.replies import ConsumerGroupHeartbeatReply
 from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 Owned = tuple[tuple[str, tuple[int, ...]], ...]
 

@@ -85,7 +85,7 @@ from assignors.spec import StaticTopics
 from assignors.uniform import UniformAssignor
 from coordinator.groups import record_codec
 from coordinator.groups.store.base import StoredRecord
-from rebalance.consumer_group.group import MemberInputs, TopicMetadata
+from rebalance.consumer_group.group import MemberInputs
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment, ConsumerGroupRecord, TargetMemberValue
 from rebalance.consumer_group.target import (
@@ -94,6 +94,7 @@ from rebalance.consumer_group.target import (
     compute_target,
 )
 from rebalance.records import Record
+from rebalance.topics import TopicMetadata
 
 log = logging.getLogger("coordinator.assignor_worker")
 

@@ -29,9 +29,9 @@ from coordinator.node.described_configs import model_entries
 from coordinator.partition_log.internal import GROUP_METADATA_TOPIC
 from coordinator.partition_log.topics import TopicStore
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata
 from rebalance.core import GroupCoordinatorCore
 from rebalance.rng import SplitMix64
+from rebalance.topics import TopicInfo, TopicMetadata
 
 STORE_FILE = "groups.sqlite"
 EVENTS_DIR = "events"

@@ -36,15 +36,16 @@ from coordinator.groups import record_codec
 from coordinator.groups.event_log.log import EventLog, epoch_offset_ms
 from coordinator.groups.group_log import log_group_events
 from coordinator.groups.timer_wheel import TimerWheel
-from rebalance.commands import Command, Heartbeat
-from rebalance.consumer_group.group import TopicMetadata
+from rebalance.classic.commands import Heartbeat
+from rebalance.classic.replies import HeartbeatReply
+from rebalance.commands import Command
 from rebalance.consumer_group.target import ComputedTarget, TargetInputs, compute_target
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result
 from rebalance.errors import ErrorCode
 from rebalance.records import Record
-from rebalance.replies import AnyReply, HeartbeatReply
 from rebalance.timers import TimerKey
+from rebalance.topics import TopicMetadata
 
 if TYPE_CHECKING:
     from coordinator.groups.assignor_worker import AssignorWorker
@@ -55,7 +56,7 @@ log = logging.getLogger("coordinator.runtime")
 _WRITE_FAILURE_LOG_EVERY = 10.0
 """Seconds between two reports of failed store writes."""
 
-R = TypeVar("R", bound=AnyReply)
+R = TypeVar("R")
 
 
 class MonotonicClock:
@@ -84,7 +85,7 @@ class GroupRuntime:
         self._timers = TimerWheel(self._clock.now_ms, self._loop_time, self._on_timer)
         #: Parked requests by token: whom to hand the reply to, and the command (for its
         #: error reply if the store fails).
-        self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[AnyReply]]] = {}
+        self._waiting: dict[Hashable, tuple[Callable[[Any], None], Command[Any]]] = {}
         self._last_write: asyncio.Future[None] | None = None
         #: The results whose replies wait for a write, with that write (`_carry_out`): one
         #: callback on the write for all of them, not one each (while the leader's record of a
@@ -456,7 +457,7 @@ def _resolve(future: asyncio.Future[Any], value: Any) -> None:
         future.set_result(value)
 
 
-def _hand_over(deliver: Callable[[Any], None], reply: AnyReply) -> None:
+def _hand_over(deliver: Callable[[Any], None], reply: object) -> None:
     """Give a parked request its reply; a failing receiver must not cost the others theirs."""
     try:
         deliver(reply)

@@ -25,8 +25,8 @@ from typing import Any
 
 from assignors import TopicPartition
 from assignors.pairs import topic_pairs
-from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.records import Assignment
+from rebalance.topics import TopicMetadata
 
 _first = itemgetter(0)
 _second = itemgetter(1)

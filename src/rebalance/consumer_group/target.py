@@ -23,11 +23,11 @@ from rebalance.consumer_group.group import (
     ConsumerGroup,
     ConsumerMember,
     MemberInputs,
-    TopicMetadata,
     subscribed_topics,
 )
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
+from rebalance.topics import TopicMetadata
 
 
 def chosen_assignor(group: ConsumerGroup, config: CoordinatorConfig) -> str:

@@ -21,10 +21,10 @@ from rebalance import ErrorCode
 from rebalance.classic import ClassicGroupType, expiry, join, liveness, rebalance
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import join_reply
+from rebalance.classic.replies import JoinGroupReply
 from rebalance.consumer_group import membership, migration
 from rebalance.effects import Reply, Result
 from rebalance.offsets import Offsets
-from rebalance.replies import JoinGroupReply
 from rebalance.state import CoordinatorState
 
 DIFFERENTIAL = "differential.lockstep"

@@ -23,7 +23,7 @@ from coordinator.groups.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group import epochs
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import Assignment, ConsumerGroupRecord, TargetMemberValue
 from rebalance.consumer_group.target import (
     ComputedTarget,
@@ -32,6 +32,7 @@ from rebalance.consumer_group.target import (
     compute_target,
 )
 from rebalance.records import Record
+from rebalance.topics import TopicInfo, TopicMetadata
 
 
 class Group:

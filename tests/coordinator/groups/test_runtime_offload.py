@@ -15,8 +15,9 @@ from coordinator.groups.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group import epochs, target
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import ConsumerGroupRecord, TargetEpochValue
+from rebalance.topics import TopicInfo, TopicMetadata
 
 CONFIG = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
 

@@ -12,7 +12,7 @@ from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from rebalance.client_balance.commands import ClientBalanceDescribe
-from rebalance.replies import ClientBalanceDescribeReply
+from rebalance.client_balance.replies import ClientBalanceDescribeReply
 
 API_KEY = schema.DESCRIBE_KEY
 VERSIONS = range(0, 1)

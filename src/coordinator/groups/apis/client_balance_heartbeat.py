@@ -11,7 +11,7 @@ from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from rebalance.client_balance.commands import ClientBalanceHeartbeat
-from rebalance.replies import ClientBalanceHeartbeatReply, HeldPartitions
+from rebalance.client_balance.replies import ClientBalanceHeartbeatReply, HeldPartitions
 
 API_KEY = schema.HEARTBEAT_KEY
 VERSIONS = range(0, 1)

@@ -10,8 +10,8 @@ from coordinator.groups.apis.common import runtime
 from coordinator.node.apis.operations import GROUP_OPERATIONS, NOT_REQUESTED, if_requested
 from coordinator.node.contract import RequestContext, ResponseValue
 from rebalance.consumer_group.commands import ConsumerGroupDescribe
+from rebalance.consumer_group.replies import NamedAssignment
 from rebalance.errors import ErrorCode
-from rebalance.replies import NamedAssignment
 
 API_KEY = 69
 VERSIONS = range(0, 2)

@@ -14,7 +14,7 @@ from typing import Any
 from coordinator.groups.apis.common import millis, runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 
 API_KEY = 68
 VERSIONS = range(0, 2)

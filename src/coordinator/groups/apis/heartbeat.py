@@ -12,7 +12,7 @@ from typing import Any
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.codec import EncodedBody, build_response, encode_body
-from rebalance.commands import Heartbeat
+from rebalance.classic.commands import Heartbeat
 from rebalance.errors import ErrorCode
 
 API_KEY = 12

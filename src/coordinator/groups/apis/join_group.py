@@ -15,8 +15,8 @@ from typing import Any
 
 from coordinator.groups.apis.common import millis, name_for_version, runtime
 from coordinator.node.contract import RequestContext, ResponseValue
-from rebalance.commands import JoinGroup
-from rebalance.replies import JoinGroupReply
+from rebalance.classic.commands import JoinGroup
+from rebalance.classic.replies import JoinGroupReply
 
 API_KEY = 11
 VERSIONS = range(0, 10)

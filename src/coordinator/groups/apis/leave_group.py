@@ -11,8 +11,8 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
-from rebalance.commands import LeaveGroup, LeavingMember
-from rebalance.replies import LeaveGroupReply
+from rebalance.classic.commands import LeaveGroup, LeavingMember
+from rebalance.classic.replies import LeaveGroupReply
 
 API_KEY = 13
 VERSIONS = range(0, 6)

@@ -14,7 +14,7 @@ from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
-from rebalance.replies import RegisterPartitionsReply
+from rebalance.client_balance.replies import RegisterPartitionsReply
 
 API_KEY = schema.REGISTER_KEY
 VERSIONS = range(0, 1)

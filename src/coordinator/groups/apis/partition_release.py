@@ -10,7 +10,7 @@ from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire import client_balance_schema as schema
 from rebalance.client_balance.commands import PartitionRequest, ReleasePartitions
-from rebalance.replies import ReleasePartitionsReply
+from rebalance.client_balance.replies import ReleasePartitionsReply
 
 API_KEY = schema.RELEASE_KEY
 VERSIONS = range(0, 1)

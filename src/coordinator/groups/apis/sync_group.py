@@ -12,8 +12,8 @@ from typing import Any
 
 from coordinator.groups.apis.common import runtime
 from coordinator.node.contract import RequestContext, ResponseValue
-from rebalance.commands import SyncGroup
-from rebalance.replies import SyncGroupReply
+from rebalance.classic.commands import SyncGroup
+from rebalance.classic.replies import SyncGroupReply
 
 API_KEY = 14
 VERSIONS = range(0, 6)
