@@ -29,9 +29,9 @@ from coordinator.node.apis.config_resources import (
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import config_resource, per_entry
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
-from coordinator.node.described_configs import ConfigEntry, ConfigType
 from coordinator.partition_log.topic_configs import describe_topic_configs
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.config_entries import ConfigEntry, ConfigType
 from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS

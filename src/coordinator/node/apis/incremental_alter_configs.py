@@ -20,7 +20,6 @@ from coordinator.node.apis.topic_config_changes import alter_each
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import config_resource, per_entry
 from coordinator.node.contract import RequestContext, ResponseValue
-from coordinator.node.described_configs import ConfigType
 from coordinator.partition_log.topic_configs import (
     TOPIC_CONFIGS,
     InvalidConfigError,
@@ -29,6 +28,7 @@ from coordinator.partition_log.topic_configs import (
 )
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.config_entries import ConfigType
 from coordinator.wire.security.acls import Operation
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS

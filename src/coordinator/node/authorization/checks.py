@@ -218,3 +218,12 @@ def config_resource(op: Operation, with_configs: bool) -> Denial:
         return {**answer, "configs": []} if with_configs else answer
 
     return denial
+
+
+def on_cluster(op: Operation, denied: Callable[[Any], dict[str, Any]]) -> Before:
+    """`op` on the cluster, else `denied(request)` (the cluster admin APIs)."""
+
+    def before(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+        return None if may_on_cluster(access, ctx, op) else denied(request)
+
+    return before
