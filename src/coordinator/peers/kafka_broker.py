@@ -288,7 +288,8 @@ def _properties(settings: Mapping[str, str], data: Path, port: int, controller_p
 
 
 def _log_config(log_dir: Path) -> str:
-    """Warnings and errors to server.log; the broker's start and stop lines too."""
+    """Warnings and errors to server.log; the broker's start and stop lines and the group
+    coordinator's account of each group (epoch bumps, expiries) too."""
     return "\n".join(
         [
             "appender.file.type = File",
@@ -300,6 +301,8 @@ def _log_config(log_dir: Path) -> str:
             "rootLogger.appenderRef.file.ref = file",
             "logger.server.name = kafka.server.KafkaRaftServer",
             "logger.server.level = INFO",
+            "logger.groups.name = org.apache.kafka.coordinator.group",
+            "logger.groups.level = INFO",
             "",
         ]
     )

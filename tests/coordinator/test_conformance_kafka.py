@@ -1,0 +1,71 @@
+"""`rebalance conformance` against Apache Kafka's own broker (4.4, `kafka_broker`): Kafka is the
+oracle, so every scenario and the differential runs (classic groups a and b, KIP-848 group c;
+lockstep and timed) must pass against it. Scenarios that need other broker settings run on a
+second broker started with them (`kafka_brokers`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.conformance.differential import run_differential
+from coordinator.conformance.runner import Outcome, run_scenarios
+from coordinator.conformance.scenarios import SCENARIOS
+from coordinator.peers.kafka_broker import KafkaBroker
+from coordinator.peers.pytest_plugin import KafkaBrokers
+
+#: The rules that need an initial delay, a small group.max.size, or a quick offsets cleanup.
+SLOW_SETTINGS = {"join.initial_delay", "join.max_size_refused", "retention.explicit_expiry"}
+DIFFERENTIAL = {"differential.lockstep", "differential.timed"}
+#: The broker for those: as QUICK in test_conformance.py, for Kafka.
+QUICK = {"group.initial.rebalance.delay.ms": 300, "group.max.size": 3}
+RETENTION = {"offsets.retention.check.interval.ms": 200}
+#: KIP-848 sessions a timed run's waits outlast (`TIMED_CONSUMER_SESSION_MS`).
+SHORT_SESSIONS = {
+    "group.consumer.session.timeout.ms": 900,
+    "group.consumer.heartbeat.interval.ms": 300,
+}
+
+
+def failures(outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    return [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"]
+
+
+async def test_every_scenario_passes_against_kafka(kafka_broker: KafkaBroker) -> None:
+    broker = await BrokerUnderTest.connect(kafka_broker.bootstrap, {})
+    chosen = [s for s in SCENARIOS if s.name not in SLOW_SETTINGS | DIFFERENTIAL]
+    outcomes = await run_scenarios(broker, chosen)
+    assert failures(outcomes) == []
+    assert len(outcomes) >= 26
+
+
+async def test_the_scenarios_of_other_settings_pass_against_kafka(
+    kafka_brokers: KafkaBrokers,
+) -> None:
+    quick = await BrokerUnderTest.connect(kafka_brokers.get(QUICK).bootstrap, {})
+    outcomes = await run_scenarios(
+        quick, [s for s in SCENARIOS if s.name in SLOW_SETTINGS - {"retention.explicit_expiry"}]
+    )
+    retention = await BrokerUnderTest.connect(kafka_brokers.get(RETENTION).bootstrap, {})
+    outcomes += await run_scenarios(
+        retention, [s for s in SCENARIOS if s.name == "retention.explicit_expiry"]
+    )
+    assert failures(outcomes) == []
+    assert len(outcomes) == 3
+
+
+async def test_a_lockstep_differential_run_agrees_with_kafka(kafka_broker: KafkaBroker) -> None:
+    broker = await BrokerUnderTest.connect(kafka_broker.bootstrap, {})
+    report = await asyncio.to_thread(run_differential, broker, steps=400, budget_s=120)
+    assert report.failure is None, report.failure
+    assert report.groups == "a b c" and report.steps >= 400
+
+
+async def test_a_timed_differential_run_agrees_with_kafka(kafka_brokers: KafkaBrokers) -> None:
+    kafka = kafka_brokers.get(SHORT_SESSIONS)
+    broker = await BrokerUnderTest.connect(kafka.bootstrap, {})
+    report = await asyncio.to_thread(
+        run_differential, broker, steps=60, steps_per_run=25, budget_s=120, timed=True
+    )
+    assert report.failure is None, report.failure
+    assert report.groups == "a b c" and report.steps >= 60
