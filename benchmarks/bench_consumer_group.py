@@ -112,9 +112,7 @@ def classic_join(members: int) -> tuple[float, int]:
     core = loaded_core(1)
     ids = []
     for token in range(members):
-        core.join_group(
-            JoinGroup("g", "", "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, token
-        )
+        core.handle(JoinGroup("g", "", "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, token)
     while (group := core.group("g")) is not None and group.state is GroupState.JOINING:
         core.on_timer(("join", "g", ""), 0)
     assert group is not None
@@ -122,25 +120,25 @@ def classic_join(members: int) -> tuple[float, int]:
     leader = group.leader_id
     assert leader is not None
     assignment = tuple((m, b"x" * 24) for m in ids)
-    core.sync_group(SyncGroup("g", group.generation, leader, assignment, version=3), 0, "s")
+    core.handle(SyncGroup("g", group.generation, leader, assignment, version=3), 0, "s")
     for m in ids:
         if m != leader:
-            core.sync_group(SyncGroup("g", group.generation, m, version=3), 0, "s")
+            core.handle(SyncGroup("g", group.generation, m, version=3), 0, "s")
     start = time.process_time()
     requests = 1
-    core.join_group(JoinGroup("g", "", "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, "new")
+    core.handle(JoinGroup("g", "", "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, "new")
     for m in ids:  # each member learns of the rebalance and rejoins
-        core.join_group(JoinGroup("g", m, "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, m)
+        core.handle(JoinGroup("g", m, "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, m)
         requests += 1
     assert group.state is GroupState.AWAITING_SYNC, group.state
     everyone = list(group.members)
     leader = group.leader_id
     assert leader is not None
     assignment = tuple((m, b"x" * 24) for m in everyone)
-    core.sync_group(SyncGroup("g", group.generation, leader, assignment, version=3), 0, "s")
+    core.handle(SyncGroup("g", group.generation, leader, assignment, version=3), 0, "s")
     for m in everyone:
         if m != leader:
-            core.sync_group(SyncGroup("g", group.generation, m, version=3), 0, "s")
+            core.handle(SyncGroup("g", group.generation, m, version=3), 0, "s")
     requests += len(everyone)
     synced = core.group("g")  # afresh: mypy would still hold `group.state` as AWAITING_SYNC
     assert synced is group and synced.state is GroupState.STABLE

@@ -53,7 +53,7 @@ def loaded_core() -> GroupCoordinatorCore:
 def form_group(core: GroupCoordinatorCore, group_id: str, n: int) -> tuple[list[str], int]:
     """n members join (v3, no MEMBER_ID_REQUIRED), the initial delay (0) passes, all sync."""
     for token in range(n):
-        res = core.join_group(
+        res = core.handle(
             JoinGroup(group_id, "", "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, token
         )
     group = core.group(group_id)
@@ -67,10 +67,10 @@ def form_group(core: GroupCoordinatorCore, group_id: str, n: int) -> tuple[list[
     leader = group.leader_id
     assert leader is not None and len(replies) == n
     assignment = tuple((m, b"x" * 24) for m in members)
-    core.sync_group(SyncGroup(group_id, generation, leader, assignment, version=3), 0, "sync")
+    core.handle(SyncGroup(group_id, generation, leader, assignment, version=3), 0, "sync")
     for m in members:
         if m != leader:
-            core.sync_group(SyncGroup(group_id, generation, m, version=3), 0, "sync")
+            core.handle(SyncGroup(group_id, generation, m, version=3), 0, "sync")
     return [leader, *[m for m in members if m != leader]], generation
 
 
@@ -87,7 +87,7 @@ def bench_heartbeats(
         n = len(commands)
         start = time.perf_counter()
         for i in range(beats):
-            core.heartbeat(commands[i % n], i, i)
+            core.handle(commands[i % n], i, i)
         return beats / (time.perf_counter() - start)
 
     return median_of(repeat, run)
@@ -149,7 +149,7 @@ def group_records(n: int) -> list[Record]:
     records: list[Record] = []
     for g in range(n):
         gid = f"idle-{g}"
-        res = core.join_group(
+        res = core.handle(
             JoinGroup(gid, "", "consumer", PROTOCOLS, 10_000, 10_000, version=3), 0, 1
         )
         records += res.records
@@ -158,7 +158,7 @@ def group_records(n: int) -> list[Record]:
         while group.state is GroupState.JOINING:
             records += core.on_timer(("join", gid, ""), 0).records
         assert group is not None and group.leader_id is not None
-        res = core.sync_group(
+        res = core.handle(
             SyncGroup(
                 gid, group.generation, group.leader_id, ((group.leader_id, b"a" * 24),), version=3
             ),

@@ -33,6 +33,7 @@ from coordinator.described_configs import (
     table_entries,
 )
 from coordinator.errors import OperationalError
+from coordinator.kafka_settings import announced, inert_entries
 from coordinator.partition_log.partition import LogCorruptError
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
@@ -112,6 +113,7 @@ class ServerApp:
         settings = BrokerSettings()
         settings.add(lambda: model_entries(self.config, skip=_SHOWN_AS_BOUND))
         settings.add(lambda: table_entries(self.config.cluster_only, CLUSTER_ONLY))
+        settings.add(lambda: inert_entries(self.config.inert))
         broker = Broker(
             self.config,
             topics,
@@ -130,6 +132,11 @@ class ServerApp:
             given = ", ".join(f"{k}={v}" for k, v in sorted(self.config.cluster_only.items()))
             logger.warning("these settings only matter on a cluster; on this one node they have "
                            "no effect: %s", given)  # fmt: skip
+        if self.config.inert:
+            logger.warning(
+                "these settings of Kafka's broker are accepted but have no effect on this "
+                "node: %s", announced(self.config.inert),
+            )  # fmt: skip
         # Only once everything opened: a failed start creates no topic.
         for name, partitions in self._initial_topics:
             if name in broker.internal_topics:
@@ -206,7 +213,7 @@ class ServerApp:
 
 
 #: Listed with their actual values (bound ports, derived addresses) by `_address_entries`.
-_SHOWN_AS_BOUND = ("listeners", "advertised_listeners")
+_SHOWN_AS_BOUND = ("listeners", "advertised_listeners", "log_dirs", "log_dir")
 
 
 def _endpoint(host: str, port: int) -> str:

@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-report",
         action="store_true",
         help="tell the story and keep its event log, without the Spark report (no analytics "
-        "extra or Java needed; `rebalance report DIR/data/events` explains it later)",
+        "extra or Java needed; `rebalance report DIR/data/events --out DIR/report` explains "
+        "it later)",
     )
     walkthrough = commands.add_parser(
         "walkthrough",
@@ -103,7 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
         "With --truncate, copy each damaged log to DATA_DIR/backups/ and cut it after its last "
         "valid batch, as Kafka's log recovery does.",
     )
-    repair.add_argument("--data-dir", type=Path, required=True, metavar="DIR")
+    repair.add_argument(
+        "--data-dir", type=Path, required=True, metavar="DIR",
+        help="the data dir of a stopped server (as given to rebalance serve --data-dir)",
+    )  # fmt: skip
     repair.add_argument(
         "--truncate",
         action="store_true",
@@ -122,7 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         "rule by rule, where its group coordinator differs from Kafka's. Exit status 1 on any "
         "failure.",
     )
-    conformance.add_argument("--bootstrap", required=True, metavar="HOST:PORT")
+    conformance.add_argument(
+        "--bootstrap", required=True, metavar="HOST:PORT",
+        help="the broker under test (any Kafka-compatible broker; its group coordinator is "
+        "found through it)",
+    )  # fmt: skip
     conformance.add_argument(
         "--assume",
         action="append",
@@ -155,9 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     group_commands = groups.add_subparsers(dest="groups_command", required=True, metavar="WHAT")
     listing = group_commands.add_parser("list", help="every group with its type and state")
     describe = group_commands.add_parser("describe", help="one group's members and partitions")
-    describe.add_argument("group", metavar="GROUP")
+    describe.add_argument("group", metavar="GROUP", help="the group id")
     for sub in (listing, describe):
-        sub.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT")
+        sub.add_argument(
+            "--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+            help="the server to ask (default 127.0.0.1:9092)",
+        )  # fmt: skip
         add_debug_argument(sub)
     add_users_arguments(commands)
     for command, purpose in ANALYTICS.items():
@@ -240,7 +251,7 @@ def _run(args: argparse.Namespace) -> int:
 
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
         zookeeper = zookeeper_extensions(args)
-        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups.claim])
+        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups])
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
 
 

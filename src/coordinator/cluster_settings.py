@@ -5,7 +5,7 @@ Test brokers are configured with them (`offsets.topic.replication.factor=1`,
 has the right type, announced once at start as having no effect on this single node, and listed
 by DescribeConfigs (given or Kafka's default). `min.insync.replicas` and
 `unclean.leader.election.enable` also become the defaults of the topic configs of the same name,
-as in Kafka. Every other unknown key is still refused.
+as in Kafka. Any other key of Kafka's broker is accepted by `coordinator.kafka_settings`.
 """
 
 from __future__ import annotations

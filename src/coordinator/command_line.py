@@ -35,8 +35,10 @@ def usage_error(prog: str, message: str) -> int:
 
 def add_debug_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--debug", "-v", action="store_true", help="print the traceback of a failure too"
-    )
+        "--debug", "-v", action="store_true",
+        help="on a failure, print its traceback too (-v is short for --debug; it does not make "
+        "the output verbose)",
+    )  # fmt: skip
 
 
 def run_command(prog: str, debug: bool, command: Callable[[], int]) -> int:

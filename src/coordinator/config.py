@@ -1,36 +1,50 @@
 """Broker settings of the wire server, named as in Kafka's broker configuration.
 
 `ServerConfig` holds only what the server infrastructure itself uses. `--set KEY=VALUE` options
-are parsed by `parse_settings`, which offers every key this model does not know to the
-`claim` callables it is given (the group coordinator's own settings, e.g.
-`group.initial.rebalance.delay.ms`, live in `rebalance.config` and are claimed there). A key
-nobody claims, or a value that does not validate, is rejected with a message naming the key.
-Settings that only matter on a cluster (`coordinator.cluster_settings`) are accepted and kept in
-`ServerConfig.cluster_only`.
+(and a `--config` file's lines before them) are parsed by `parse_settings`: all of them are read
+first (a later value of a key replaces an earlier one, as in a properties file), then validated
+as one configuration, as Kafka's broker validates its settings, so their order never matters.
+Every key this model does not know is offered to the `claims` (the group coordinator's own
+settings, e.g. `group.initial.rebalance.delay.ms`, live in `rebalance.config` and are claimed
+there), which validate their keys together. Settings that only matter on a cluster
+(`coordinator.cluster_settings`) are kept in `ServerConfig.cluster_only`; any other setting
+Kafka's broker knows (`coordinator.kafka_settings`) is checked as Kafka checks it and kept in
+`ServerConfig.inert`. A key Kafka does not know, or a bad value, is refused with one message
+naming the key.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from coordinator.cluster_settings import CLUSTER_ONLY, check_cluster_setting
+from coordinator.kafka_settings import check_kafka_value, kafka_setting, unknown_setting_message
 from coordinator.wire.access_control import check_authorizer, parse_super_users
 from coordinator.wire.connection_quotas import UNLIMITED, parse_overrides
 from coordinator.wire.endpoints import parse_endpoints, parse_protocol_map
 from coordinator.wire.sasl import DEFAULT_MECHANISMS, parse_mechanisms
 from coordinator.wire.tls import parse_protocols
+from rebalance.config import ConfigError as KeyedConfigError
+from rebalance.config import config_error
 
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
 
-SettingClaim = Callable[[str, str], bool]
-"""Offered a `--set` key and its raw value; returns True if it owns the key.
 
-It must raise `ValueError` (naming the key) if it owns the key but the value is bad.
-"""
+class SettingClaim(Protocol):
+    """Settings another part of the node owns (the group coordinator's)."""
+
+    def owns(self, key: str) -> bool:
+        """Whether `key` is one of its settings."""
+        ...
+
+    def settle(self, settings: Mapping[str, str]) -> None:
+        """Take all of its settings at once (raw values by key), once every setting has been
+        read; raises `rebalance.config.ConfigError` naming the key at fault."""
+        ...
 
 
 class ConfigError(ValueError):
@@ -57,6 +71,17 @@ class ServerConfig(BaseModel):
     cluster_id: str = Field(default="rebalance-cluster", min_length=1, alias="cluster.id")
     cluster_only: dict[str, str] = Field(default_factory=dict)
     """Settings that only matter on a cluster, as given (see `coordinator.cluster_settings`)."""
+    inert: dict[str, str] = Field(default_factory=dict)
+    """Other settings of Kafka's broker this node does not act on, as checked
+    (`coordinator.kafka_settings`)."""
+    log_dirs: str | None = Field(default=None, alias="log.dirs")
+    """The data dir when `--data-dir` is not given (one directory: this node has one)."""
+    log_dir: str | None = Field(default=None, alias="log.dir")
+    """Kafka's fallback for `log.dirs`."""
+    process_roles: str = Field(default="broker,controller", alias="process.roles")
+    """Accepted as Kafka's combined mode is: this node is both, and nothing else."""
+    controller_listener_names: str = Field(default="", alias="controller.listener.names")
+    """Listeners of a KRaft controller: named in `listeners`, they are not opened here."""
     # Listeners and TLS (`coordinator.wire.endpoints`, `coordinator.wire.tls`, docs/security.md).
     listeners: str | None = Field(default=None, alias="listeners")
     """`NAME://HOST:PORT,...`; when given, replaces `--bind`."""
@@ -179,20 +204,26 @@ def parse_settings(
     claims: Sequence[SettingClaim] = (),
     base: Mapping[str, Any] | None = None,
 ) -> ServerConfig:
-    """Build a `ServerConfig` from `KEY=VALUE` strings.
+    """Build a `ServerConfig` from `KEY=VALUE` strings, validated as one configuration.
 
-    Keys of `ServerConfig` are validated here; any other key is offered, in order, to the
-    `claims` callables (the hook where the group coordinator's settings are taken). An
-    unclaimed key raises `ConfigError` naming it; so does a bad value.
+    Keys of `ServerConfig` are validated here; any other key goes to the claim that owns it,
+    then to the cluster-only and Kafka tables. An unknown key raises `ConfigError` naming it;
+    so does a bad value, after every setting has been read.
     """
+    given: dict[str, str] = {}
+    for text in assignments:
+        key, raw = split_assignment(text)
+        given.pop(key, None)  # a repeated key counts where it was last given
+        given[key] = raw
     own_keys = ServerConfig.kafka_keys()
     values: dict[str, Any] = dict(base or {})
     cluster_only: dict[str, str] = dict(values.pop("cluster_only", {}))
+    inert: dict[str, str] = dict(values.pop("inert", {}))
     listener_limits: dict[str, dict[str, int]] = {
         name: dict(limits) for name, limits in values.pop("listener_limits", {}).items()
     }
-    for text in assignments:
-        key, raw = split_assignment(text)
+    claimed: list[dict[str, str]] = [{} for _ in claims]
+    for key, raw in given.items():
         if key in own_keys:
             values[_KEY_ALIASES.get(key, key)] = raw
             continue
@@ -200,31 +231,44 @@ def parse_settings(
         if limit is not None:
             listener_limits.setdefault(limit[1].upper(), {})[limit[2]] = _limit_value(key, raw)
             continue
+        owner = next((i for i, claim in enumerate(claims) if claim.owns(key)), None)
+        if owner is not None:
+            claimed[owner][key] = raw
+            continue
         if key in CLUSTER_ONLY:
             try:
                 cluster_only[key] = check_cluster_setting(key, raw)
             except ValueError as exc:
                 raise ConfigError(f"bad value for {key}: {exc}") from None
             continue
+        setting = kafka_setting(key)
+        if setting is None:
+            raise ConfigError(unknown_setting_message(key, own_keys))
         try:
-            claimed = any(claim(key, raw) for claim in claims)
+            inert[key] = check_kafka_value(setting, raw)
         except ValueError as exc:
-            raise ConfigError(f"bad value for {key}: {exc}") from exc
-        if not claimed:
-            raise ConfigError(f"unknown setting {key!r}")
+            raise ConfigError(f"bad value for {key}: {exc}") from None
     if cluster_only:
         values["cluster_only"] = cluster_only
+    if inert:
+        values["inert"] = inert
     if listener_limits:
         values["listener_limits"] = listener_limits
     try:
         config = ServerConfig.model_validate(values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"]) or "?"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"bad value for {key}: {message}") from exc
+        raise _bad_value(config_error(exc, given, "listeners")) from None
     _check_listener_limits(config)
+    for claim, settings in zip(claims, claimed, strict=True):
+        try:
+            claim.settle(settings)
+        except KeyedConfigError as exc:
+            raise _bad_value(exc) from None
     return config
+
+
+def _bad_value(exc: KeyedConfigError) -> ConfigError:
+    return ConfigError(f"bad value for {exc.key}: {exc.problem}")
 
 
 #: Kafka's listener-prefixed connection limits (`listener.name.internal.max.connections`).

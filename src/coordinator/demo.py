@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -408,7 +409,10 @@ def run_demo(
     if report:
         explain(data_dir / "events", output / "report", say)
     else:
-        say(f"\nno report (--no-report): rebalance report {data_dir / 'events'} explains it")
+        hint = f"rebalance report {shlex.quote(str(data_dir / 'events'))} --out " + shlex.quote(
+            str(output / "report")
+        )
+        say(f"\nno report (--no-report): {hint} explains it")
     left = running_children()
     if left:
         say(f"\ndone in {time.monotonic() - started:.0f} s; still running: {left}")

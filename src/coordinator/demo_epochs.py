@@ -54,6 +54,11 @@ def consumer_epochs(events_dir: Path, group: str) -> dict[int, Epoch]:
     return epochs
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 member`, `2 members`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def tell_consumer_epochs(events_dir: Path, group: str, say: Say) -> None:
     epochs = consumer_epochs(events_dir, group)
     say(
@@ -62,6 +67,7 @@ def tell_consumer_epochs(events_dir: Path, group: str, say: Say) -> None:
     )
     for number, epoch in sorted(epochs.items()):
         say(
-            f"    group epoch {number}: {epoch.trigger:<14} {epoch.members} members, "
-            f"{epoch.moved} partitions moved, {len(epoch.revoking)} members gave some back"
+            f"    group epoch {number}: {epoch.trigger:<14} {counted(epoch.members, 'member')}, "
+            f"{counted(epoch.moved, 'partition')} moved, "
+            f"{counted(len(epoch.revoking), 'member')} gave some back"
         )

@@ -2,7 +2,8 @@
 setting, and the catalogue of the settings this node runs with.
 
 The node's settings come from several models (the server's `ServerConfig`, the group
-coordinator's `CoordinatorConfig`, the settings that only matter on a cluster, and `--bind`,
+coordinator's `CoordinatorConfig`, the settings that only matter on a cluster, the other
+settings of Kafka's broker given (`coordinator.kafka_settings`), and `--bind`,
 `--advertise` and `--data-dir` as `listeners`, `advertised.listeners` and `log.dirs`): each adds
 itself to the `BrokerSettings` service at start, and DescribeConfigs for the broker lists them. A
 setting given at start (`--set`) is STATIC_BROKER_CONFIG, one left at its default

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -58,14 +58,15 @@ class GroupCoordinatorExtension:
         self.seed = seed
         self.runtime: GroupRuntime | None = None
 
-    def claim(self, key: str, raw: str) -> bool:
-        """The `--set` hook: take group coordinator keys, validating each as it comes."""
-        if key not in CoordinatorConfig.kafka_keys():
-            return False
-        candidate = {**self._settings, key: raw}
-        CoordinatorConfig.from_properties(candidate)  # raises ConfigError naming the key
-        self._settings = candidate
-        return True
+    def owns(self, key: str) -> bool:
+        """The `--set` hook (`coordinator.config.SettingClaim`): the group coordinator's keys."""
+        return key in CoordinatorConfig.kafka_keys()
+
+    def settle(self, settings: Mapping[str, str]) -> None:
+        """All of its `--set` values at once, validated together (raises `ConfigError` naming
+        the key at fault)."""
+        self._config = CoordinatorConfig.from_properties({**self._settings, **settings})
+        self._settings = {**self._settings, **settings}
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -83,9 +84,12 @@ class GroupCoordinatorExtension:
                 f"{broker.topics.root / GROUP_METADATA_TOPIC} out of the data dir"
             )
         async with contextlib.AsyncExitStack() as stack:
+            # The event log's lock first: a directory another server writes to is refused
+            # before this start touches anything.
+            lock = self._lock_event_log(broker, stack) if self.event_log else None
             store = SqliteStore(broker.data_dir / STORE_FILE)
             stack.callback(store.close)
-            events, lock = self._open_event_log(broker, stack) if self.event_log else (None, None)
+            events = self._open_event_log(broker, stack) if self.event_log else None
             core = GroupCoordinatorCore(self.config, SplitMix64(seed))
             # The topics first: loading a consumer group compares them with its records.
             core.topics_changed(topic_metadata(broker.topics), 0)
@@ -117,17 +121,22 @@ class GroupCoordinatorExtension:
                 lock.keep()  # started: from now on the directory holds the log, a failure or not
             yield runtime
 
-    def _open_event_log(
-        self, broker: Broker, stack: contextlib.AsyncExitStack
-    ) -> tuple[EventLog, DirectoryLock | None]:
-        """The event log, closed by `stack`. A directory of its own outside the data dir is
-        locked like the data dir (two servers must not append to the same files), and removed
-        again if this start created it and then failed."""
-        directory = self.event_log_dir or broker.data_dir / EVENTS_DIR
-        lock = None
-        if not directory.resolve().is_relative_to(broker.data_dir.resolve()):
-            lock = DirectoryLock.acquire(directory, what="event log dir", option="--event-log")
-            stack.callback(lock.release, remove_created=True)
+    def _event_log_dir(self, broker: Broker) -> Path:
+        return self.event_log_dir or broker.data_dir / EVENTS_DIR
+
+    def _lock_event_log(self, broker: Broker, stack: contextlib.AsyncExitStack) -> DirectoryLock:
+        """Lock the event log's directory like the data dir, the default one inside the data
+        dir too (two servers must not append to the same files, and another server's
+        `--event-log` may name this one's); it is removed again if this start created it and
+        then failed."""
+        directory = self._event_log_dir(broker)
+        lock = DirectoryLock.acquire(directory, what="event log dir", option="--event-log")
+        stack.callback(lock.release, remove_created=True)
+        return lock
+
+    def _open_event_log(self, broker: Broker, stack: contextlib.AsyncExitStack) -> EventLog:
+        """The event log (in its locked directory), closed by `stack`."""
+        directory = self._event_log_dir(broker)
         try:
             events = EventLog(
                 directory,
@@ -140,7 +149,7 @@ class GroupCoordinatorExtension:
                 f"choose another --event-log"
             ) from exc
         stack.callback(events.close)
-        return events, lock
+        return events
 
 
 def topic_metadata(topics: TopicStore) -> TopicMetadata:

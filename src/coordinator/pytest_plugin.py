@@ -6,11 +6,13 @@ a `pytest_plugins = ["coordinator.pytest_plugin"]` line left from before is harm
 `coordinator.testing.server_in_thread`) on an ephemeral loopback port for one test, configured
 by the test's `kafka` marker::
 
-    @pytest.mark.kafka(topics=[("orders", 3)], settings={"group.max.size": 10})
+    @pytest.mark.kafka(topics=["orders:3", "audit"], settings={"group.max.size": 10})
     def test_something(kafka_server): ...
 
-`topics` are (name, partitions) pairs (default: `[("test-topic", 3)]`); `settings` are broker
-settings with Kafka's names, over the fixture's defaults, which differ from Kafka's in one
+`topics` are `"name:partitions"`, a bare `"name"` (the broker's `num.partitions`, 1 unless set)
+or (name, partitions) pairs (default: `["test-topic:3"]`); `settings` are broker settings with
+Kafka's names, as a dict (or `KEY=VALUE` strings, as `server_in_thread` takes them too), over
+the fixture's defaults (`coordinator.testing.TEST_DEFAULTS`), which differ from Kafka's in one
 place: `group.initial.rebalance.delay.ms` is 0, so a group forms without Kafka's 3 s wait.
 `kafka_server_factory(topics=..., settings=...)` starts more nodes (all stopped after the test).
 
@@ -22,7 +24,7 @@ is not needed for the fixture itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,10 +32,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:  # the server is imported when a test asks for one, not in every pytest run
-    from coordinator.testing import RunningServer
+    from coordinator.testing import RunningServer, Settings, Topics
 
-DEFAULT_TOPICS: Sequence[tuple[str, int]] = (("test-topic", 3),)
-DEFAULT_SETTINGS: Mapping[str, object] = {"group.initial.rebalance.delay.ms": 0}
+DEFAULT_TOPICS: Sequence[str] = ("test-topic:3",)
 
 ServerFactory = Callable[..., "RunningServer"]
 
@@ -41,36 +42,31 @@ ServerFactory = Callable[..., "RunningServer"]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kafka(topics=[(name, partitions)], settings={kafka.setting: value}): topics and broker "
-        "settings of the kafka_server fixture",
+        "kafka(topics=['name:partitions' or 'name'], settings={kafka.setting: value}): topics "
+        "and broker settings of the kafka_server fixture",
     )
-
-
-def _setting(key: str, value: object) -> str:
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    return f"{key}={text}"
 
 
 @pytest.fixture
 def kafka_server_factory() -> Iterator[ServerFactory]:
     """Start nodes: `kafka_server_factory(topics=..., settings=..., data_dir=None)`."""
-    from coordinator.testing import server_in_thread
+    from coordinator.testing import server_in_thread, setting_lines, topic_specs
 
     with ExitStack() as running:
 
         def start(
             *,
-            topics: Sequence[tuple[str, int]] = DEFAULT_TOPICS,
-            settings: Mapping[str, object] | None = None,
+            topics: Topics = DEFAULT_TOPICS,
+            settings: Settings = (),
             data_dir: Path | None = None,
         ) -> RunningServer:
-            merged = {**DEFAULT_SETTINGS, **(settings or {})}
+            try:
+                topic_specs(topics)
+                setting_lines(settings)
+            except (ValueError, TypeError) as exc:
+                raise pytest.UsageError(f"kafka_server: {exc}") from None
             return running.enter_context(
-                server_in_thread(
-                    topics=topics,
-                    settings=[_setting(k, v) for k, v in merged.items()],
-                    data_dir=data_dir,
-                )
+                server_in_thread(topics=topics, settings=settings, data_dir=data_dir)
             )
 
         yield start

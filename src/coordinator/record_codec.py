@@ -65,6 +65,7 @@ def encode(record: Record) -> StoredRecord:
         return _encode_client_balance(record)
     if isinstance(record, OffsetCommitRecord):
         return json_offset_row(record)
+    assert isinstance(record, GroupMetadataRecord)
     group = record.value
     if group is None:
         return StoredRecord(GROUP_KIND, record.group_id, None)

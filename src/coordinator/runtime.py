@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from coordinator import record_codec
 from coordinator.event_log import EventLog, epoch_offset_ms
+from coordinator.group_log import log_group_events
 from coordinator.timer_wheel import TimerWheel
 from rebalance.commands import Command, Heartbeat
 from rebalance.consumer_group.group import TopicMetadata
@@ -142,6 +143,7 @@ class GroupRuntime:
             # Each big group is sent to the worker now, paced, rather than whole by its first
             # computation while heartbeats wait (`AssignorWorker.prime`).
             for inputs in self.core.offloaded_inputs():
+                assert isinstance(inputs, TargetInputs)  # the only work offloaded today
                 try:
                     worker = self._worker_handle()
                     if worker.broken:  # the computations use the thread
@@ -172,7 +174,7 @@ class GroupRuntime:
         if self._pending_write() is not None:
             return None
         self._next_token += 1
-        result = self.core.heartbeat(command, self._clock.now_ms(), self._next_token)
+        result = self.core.handle(command, self._clock.now_ms(), self._next_token)
         self._carry_out(result)
         (reply,) = result.replies
         assert isinstance(reply.response, HeartbeatReply)
@@ -289,6 +291,7 @@ class GroupRuntime:
     def _offload(self, result: Result) -> None:
         """Start the result's offloaded target assignments in the assignor worker."""
         for inputs in result.offloaded:
+            assert isinstance(inputs, TargetInputs)  # the only work offloaded today
             if self._assignor_in == "process":
                 try:
                     worker = self._worker_handle()
@@ -334,8 +337,10 @@ class GroupRuntime:
         self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
 
     def _log_events(self, result: Result) -> None:
-        if result.events and self.events is not None:
-            self.events.emit(result.events, self._epoch_offset)
+        if result.events:
+            log_group_events(result.events)  # the server log's INFO lines (coordinator.group_log)
+            if self.events is not None:
+                self.events.emit(result.events, self._epoch_offset)
 
     def _carry_out_timers(self, result: Result) -> None:
         """Apply timer effects (lazily: a later deadline for an armed key only updates the

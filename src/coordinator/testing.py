@@ -8,9 +8,15 @@
 
 `running_server` listens on 127.0.0.1 on an ephemeral port, with a temporary data dir unless one
 is given, and returns only once the port accepts connections (aiokafka gives up at once if it
-cannot bootstrap). `server_in_thread` runs the same on an event loop of its own in a background
-thread, so synchronous clients (kafka-python, confluent-kafka) and tests on any event loop can
-use it; the pytest plugin (`coordinator.pytest_plugin`, installed as a pytest plugin) builds
+cannot bootstrap). Both take `settings` as a dict of Kafka-named broker settings
+(`{"group.max.size": 10}`) or as `KEY=VALUE` strings, as `--set` takes them, and `topics` as
+`(name, partitions)` pairs, `"name:partitions"` or a bare `"name"` (the broker's
+`num.partitions`). `server_in_thread`, like the pytest fixtures, starts from `TEST_DEFAULTS`
+(`group.initial.rebalance.delay.ms=0`: a group forms without Kafka's 3 s wait);
+`running_server` from Kafka's defaults. `server_in_thread` runs the same on an event loop of
+its own in a background thread, so synchronous clients (kafka-python, confluent-kafka) and
+tests on any event loop can use it; the pytest plugin (`coordinator.pytest_plugin`, installed
+as a pytest plugin) builds
 its fixtures on it. `WireClient` speaks the protocol through kio (including malformed bytes on
 purpose), and `record_batch`/`read_records` make and read v2 record batches.
 """
@@ -22,7 +28,7 @@ import datetime
 import io
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -39,13 +45,73 @@ from coordinator.groups import GroupCoordinatorExtension
 from coordinator.wire.client import WireClient, read_records
 
 __all__ = [
+    "TEST_DEFAULTS",
     "RunningServer",
+    "Settings",
+    "Topics",
     "WireClient",
     "read_records",
     "record_batch",
     "running_server",
     "server_in_thread",
 ]
+
+
+Settings = Mapping[str, object] | Iterable[str]
+"""Broker settings: `{"num.partitions": 3}` or `["num.partitions=3"]`."""
+Topics = Sequence[tuple[str, int] | str]
+"""Topics to create: `("orders", 3)`, `"orders:3"` or `"orders"` (the broker's num.partitions)."""
+
+TEST_DEFAULTS: Mapping[str, object] = {"group.initial.rebalance.delay.ms": 0}
+"""Where the test helpers differ from Kafka's defaults: groups form at once."""
+
+
+def setting_lines(settings: Settings) -> list[str]:
+    """`KEY=VALUE` lines, from a dict (booleans written as Kafka writes them) or as given."""
+    if isinstance(settings, Mapping):
+        return [
+            f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+            for key, value in settings.items()
+        ]
+    if isinstance(settings, str):
+        return [settings]
+    lines = list(settings)
+    for line in lines:
+        if not isinstance(line, str):
+            raise TypeError(
+                f"settings: give a dict of Kafka setting names to values, or KEY=VALUE strings; "
+                f"got {line!r}"
+            )
+    return lines
+
+
+def topic_specs(topics: Topics) -> list[tuple[str, int | None]]:
+    """Each topic as (name, partitions); None partitions: the broker's `num.partitions`.
+    `ValueError` saying what is expected for anything else."""
+    specs: list[tuple[str, int | None]] = []
+    for topic in [topics] if isinstance(topics, str) else topics:
+        if isinstance(topic, str):
+            name, sep, count = topic.rpartition(":")
+            if not sep:
+                specs.append((topic, None))
+                continue
+            if name and count.isdigit() and int(count) >= 1:
+                specs.append((name, int(count)))
+                continue
+        elif (
+            isinstance(topic, tuple)
+            and len(topic) == 2
+            and isinstance(topic[0], str)
+            and isinstance(topic[1], int)
+            and topic[1] >= 1
+        ):
+            specs.append(topic)
+            continue
+        raise ValueError(
+            f'topics: each is "name", "name:partitions" or (name, partitions) with '
+            f"partitions >= 1; got {topic!r}"
+        )
+    return specs
 
 
 @dataclass(frozen=True)
@@ -76,8 +142,8 @@ class RunningServer:
 @asynccontextmanager
 async def running_server(
     *,
-    topics: Sequence[tuple[str, int]] = (),
-    settings: Iterable[str] = (),
+    topics: Topics = (),
+    settings: Settings = (),
     claims: Sequence[SettingClaim] = (),
     config: ServerConfig | None = None,
     data_dir: Path | None = None,
@@ -88,8 +154,9 @@ async def running_server(
 ) -> AsyncIterator[RunningServer]:
     """Run a node in this event loop for the duration of the block.
 
-    `settings` are `KEY=VALUE` strings as for `--set`; keys the server does not know go to
-    `claims` (see `coordinator.config.parse_settings`), group coordinator keys (e.g.
+    `settings` are a dict or `KEY=VALUE` strings as for `--set` (see the module's docstring),
+    over Kafka's defaults; keys the server does not know go to `claims` (see
+    `coordinator.config.parse_settings`), group coordinator keys (e.g.
     `group.initial.rebalance.delay.ms=0`) included. `config` replaces both. The group
     coordinator runs unless `groups=False`; pass a `GroupCoordinatorExtension` to configure it.
     `port` 0 picks a free one.
@@ -98,13 +165,15 @@ async def running_server(
         groups = GroupCoordinatorExtension()
     if isinstance(groups, GroupCoordinatorExtension):
         extensions = [groups, *extensions]
-        claims = [groups.claim, *claims]
+        claims = [groups, *claims]
     with tempfile.TemporaryDirectory(prefix="rebalance-") as scratch:
         directory = data_dir if data_dir is not None else Path(scratch)
+        if config is None:
+            config = parse_settings(setting_lines(settings), claims=claims)
         app = ServerApp(
-            config if config is not None else parse_settings(settings, claims=claims),
+            config,
             directory,
-            topics=topics,
+            topics=[(name, count or config.num_partitions) for name, count in topic_specs(topics)],
             extensions=extensions,
         )
         bound_host, bound_port = await app.start(host, port)
@@ -120,12 +189,13 @@ async def running_server(
 @contextmanager
 def server_in_thread(
     *,
-    topics: Sequence[tuple[str, int]] = (),
-    settings: Iterable[str] = (),
+    topics: Topics = (),
+    settings: Settings = (),
     data_dir: Path | None = None,
     groups: GroupCoordinatorExtension | bool = True,
 ) -> Iterator[RunningServer]:
-    """`running_server` on an event loop of its own, in a daemon thread, for the block.
+    """`running_server` on an event loop of its own, in a daemon thread, for the block, with
+    `settings` over `TEST_DEFAULTS` (as the pytest fixtures).
 
     Returns once the port accepts connections; a failed start raises here. The server's
     objects (`broker`, `app`) belong to its loop: read them for assertions, but call into them
@@ -133,11 +203,13 @@ def server_in_thread(
     """
     started: Future[tuple[RunningServer, asyncio.Event]] = Future()
     stopped: Future[None] = Future()
+    lines = setting_lines(TEST_DEFAULTS) + setting_lines(settings)  # the last value counts
+    topic_specs(topics)  # a wrong one fails here, in the caller's thread
 
     async def serve() -> None:
         stop = asyncio.Event()
         async with running_server(
-            topics=topics, settings=settings, data_dir=data_dir, groups=groups
+            topics=topics, settings=lines, data_dir=data_dir, groups=groups
         ) as server:
             started.set_result((server, stop))
             await stop.wait()

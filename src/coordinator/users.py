@@ -32,14 +32,14 @@ def add_users_arguments(commands: argparse._SubParsersAction[Any]) -> None:
     )
     actions = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
     add = actions.add_parser("add", help="create or replace a user's credentials")
-    add.add_argument("user", metavar="NAME")
+    add.add_argument("user", metavar="NAME", help="the user's name, as clients log in with it")
     add.add_argument("--password", help="the password (default: the first line of standard input)")
     add.add_argument(
         "--iterations", type=int, default=MIN_ITERATIONS,
         help=f"PBKDF2 iterations (at least and default {MIN_ITERATIONS})",
     )  # fmt: skip
     remove = actions.add_parser("remove", help="delete a user's credentials")
-    remove.add_argument("user", metavar="NAME")
+    remove.add_argument("user", metavar="NAME", help="the user whose credentials go")
     listing = actions.add_parser("list", help="every user with its mechanisms")
     for action in (add, remove):
         action.add_argument(
@@ -47,7 +47,10 @@ def add_users_arguments(commands: argparse._SubParsersAction[Any]) -> None:
             help="only this mechanism (repeatable; default: both)",
         )  # fmt: skip
     for action in (add, remove, listing):
-        action.add_argument("--data-dir", type=Path, required=True, metavar="DIR")
+        action.add_argument(
+            "--data-dir", type=Path, required=True, metavar="DIR",
+            help="the server's data dir (its credentials live there; the server may be running)",
+        )  # fmt: skip
         add_debug_argument(action)
 
 

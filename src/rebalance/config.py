@@ -7,6 +7,7 @@ Invalid values raise `ConfigError` whose message starts with the offending key.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ class ConfigError(ValueError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"{key}: {problem}")
         self.key = key
+        self.problem = problem
 
 
 class CoordinatorConfig(BaseModel):
@@ -130,36 +132,21 @@ class CoordinatorConfig(BaseModel):
         return value.lower()
 
     @model_validator(mode="after")
-    def _session_bounds_ordered(self) -> CoordinatorConfig:
-        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
-            raise ValueError(
-                "must not exceed group.max.session.timeout.ms "
-                f"({self.group_min_session_timeout_ms} > {self.group_max_session_timeout_ms})"
-            )
-        # Kafka's GroupCoordinatorConfig requirements for consumer groups.
-        for name, low, value, high in (
-            (
-                "group.consumer.session.timeout.ms",
-                self.group_consumer_min_session_timeout_ms,
-                self.group_consumer_session_timeout_ms,
-                self.group_consumer_max_session_timeout_ms,
-            ),
-            (
-                "group.consumer.heartbeat.interval.ms",
-                self.group_consumer_min_heartbeat_interval_ms,
-                self.group_consumer_heartbeat_interval_ms,
-                self.group_consumer_max_heartbeat_interval_ms,
-            ),
-        ):
-            if not low <= value <= high:
-                raise ValueError(
-                    f"{name} must be within its min and max ({low} <= {value} <= {high})"
+    def _bounds_ordered(self) -> CoordinatorConfig:
+        """Kafka's GroupCoordinatorConfig requirements, checked on the whole configuration; a
+        failure names the key at fault: of the two a rule relates, the one given (both given:
+        the one Kafka's message is about)."""
+        values = self.model_dump(by_alias=True)
+        given = {type(self).model_fields[name].alias for name in self.model_fields_set}
+        for subject, relation, other in _ORDERED:
+            value, bound = values[subject], values[other]
+            if _HOLDS[relation](value, bound):
+                continue
+            if other in given and subject not in given:
+                raise ConfigError(
+                    other, f"must be {_WORDS[_INVERSE[relation]]} {subject} ({bound} vs {value})"
                 )
-        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
-            raise ValueError(
-                "group.consumer.heartbeat.interval.ms must be less than "
-                "group.consumer.session.timeout.ms"
-            )
+            raise ConfigError(subject, f"must be {_WORDS[relation]} {other} ({value} vs {bound})")
         return self
 
     @property
@@ -179,14 +166,36 @@ class CoordinatorConfig(BaseModel):
         )
 
 
+#: (subject, relation, other): the subject's value must stand in the relation to the other's.
+#: Kafka's GroupCoordinatorConfig rules, in its order, after our classic session bound.
+_ORDERED = (
+    ("group.min.session.timeout.ms", "<=", "group.max.session.timeout.ms"),
+    ("group.consumer.max.heartbeat.interval.ms", ">=", "group.consumer.min.heartbeat.interval.ms"),
+    ("group.consumer.heartbeat.interval.ms", ">=", "group.consumer.min.heartbeat.interval.ms"),
+    ("group.consumer.heartbeat.interval.ms", "<=", "group.consumer.max.heartbeat.interval.ms"),
+    ("group.consumer.max.session.timeout.ms", ">=", "group.consumer.min.session.timeout.ms"),
+    ("group.consumer.session.timeout.ms", ">=", "group.consumer.min.session.timeout.ms"),
+    ("group.consumer.session.timeout.ms", "<=", "group.consumer.max.session.timeout.ms"),
+    ("group.consumer.heartbeat.interval.ms", "<", "group.consumer.session.timeout.ms"),
+)
+_WORDS = {
+    "<": "less than",
+    "<=": "less than or equal to",
+    ">=": "greater than or equal to",
+    ">": "greater than",
+}
+_INVERSE = {"<": ">", "<=": ">=", ">=": "<=", ">": "<"}
+_HOLDS = {"<": operator.lt, "<=": operator.le, ">=": operator.ge, ">": operator.gt}
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
 def validate_properties(
     model: type[Model], properties: Mapping[str, Any], what: str, *, cross_field_key: str
 ) -> Model:
-    """`model` from Kafka-named properties; `ConfigError` names the first bad key (an unknown
-    one, or a bad value). A failed cross-field check is reported under `cross_field_key`."""
+    """`model` from Kafka-named properties, validated as one configuration; `ConfigError` names
+    the first bad key (an unknown one, or a bad value). A failed check of the whole model names
+    the key it raised `ConfigError` for, else `cross_field_key`."""
     known = {f.alias for f in model.model_fields.values() if f.alias}
     for key in properties:
         if key not in known:
@@ -194,9 +203,44 @@ def validate_properties(
     try:
         return model.model_validate(dict(properties))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if not first["loc"]:  # the cross-field check: its message names the keys
-            raise ConfigError(cross_field_key, message) from None
-        key = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(key, f"{message} (got {properties.get(key)!r})") from None
+        raise config_error(exc, properties, cross_field_key) from None
+
+
+def config_error(
+    exc: ValidationError, properties: Mapping[str, Any], cross_field_key: str
+) -> ConfigError:
+    """The first error of a settings model's validation as a `ConfigError`: its key and what
+    the key takes, in words (the value given in parentheses), without repeating the key."""
+    first = exc.errors()[0]
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, ConfigError):
+        return cause
+    if not first["loc"]:  # a check of the whole model that named no key
+        return ConfigError(cross_field_key, str(first["msg"]).removeprefix("Value error, "))
+    key = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "value_error":  # the validator's own words, which quote the value
+        return ConfigError(key, _problem(first))
+    return ConfigError(key, f"{_problem(first)} (got {properties.get(key, first['input'])!r})")
+
+
+def _problem(error: Any) -> str:
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "takes a whole number"
+    if kind in ("bool_parsing", "bool_type"):
+        return "takes true or false"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()))
+        return {
+            "greater_than_equal": f"must be at least {bound}",
+            "greater_than": f"must be greater than {bound}",
+            "less_than_equal": f"must be at most {bound}",
+            "less_than": f"must be less than {bound}",
+        }[kind]
+    if kind == "literal_error":
+        return f"must be {ctx['expected']}"
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "value_error":
+        return str(ctx["error"])
+    return str(error["msg"])

@@ -5,13 +5,19 @@ in milliseconds and a reply token, and returns a `Result` (records to persist, r
 effects). It never reads a clock, never sleeps, never does I/O, and draws randomness only from
 the injected `RandomSource`; the same inputs always give the same outputs.
 
-Coordinator-level rules applied before a group is touched (spec §1.6, §4):
+The core knows no group type by name: it holds the types `rebalance.registry` lists (or the
+ones it is given), and each type brings its routes into the one dispatch table
+(`GroupType.routes`), its records into replay and its timer kinds into `on_timer`. The core
+answers the APIs every type shares: offsets (`rebalance.offsets`, asking the group's type who
+may commit and fetch), DescribeGroups, ListGroups and DeleteGroups.
+
+Coordinator-level rules applied before a group is touched (spec §1.6, §4), by every route:
 
 * a request for a group whose partition this coordinator does not own -> NOT_COORDINATOR;
 * while that partition loads -> COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE, as Kafka does);
-* JoinGroup's session timeout outside [group.min, group.max] -> INVALID_SESSION_TIMEOUT
-  (checked first, as Kafka's new coordinator does); empty group ids -> INVALID_GROUP_ID for the
-  membership APIs and OffsetDelete (commit, fetch, describe and delete-groups accept "").
+* empty group ids -> INVALID_GROUP_ID for the membership APIs and OffsetDelete (commit, fetch,
+  describe and delete-groups accept ""); a type's own checks come first where Kafka's do
+  (JoinGroup's session timeout, `rebalance.classic.routes`).
 
 Partition lifecycle: `begin_load(p)` marks a partition loading; the shell streams its stored
 records through `replay`; `complete_load(p, now_ms)` makes its groups live (members' sessions
@@ -21,63 +27,36 @@ group of the partition, answering its parked requests with NOT_COORDINATOR.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from rebalance.classic import ClassicGroupType
-from rebalance.classic.group import Group
-from rebalance.client_balance.commands import (
-    ClientBalanceDescribe,
-    ClientBalanceHeartbeat,
-    RegisterPartitions,
-    ReleasePartitions,
-)
-from rebalance.client_balance.group_type import ClientBalanceGroupType
 from rebalance.commands import (
     Command,
     DeleteGroups,
     DescribeGroups,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
     ListGroups,
     OffsetCommit,
     OffsetDelete,
     OffsetFetch,
-    SyncGroup,
 )
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicMetadata
-from rebalance.consumer_group.group_type import ConsumerGroupType
-from rebalance.consumer_group.target import ComputedTarget, TargetInputs
-from rebalance.effects import Result, single_reply
+from rebalance.effects import Offload, Result, single_reply
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import DeleteReason, EventType
-from rebalance.group_types import GroupType
+from rebalance.group_types import GroupType, Route
 from rebalance.offsets import Offsets
 from rebalance.records import OffsetCommitRecord, Record
+from rebalance.registry import GROUP_TYPES
 from rebalance.replies import (
-    ClientBalanceDescribeReply,
-    ConsumerGroupDescribeReply,
-    ConsumerGroupHeartbeatReply,
     DeleteGroupsReply,
-    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsReply,
-    HeartbeatReply,
     ListGroupsReply,
 )
 from rebalance.rng import RandomSource, SplitMix64
 from rebalance.state import CoordinatorState, OwnedPartition, PartitionStatus
 from rebalance.timers import RETENTION, TimerKey, retention_key
-
-_Route = Callable[[Any, int, Hashable], Result]
-
-#: (An alias: read on every JoinGroup, SyncGroup and Heartbeat, and on Python 3.11 an enum
-#: member costs a class `__getattr__` hook, four times a module global's lookup.)
-_ACTIVE = PartitionStatus.ACTIVE
+from rebalance.topics import TopicMetadata
 
 
 class GroupCoordinatorCore:
@@ -87,51 +66,35 @@ class GroupCoordinatorCore:
         self,
         config: CoordinatorConfig | None = None,
         rng: RandomSource | None = None,
+        group_types: Sequence[Callable[[CoordinatorState], GroupType]] = GROUP_TYPES,
     ) -> None:
         self.state = CoordinatorState(config or CoordinatorConfig(), rng or SplitMix64(0))
-        self._classic = ClassicGroupType(self.state)
-        #: The group types this core holds, by name; each group names its own.
-        self.group_types: dict[str, GroupType] = {}
-        self._types_by_timer: dict[str, GroupType] = {}
-        self._consumer = ConsumerGroupType(self.state)
-        self._add_group_type(self._classic)
-        self._add_group_type(self._consumer)
-        self._client_balance = ClientBalanceGroupType(
-            self.state, lambda group: self._type_of(group).tombstones(group)
-        )
-        self._add_group_type(self._client_balance)
         self._offsets = Offsets(self.state)
-        #: The one dispatch table: command type -> handler.
-        self._routes: dict[type[Command[Any]], _Route] = {
-            JoinGroup: self.join_group,
-            SyncGroup: self.sync_group,
-            Heartbeat: self.heartbeat,
-            LeaveGroup: self.leave_group,
+        #: The one dispatch table: command type -> handler; the shared APIs here, each group
+        #: type's own from its `routes()`.
+        self._routes: dict[type[Command[Any]], Route] = {
             OffsetCommit: self.offset_commit,
             OffsetFetch: self.offset_fetch,
             OffsetDelete: self.offset_delete,
             DescribeGroups: self.describe_groups,
             ListGroups: self.list_groups,
             DeleteGroups: self.delete_groups,
-            ConsumerGroupHeartbeat: self.consumer_group_heartbeat,
-            ConsumerGroupDescribe: self.consumer_group_describe,
-            ClientBalanceHeartbeat: self.client_balance_heartbeat,
-            RegisterPartitions: self.register_partitions,
-            ReleasePartitions: self.release_partitions,
-            ClientBalanceDescribe: self.client_balance_describe,
         }
+        for factory in group_types:
+            group_type = factory(self.state)
+            self.state.register(group_type)
+            for command, route in group_type.routes().items():
+                if command in self._routes:
+                    raise ValueError(f"{command.__name__} routed twice ({group_type.name})")
+                self._routes[command] = route
 
-    def _add_group_type(self, group_type: GroupType) -> None:
-        self.group_types[group_type.name] = group_type
-        self.state.group_records[group_type.record_class] = (
-            group_type.group_class,
-            group_type.replay,
-        )
-        for kind in group_type.timer_kinds:
-            self._types_by_timer[kind] = group_type
+    @property
+    def group_types(self) -> dict[str, GroupType]:
+        """The group types this core holds, by name; each group names its own."""
+        return self.state.group_types
 
     def _type_of(self, group: Any) -> GroupType:
-        return self.group_types[group.group_type]
+        return self.state.group_types[group.group_type]
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -210,27 +173,6 @@ class GroupCoordinatorCore:
             return int(key[2])
         return self.state.partition_of(key[1])
 
-    def _availability(self, group_id: str) -> ErrorCode:
-        group = self.state.groups.get(group_id)
-        partition = group.partition if group is not None else self.state.partition_of(group_id)
-        owned = self.state.partitions.get(partition)
-        if owned is None:
-            return ErrorCode.NOT_COORDINATOR
-        if owned.status is PartitionStatus.LOADING:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
-
-    def _live_classic(self, group_id: str) -> bool:
-        """Whether `group_id` is a loaded classic group on a live partition: what nearly every
-        classic request finds, and then `_availability`, `_not_classic` and `_consumer_group`
-        all pass (one lookup instead of their three, on every JoinGroup, SyncGroup and
-        Heartbeat)."""
-        group = self.state.groups.get(group_id)
-        if group.__class__ is not Group:
-            return False
-        owned = self.state.partitions.get(group.partition)
-        return owned is not None and owned.status is _ACTIVE
-
     # ========================================================================= dispatch
     def handle(self, command: Command[Any], now_ms: int, token: Hashable) -> Result:
         """Route any command to its handler (the dispatch table in `__init__`)."""
@@ -239,176 +181,24 @@ class GroupCoordinatorCore:
             raise TypeError(f"no handler for {type(command).__name__}")
         return route(command, now_ms, token)
 
-    # ===================================================================== group APIs
-    def _not_classic(self, group_id: str) -> ErrorCode:
-        """GROUP_ID_NOT_FOUND for a classic request to a client-balance group (a group of
-        another type). Consumer groups answer classic requests themselves
-        (`rebalance.consumer_group.classic_requests`)."""
-        group = self.state.groups.get(group_id)
-        if group is not None and group.group_type == self._client_balance.name:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        return ErrorCode.NONE
-
-    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        group = self.state.groups.get(group_id)
-        return group if isinstance(group, ConsumerGroup) else None
-
-    def consumer_group_heartbeat(
-        self, cmd: ConsumerGroupHeartbeat, now_ms: int, token: Hashable
-    ) -> Result:
-        # An empty group id is the type's INVALID_REQUEST (Kafka validates before routing).
-        error = self._availability(cmd.group_id) if cmd.group_id.strip() else ErrorCode.NONE
-        if error is ErrorCode.NONE:
-            group = self.state.groups.get(cmd.group_id)
-            if group is not None and group.group_type == self._client_balance.name:
-                # Kafka's answer to a group of another type; an empty client-balance group is
-                # not converted (its epoch row would outlive the conversion in the store).
-                return single_reply(
-                    token,
-                    ConsumerGroupHeartbeatReply(
-                        ErrorCode.GROUP_ID_NOT_FOUND,
-                        f"Group {cmd.group_id} is not a consumer group.",
-                        member_id=cmd.member_id or None,
-                    ),
-                )
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        return self._consumer.heartbeat(cmd, now_ms, token)
-
-    # ============================================================= client-balance groups
-    def client_balance_heartbeat(
-        self, cmd: ClientBalanceHeartbeat, now_ms: int, token: Hashable
-    ) -> Result:
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        return self._client_balance.heartbeat(cmd, now_ms, token)
-
-    def register_partitions(self, cmd: RegisterPartitions, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        return self._client_balance.register(cmd, now_ms, token)
-
-    def release_partitions(self, cmd: ReleasePartitions, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        return self._client_balance.release(cmd, now_ms, token)
-
-    def client_balance_describe(
-        self, cmd: ClientBalanceDescribe, now_ms: int, token: Hashable
-    ) -> Result:
-        described = self._client_balance.describe_client_balance(cmd)
-        groups = []
-        for described_group in described.groups:
-            error = self._availability(described_group.group_id)
-            if error is not ErrorCode.NONE:
-                described_group = replace(described_group, error=error)
-            groups.append(described_group)
-        return single_reply(token, ClientBalanceDescribeReply(tuple(groups)))
-
-    def join_group(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:
-        cfg = self.state.config
-        error = ErrorCode.NONE
-        if not cmd.group_id:
-            error = ErrorCode.INVALID_GROUP_ID
-        elif not (
-            cfg.group_min_session_timeout_ms
-            <= cmd.session_timeout_ms
-            <= cfg.group_max_session_timeout_ms
-        ):
-            error = ErrorCode.INVALID_SESSION_TIMEOUT
-        elif self._live_classic(cmd.group_id):
-            return self._classic.join(cmd, now_ms, token)
-        else:
-            error = self._availability(cmd.group_id)
-        if error is ErrorCode.NONE:
-            error = self._not_classic(cmd.group_id)
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        consumer = self._consumer_group(cmd.group_id)
-        if consumer is not None:
-            if consumer.members:
-                return self._consumer.classic_join(consumer, cmd, now_ms, token)
-            if cmd.member_id:
-                # A known member id and no classic group: the classic answer, nothing converted.
-                # DIFFERS: Kafka also drops the empty consumer group from memory on this path
-                # (`maybeDeleteEmptyConsumerGroup` runs before the member check) without writing
-                # its tombstones, so it reappears on the next load; here it stays as it is.
-                return single_reply(token, cmd.error_reply(ErrorCode.UNKNOWN_MEMBER_ID))
-            result = Result()
-            self._consumer.to_classic(result, consumer, now_ms)
-            result.extend(self._classic.join(cmd, now_ms, token))
-            return result
-        return self._classic.join(cmd, now_ms, token)
-
-    def sync_group(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
-        if not cmd.group_id:
-            error = ErrorCode.INVALID_GROUP_ID
-        elif cmd.version >= 5 and (cmd.protocol_type is None or cmd.protocol_name is None):
-            # Mandatory from v5; rejected before the coordinator is consulted (spec §1.8).
-            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        elif self._live_classic(cmd.group_id):
-            return self._classic.sync(cmd, now_ms, token)
-        else:
-            error = self._availability(cmd.group_id)
-        if error is ErrorCode.NONE:
-            error = self._not_classic(cmd.group_id)
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        if consumer := self._consumer_group(cmd.group_id):
-            return self._consumer.classic_sync(consumer, cmd, now_ms, token)
-        return self._classic.sync(cmd, now_ms, token)
-
-    def heartbeat(self, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:
-        if cmd.group_id and self._live_classic(cmd.group_id):
-            return self._classic.heartbeat(cmd, now_ms, token)
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
-        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            # Both Kafka coordinators answer blindly OK while loading.
-            return single_reply(token, HeartbeatReply(ErrorCode.NONE))
-        if error is ErrorCode.NONE:
-            error = self._not_classic(cmd.group_id)
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        if consumer := self._consumer_group(cmd.group_id):
-            return self._consumer.classic_heartbeat(consumer, cmd, now_ms, token)
-        return self._classic.heartbeat(cmd, now_ms, token)
-
-    def leave_group(self, cmd: LeaveGroup, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
-        if error is ErrorCode.NONE:
-            error = self._not_classic(cmd.group_id)
-        if error is not ErrorCode.NONE:
-            return single_reply(token, cmd.error_reply(error))
-        consumer = self._consumer_group(cmd.group_id)
-        if consumer is not None:
-            return self._consumer.classic_leave(consumer, cmd, now_ms, token)
-        return self._classic.leave(cmd, now_ms, token)
-
+    # ==================================================================== shared APIs
     def offset_commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id)
+        error = self.state.availability(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
-        group = self.state.groups.get(cmd.group_id)
-        if group is not None and group.group_type == self._client_balance.name:
-            # A holder whose session deadline has passed commits nothing, fired or not.
-            result = Result()
-            self._client_balance.expire_stale(result, group, now_ms)
-            result.extend(self._offsets.commit(cmd, now_ms, token))
-            return result
         return self._offsets.commit(cmd, now_ms, token)
 
     def offset_fetch(self, cmd: OffsetFetch, now_ms: int, token: Hashable) -> Result:
-        error = self._availability(cmd.group_id)
+        error = self.state.availability(cmd.group_id)
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._offsets.fetch(cmd, token)
 
     def offset_delete(self, cmd: OffsetDelete, now_ms: int, token: Hashable) -> Result:
         # Kafka accepts "" for commits and fetches (backwards compatibility), not here.
-        error = self._availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        error = (
+            self.state.availability(cmd.group_id) if cmd.group_id else ErrorCode.INVALID_GROUP_ID
+        )
         if error is not ErrorCode.NONE:
             return single_reply(token, cmd.error_reply(error))
         return self._offsets.delete(cmd, token)
@@ -419,7 +209,7 @@ class GroupCoordinatorCore:
         )
 
     def _describe(self, group_id: str) -> DescribedGroup:
-        error = self._availability(group_id)
+        error = self.state.availability(group_id)
         if error is not ErrorCode.NONE:
             return DescribedGroup(group_id, error)
         group = self.state.groups.get(group_id)
@@ -448,7 +238,7 @@ class GroupCoordinatorCore:
         result = Result()
         outcomes = []
         for group_id in cmd.group_ids:
-            error = self._availability(group_id)
+            error = self.state.availability(group_id)
             group = self.state.groups.get(group_id)
             if error is ErrorCode.NONE:
                 if group is None:
@@ -477,7 +267,7 @@ class GroupCoordinatorCore:
         kind, group_id, partition = key
         if kind == RETENTION:
             return self._expire_offsets(int(partition), now_ms)
-        group_type = self._types_by_timer.get(kind)
+        group_type = self.state.types_by_timer.get(kind)
         if group_type is None:
             raise ValueError(f"unknown timer kind {kind!r}")
         group = self.state.groups.get(group_id)
@@ -485,54 +275,36 @@ class GroupCoordinatorCore:
             return Result()
         return group_type.on_timer(key, group, now_ms)
 
-    def consumer_group_describe(
-        self, cmd: ConsumerGroupDescribe, now_ms: int, token: Hashable
-    ) -> Result:
-        described = []
-        for group_id in cmd.group_ids:
-            error = self._availability(group_id)
-            group = self.state.groups.get(group_id)
-            if error is not ErrorCode.NONE:
-                described.append(DescribedConsumerGroup(group_id, error))
-            elif group is None:
-                described.append(
-                    DescribedConsumerGroup(
-                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-                    )
-                )
-            elif group.group_type != self._consumer.name:
-                described.append(
-                    DescribedConsumerGroup(
-                        group_id,
-                        ErrorCode.GROUP_ID_NOT_FOUND,
-                        f"Group {group_id} is not a consumer group.",
-                    )
-                )
-            else:
-                described.append(self._consumer.describe_consumer_group(group))
-        return single_reply(token, ConsumerGroupDescribeReply(tuple(described)))
-
     # =================================================================== topic metadata
     def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:
         """The shell's snapshot of the cluster's topics, sent at start and whenever a topic is
         created, grows or is deleted. Consumer groups assign on the server, so the core must
         know the topics; a snapshot pushed on change (rather than one per request) keeps
         heartbeats small and makes every epoch bump a recorded, replayable decision."""
-        self._client_balance.topics_changed(metadata)
-        return self._consumer.topics_changed(metadata, now_ms)
+        result = Result()
+        for group_type in self.state.group_types.values():
+            result.extend(group_type.topics_changed(metadata, now_ms))
+        return result
 
-    def target_computed(
-        self, inputs: TargetInputs, computed: ComputedTarget | None, now_ms: int
-    ) -> Result:
-        """A target assignment the shell computed off the loop (`Result.offloaded`); None
-        if the assignor failed. Applied only if its group epoch is still current."""
-        return self._consumer.target_computed(inputs, computed, now_ms)
+    def target_computed(self, inputs: Offload, computed: Any, now_ms: int) -> Result:
+        """Work the shell computed off the loop (`Result.offloaded`: a consumer group's
+        target assignment); `computed` None if it failed. Its group's type applies it (a
+        consumer group's target only if its group epoch is still current)."""
+        group = self.state.groups.get(inputs.group_id)
+        if group is None:
+            return Result()  # deleted meanwhile
+        return self._type_of(group).target_computed(group, inputs, computed, now_ms)
 
-    def offloaded_inputs(self) -> list[TargetInputs]:
-        """The target inputs of every consumer group whose next target would be offloaded
-        (`Result.offloaded`), as they are now: what the shell's worker can be sent ahead of
-        that computation (the runtime primes it once the node has loaded)."""
-        return self._consumer.offloaded_inputs()
+    def offloaded_inputs(self) -> list[Offload]:
+        """The work every group would offload next (`Result.offloaded`: the target inputs of
+        every consumer group whose next target would be offloaded), as it is now: what the
+        shell's worker can be sent ahead of that computation (the runtime primes it once the
+        node has loaded)."""
+        return [
+            inputs
+            for group_type in self.state.group_types.values()
+            for inputs in group_type.offloaded_inputs()
+        ]
 
     # =================================================================== deleted topics
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> Result:
@@ -561,10 +333,10 @@ class GroupCoordinatorCore:
         return result
 
     # =========================================================================== views
-    def group(self, group_id: str) -> Group | None:
+    def group(self, group_id: str) -> Any | None:
         return self.state.groups.get(group_id)
 
-    def groups(self) -> dict[str, Group]:
+    def groups(self) -> dict[str, Any]:
         return self.state.groups
 
     def armed_timers(self) -> dict[TimerKey, int]:

@@ -10,26 +10,30 @@ A handler never performs I/O. Its `Result` says what must happen:
 * `events` describe what happened (member joined, rebalance started, ...) for the event log.
 * `timers` are `Schedule(key, deadline_ms)` (replaces any timer with that key) and `Cancel(key)`.
   When a timer fires, the shell calls `on_timer(key, now_ms)` on the same serial lane.
-* `offloaded` are target assignments of large consumer groups to compute away from the serial
-  lane (`rebalance.consumer_group.target.compute_target(inputs)`, pure); the shell hands each
-  result back with `target_computed(inputs, computed, now_ms)` on the lane.
+* `offloaded` is work to compute away from the serial lane, `Offload`s of a group type (today
+  the target assignments of large consumer groups:
+  `rebalance.consumer_group.target.compute_target(inputs)`, pure); the shell hands each result
+  back with `target_computed(inputs, computed, now_ms)` on the lane.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rebalance.event_schema import ENUM_FIELDS, EventType
 from rebalance.events import Event
 from rebalance.quick_init import quick_init
 from rebalance.records import Record
-from rebalance.replies import AnyReply
 from rebalance.timers import TimerKey
 
-if TYPE_CHECKING:
-    from rebalance.consumer_group.target import TargetInputs
+
+class Offload(Protocol):
+    """Work of one group to compute off the serial lane (see the module docstring)."""
+
+    @property
+    def group_id(self) -> str: ...
 
 
 @quick_init
@@ -51,7 +55,7 @@ TimerEffect = Schedule | Cancel
 @dataclass(frozen=True, slots=True)
 class Reply:
     token: Hashable
-    response: AnyReply
+    response: object  # the reply type of the command it answers (`Command[R]`)
 
 
 @dataclass(slots=True)
@@ -64,7 +68,7 @@ class Result:
     #: What happened, for the event log (see `rebalance.events`); never affects behaviour.
     events: list[Event] = field(default_factory=list)
     #: Target assignments for the shell to compute off the serial lane (see the module doc).
-    offloaded: list[TargetInputs] = field(default_factory=list)
+    offloaded: list[Offload] = field(default_factory=list)
 
     def __init__(
         self,
@@ -72,7 +76,7 @@ class Result:
         replies: list[Reply] | None = None,
         timers: list[TimerEffect] | None = None,
         events: list[Event] | None = None,
-        offloaded: list[TargetInputs] | None = None,
+        offloaded: list[Offload] | None = None,
     ) -> None:
         # The dataclass's own `__init__` calls each field's `default_factory`: twice the cost,
         # for an object every command makes (0.75 -> 0.35 µs).
@@ -82,7 +86,7 @@ class Result:
         self.events = [] if events is None else events
         self.offloaded = [] if offloaded is None else offloaded
 
-    def reply(self, token: Hashable, response: AnyReply) -> None:
+    def reply(self, token: Hashable, response: object) -> None:
         self.replies.append(Reply(token, response))
 
     def event(
@@ -102,7 +106,7 @@ class Result:
                 fields[key] = str(value)
         self.events.append(Event(type, ts, group, generation, member, fields))
 
-    def offload(self, inputs: TargetInputs) -> None:
+    def offload(self, inputs: Offload) -> None:
         self.offloaded.append(inputs)
 
     def extend(self, other: Result) -> None:
@@ -113,7 +117,7 @@ class Result:
         self.offloaded.extend(other.offloaded)
 
 
-def single_reply(token: Hashable, response: AnyReply) -> Result:
+def single_reply(token: Hashable, response: object) -> Result:
     """A result that only answers one request."""
     result = Result()
     result.reply(token, response)

@@ -1,9 +1,11 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset expiry (Kafka's `OffsetMetadataManager`).
 
-Commits are fenced by generation (spec §3.1): a commit carrying a member id or a generation must
-come from a current member of the current generation; commits during AWAITING_SYNC get
-REBALANCE_IN_PROGRESS; generation -1 commits to an empty group need no member at all (admin
-tools and consumers with manual assignment). Accepted offsets become records; `replay` stores them.
+What a group's type decides is asked of it, as Kafka asks its `Group`: who may commit
+(`GroupType.validate_offset_commit`, spec §3.1, with a per-partition fence for types that have
+one), who may fetch (`validate_offset_fetch`) and which topics the members consume
+(`subscribed_topics`: their offsets neither expire nor may be deleted). A commit to an unknown
+group with generation -1 creates a "simple" group. Accepted offsets become records; `replay`
+stores them.
 """
 
 from __future__ import annotations
@@ -11,11 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from rebalance.classic.group import Group
-from rebalance.client_balance.group import ClientBalanceGroup
-from rebalance.client_balance.group_type import ClientBalanceGroupType
 from rebalance.commands import OffsetCommit, OffsetDelete, OffsetFetch
-from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import DeleteReason, EventType
@@ -28,8 +26,7 @@ from rebalance.replies import (
     OffsetFetchReply,
 )
 from rebalance.state import CoordinatorState
-from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, group_subscriptions
-from rebalance.timers import session_key
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
 
 
 def _java_length(text: str) -> int:
@@ -46,14 +43,25 @@ class Offsets:
     # ======================================================================== OffsetCommit
     def commit(self, cmd: OffsetCommit, now_ms: int, token: Hashable) -> Result:
         result = Result()
-        # A consumer group's commits say so in the event log; classic ones stay untyped.
+        group = self.state.groups.get(cmd.group_id)
+        group_type = self.state.type_of(group) if group is not None else None
+        # Some types' commits say so in the event log (consumer groups); classic ones do not.
         typed = (
-            {"group_type": ConsumerGroup.group_type}
-            if isinstance(self.state.groups.get(cmd.group_id), ConsumerGroup)
+            {"group_type": group_type.name}
+            if group_type is not None and group_type.typed_commit_events
             else {}
         )
         try:
-            self._validate_commit(result, cmd, now_ms)
+            if group_type is not None:
+                fence = group_type.validate_offset_commit(result, group, cmd, now_ms)
+            else:
+                fence = None
+                if cmd.generation_id >= 0:  # else a simple group: its first offset creates it
+                    raise CoordinatorError(
+                        ErrorCode.GROUP_ID_NOT_FOUND
+                        if cmd.version >= 9
+                        else ErrorCode.ILLEGAL_GENERATION
+                    )
         except CoordinatorError as exc:
             result.reply(token, cmd.error_reply(exc.code))
             result.event(
@@ -73,11 +81,6 @@ class Offsets:
             if 2 <= cmd.version <= 4 and cmd.retention_time_ms != -1
             else None
         )
-        group = self.state.groups.get(cmd.group_id)
-        # Client-balance groups fence each partition by its holder (generation: member epoch).
-        fenced = isinstance(group, ClientBalanceGroup) and not (
-            cmd.generation_id < 0 and group.empty
-        )
         # Per partition this is the hot path of every commit: no call that is not needed
         # (metadata of at most limit // 2 characters is within the limit in UTF-16 units, so
         # only longer metadata is measured), and the records are applied together at the end.
@@ -91,11 +94,8 @@ class Offsets:
             outcomes: list[tuple[int, ErrorCode]] = []
             for p in topic.partitions:
                 metadata = p.metadata if p.metadata is not None else ""
-                if fenced:
-                    assert isinstance(group, ClientBalanceGroup)
-                    error = ClientBalanceGroupType.commit_error(
-                        group, cmd.member_id, cmd.generation_id, (name, p.partition)
-                    )
+                if fence is not None:
+                    error = fence(name, p.partition)
                     if error is not ErrorCode.NONE:
                         outcomes.append((p.partition, error))
                         continue
@@ -116,51 +116,20 @@ class Offsets:
             cmd.group_id,
             cmd.generation_id,
             cmd.member_id or None,
-            partitions=len(result.records),
+            partitions=len(records),
             **typed,
         )
         return result
-
-    def _validate_commit(self, result: Result, cmd: OffsetCommit, now_ms: int) -> None:
-        """Raise the group-level error for a commit, or refresh the committer's session."""
-        group = self.state.groups.get(cmd.group_id)
-        if group is None:
-            if cmd.generation_id < 0:
-                return  # a simple group: its first offset record creates it
-            raise CoordinatorError(
-                ErrorCode.GROUP_ID_NOT_FOUND if cmd.version >= 9 else ErrorCode.ILLEGAL_GENERATION
-            )
-        if cmd.generation_id < 0 and group.empty:
-            return  # no member or instance validation (spec §3.1 rule 3)
-        if isinstance(group, ConsumerGroup):
-            _validate_consumer_commit(group, cmd)
-            return
-        if isinstance(group, ClientBalanceGroup):
-            _validate_client_balance_commit(group, cmd)
-            return
-        if cmd.generation_id >= 0 or cmd.member_id or cmd.group_instance_id is not None:
-            member = group.validate_member(cmd.member_id, cmd.group_instance_id)
-            if cmd.generation_id != group.generation:
-                raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
-        else:
-            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.state is GroupState.AWAITING_SYNC:
-            raise CoordinatorError(ErrorCode.REBALANCE_IN_PROGRESS)
-        # Accepted in STABLE and JOINING (the previous generation may still commit): a commit
-        # is proof of life, so it refreshes the member's session.
-        self.state.schedule(
-            result,
-            session_key(group.group_id, member.member_id),
-            now_ms + member.session_timeout_ms,
-        )
 
     # ========================================================================= OffsetFetch
     def fetch(self, cmd: OffsetFetch, token: Hashable) -> Result:
         result = Result()
         group = self.state.groups.get(cmd.group_id)
-        if isinstance(group, ConsumerGroup):
+        if group is not None:
+            # A classic group only refuses fetches when Dead, which no live group here is; an
+            # unknown group answers -1 for every partition (Kafka validates nothing then either).
             try:
-                _validate_consumer_fetch(group, cmd)
+                self.state.type_of(group).validate_offset_fetch(group, cmd)
             except CoordinatorError as exc:
                 result.reply(token, cmd.error_reply(exc.code))
                 return result
@@ -190,7 +159,7 @@ class Offsets:
         if group.members and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             result.reply(token, OffsetDeleteReply(ErrorCode.NON_EMPTY_GROUP))
             return result
-        subscribed = group_subscriptions(group) if group.members else set()
+        subscribed = self.state.type_of(group).subscribed_topics(group) if group.members else set()
         topics = []
         for topic, partitions in cmd.topics:
             if subscribed is None or topic in subscribed:
@@ -205,7 +174,7 @@ class Offsets:
         return result
 
     # ===================================================================== deleted topics
-    def forget_topics(self, group: Group, topics: frozenset[str]) -> Result:
+    def forget_topics(self, group: Any, topics: frozenset[str]) -> Result:
         """Drop the group's offsets of deleted topics (Kafka's `onPartitionsDeleted`); an empty
         group left with no offsets is removed by the next retention check, as in Kafka."""
         result = Result()
@@ -215,9 +184,7 @@ class Offsets:
         return result
 
     # ============================================================================= expiry
-    def expire(
-        self, group: Group, now_ms: int, tombstones: Callable[[Any], list[Record]]
-    ) -> Result:
+    def expire(self, group: Any, now_ms: int, tombstones: Callable[[Any], list[Record]]) -> Result:
         """Drop expired offsets of one group; delete the group if it is empty and bare."""
         result = Result()
         retention = self.state.config.offsets_retention_ms
@@ -231,7 +198,7 @@ class Offsets:
         elif (
             group.protocol_type == CONSUMER_PROTOCOL_TYPE
             and group.state is GroupState.STABLE
-            and (protected := group_subscriptions(group)) is not None
+            and (protected := self.state.type_of(group).subscribed_topics(group)) is not None
         ):
             pass  # only topics nobody subscribes to, by commit time
         else:
@@ -257,51 +224,6 @@ class Offsets:
                 EventType.GROUP_DELETED, now_ms, group.group_id, reason=DeleteReason.EXPIRED
             )
         return result
-
-
-def _validate_consumer_commit(group: ConsumerGroup, cmd: OffsetCommit) -> None:
-    """Kafka's `ConsumerGroup.validateOffsetCommit`: the committer must be a member, commit
-    with v9+ (members of this protocol do), and carry its current member epoch."""
-    member = group.members.get(cmd.member_id)
-    if member is None:
-        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if member.classic is not None:
-        # A classic-protocol member (online migration) commits as in a classic group: any
-        # version, its generation is its member epoch.
-        if cmd.generation_id != member.member_epoch:
-            raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
-        return
-    if cmd.version < 9:
-        raise CoordinatorError(ErrorCode.UNSUPPORTED_VERSION)
-    if cmd.generation_id != member.member_epoch:
-        raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
-
-
-def _validate_consumer_fetch(group: ConsumerGroup, cmd: OffsetFetch) -> None:
-    """Kafka's `ConsumerGroup.validateOffsetFetch` (OffsetFetch v9+): a fetch naming no member
-    (member id null, epoch -1: admin clients, classic consumers, librdkafka) is answered; one
-    naming a member must name a current member with its current epoch. The error is the
-    group's (OffsetFetch v8+ has a per-group error code), no partitions answered.
-
-    A classic group only refuses fetches when Dead, which no live group here is; an unknown
-    group answers -1 for every partition (Kafka validates nothing then either)."""
-    if cmd.member_id is None and cmd.member_epoch < 0:
-        return
-    member = group.members.get(cmd.member_id or "")
-    if member is None:
-        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if cmd.member_epoch != member.member_epoch:
-        raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
-
-
-def _validate_client_balance_commit(group: ClientBalanceGroup, cmd: OffsetCommit) -> None:
-    """A client-balance node commits as itself: its member id and its member epoch in the
-    generation field (the partition-level fence is `ClientBalanceGroupType.commit_error`)."""
-    node = group.nodes.get(cmd.member_id)
-    if node is None:
-        raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if cmd.generation_id != node.member_epoch:
-        raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
 
 
 def _fetched(partition: int, stored: OffsetAndMetadata | None) -> FetchedOffset:

@@ -1,16 +1,28 @@
 """Kafka's `__consumer_offsets` records: the only durable state of the group coordinator.
 
-Group metadata snapshots and offset commits; a value of None is a tombstone. `replay`
-(`rebalance.state`) is the only way they change state, live and when a partition loads.
+Offset commits, shared by every group type, and the classic group's metadata snapshots; each
+other group type declares its own record class in its package (`GroupType.record_class`). A
+value of None is a tombstone. `replay` (`rebalance.state`) is the only way they change state,
+live and when a partition loads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from rebalance.client_balance.records import ClientBalanceRecord
-from rebalance.consumer_group.records import ConsumerGroupRecord
 from rebalance.quick_init import quick_init
+
+
+class Record(Protocol):
+    """A record of any group type: it names its group, and its value (None: a tombstone) is
+    what the type's replay applies (`OffsetCommitRecord`s are the core's)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def value(self) -> object | None: ...
 
 
 @quick_init
@@ -63,6 +75,3 @@ class OffsetCommitRecord:
     topic: str
     partition: int
     value: OffsetAndMetadata | None  # None: tombstone, the offset is deleted
-
-
-Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord | ClientBalanceRecord

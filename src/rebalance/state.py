@@ -13,24 +13,19 @@ spec §4).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from rebalance.classic.group import Group
-from rebalance.client_balance.records import ClientBalanceRecord
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.records import ConsumerGroupRecord
 from rebalance.effects import Cancel, Result, Schedule
+from rebalance.errors import ErrorCode
+from rebalance.group_types import GroupRoute, GroupType
 from rebalance.lifecycle import GroupState
 from rebalance.placement import partition_for
-from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from rebalance.records import OffsetCommitRecord, Record
 from rebalance.rng import RandomSource
 from rebalance.timers import TimerKey
-
-#: Applies a group record's value (never a tombstone) to its group.
-GroupReplay = Callable[[Any, Any], None]
 
 
 class PartitionStatus(Enum):
@@ -45,7 +40,18 @@ class OwnedPartition:
 
 
 class CoordinatorState:
-    __slots__ = ("config", "group_records", "groups", "partitions", "rng", "timers")
+    __slots__ = (
+        "config",
+        "foreign_routes",
+        "group_types",
+        "groups",
+        "partitions",
+        "rng",
+        "simple_group_type",
+        "timers",
+        "types_by_record",
+        "types_by_timer",
+    )
 
     def __init__(self, config: CoordinatorConfig, rng: RandomSource) -> None:
         self.config = config
@@ -57,12 +63,50 @@ class CoordinatorState:
         self.partitions: dict[int, OwnedPartition] = {}
         #: Armed timers and their deadlines: the core's own view, used to drop stale firings.
         self.timers: dict[TimerKey, int] = {}
-        #: Group record class -> (the group class it creates, how its value is applied); each
-        #: group type registers its own (`GroupCoordinatorCore.__init__`).
-        self.group_records: dict[type[Any], tuple[type[Any], GroupReplay]] = {}
+        #: The group types held, by name (`register`); each group names its own.
+        self.group_types: dict[str, GroupType] = {}
+        #: Each type's record class and timer kinds -> the type.
+        self.types_by_record: dict[type[Any], GroupType] = {}
+        self.types_by_timer: dict[str, GroupType] = {}
+        #: (group type name, command class) -> how that type answers another type's command
+        #: naming one of its groups (`GroupType.foreign_routes`).
+        self.foreign_routes: dict[tuple[str, type[Any]], GroupRoute] = {}
+        #: The type of a group an offset record creates alone (Kafka's "simple" group): the
+        #: first registered (the classic type).
+        self.simple_group_type: GroupType | None = None
+
+    def register(self, group_type: GroupType) -> None:
+        """Hold `group_type`'s groups: its records replay, its timers fire to it."""
+        if group_type.name in self.group_types:
+            raise ValueError(f"group type {group_type.name!r} registered twice")
+        self.group_types[group_type.name] = group_type
+        self.types_by_record[group_type.record_class] = group_type
+        for kind in group_type.timer_kinds:
+            if kind in self.types_by_timer:
+                raise ValueError(f"timer kind {kind!r} registered twice")
+            self.types_by_timer[kind] = group_type
+        for command, route in group_type.foreign_routes().items():
+            self.foreign_routes[group_type.name, command] = route
+        if self.simple_group_type is None:
+            self.simple_group_type = group_type
+
+    def type_of(self, group: Any) -> GroupType:
+        return self.group_types[group.group_type]
 
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_num_partitions)
+
+    def availability(self, group_id: str) -> ErrorCode:
+        """NOT_COORDINATOR unless this coordinator owns the group's partition;
+        COORDINATOR_LOAD_IN_PROGRESS while it loads; else NONE."""
+        group = self.groups.get(group_id)
+        partition = group.partition if group is not None else self.partition_of(group_id)
+        owned = self.partitions.get(partition)
+        if owned is None:
+            return ErrorCode.NOT_COORDINATOR
+        if owned.status is PartitionStatus.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
 
     # -- timers --------------------------------------------------------------------------
     def schedule(self, result: Result, key: TimerKey, deadline_ms: int) -> None:
@@ -114,10 +158,9 @@ class CoordinatorState:
             group = self._materialise(record.group_id)
         group.offsets[tp] = record.value
 
-    def _replay_group(
-        self, record: GroupMetadataRecord | ConsumerGroupRecord | ClientBalanceRecord
-    ) -> None:
-        group_class, apply_value = self.group_records[type(record)]
+    def _replay_group(self, record: Record) -> None:
+        group_type = self.types_by_record[type(record)]
+        group_class = group_type.group_class
         group = self.groups.get(record.group_id)
         if record.value is None:
             # A group's tombstone deletes only a group of its own type: when an empty group
@@ -130,17 +173,21 @@ class CoordinatorState:
             group = self._materialise(record.group_id, group_class)
         elif not isinstance(group, group_class):
             group = self._convert(group, group_class)
-        apply_value(group, record.value)
+        group_type.replay(group, record.value)
 
-    def _materialise(self, group_id: str, group_class: type[Any] = Group) -> Group:
+    def _materialise(self, group_id: str, group_class: type[Any] | None = None) -> Any:
         """Create a group named by a record: DOWN -> INITIALIZE, and on to STABLE when its
         partition is live (a loading partition finishes all its groups at once). A group
-        created by an offset record alone (Kafka's "simple" group) is a classic group."""
+        created by an offset record alone (Kafka's "simple" group) is of the simple group
+        type (classic)."""
+        if group_class is None:
+            assert self.simple_group_type is not None, "no group type registered"
+            group_class = self.simple_group_type.group_class
         partition = self.partition_of(group_id)
         owned = self.partitions.get(partition)
         if owned is None:
             raise ValueError(f"record for group {group_id!r}: partition {partition} is not owned")
-        group: Group = group_class(group_id, partition)
+        group = group_class(group_id, partition)
         group.transition("load", None)
         owned.groups.add(group_id)
         if owned.status is PartitionStatus.ACTIVE:

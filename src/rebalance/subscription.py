@@ -1,41 +1,16 @@
-"""What a "consumer" group's member metadata and assignments say, for offset expiry,
-OffsetDelete (topics the group consumes, spec §3.3-§3.4) and the event log (assignments).
+"""The "consumer" protocol type that group types share, and what its assignments say in the
+event log.
 
-The bytes are ConsumerProtocol Subscription / Assignment messages; `assignors.consumer_protocol`
-reads every version of them.
+The bytes are ConsumerProtocol Assignment messages; `assignors.consumer_protocol` reads every
+version of them. The topics a group consumes (offset expiry, OffsetDelete, spec §3.3-§3.4)
+are its type's `GroupType.subscribed_topics`.
 """
 
 from __future__ import annotations
 
-from assignors.consumer_protocol import (
-    ConsumerProtocolError,
-    decode_assignment,
-    decode_subscription,
-)
-from rebalance.classic.group import Group
-from rebalance.consumer_group.group import ConsumerGroup
+from assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-
-def group_subscriptions(group: Group | ConsumerGroup) -> set[str] | None:
-    """Topics any member of a non-empty consumer group subscribes to.
-
-    None means "unknown": a non-consumer protocol, or metadata that cannot be parsed (which
-    Kafka treats as subscribed to every topic).
-    """
-    if isinstance(group, ConsumerGroup):
-        # The topics its group epoch was computed for: names and regex matches that exist.
-        return {name for name, _, _ in group.subscribed_metadata}
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    try:
-        for member in group.members.values():
-            topics.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
-    except (ConsumerProtocolError, KeyError):
-        return None
-    return topics
 
 
 def assigned_partitions(assignment: bytes) -> list[list[object]] | None:

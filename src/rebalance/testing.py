@@ -38,7 +38,6 @@ from rebalance.errors import ErrorCode
 from rebalance.events import Event
 from rebalance.records import Record
 from rebalance.replies import (
-    AnyReply,
     HeartbeatReply,
     JoinGroupReply,
     LeaveGroupReply,
@@ -137,7 +136,8 @@ class GroupHarness:
         self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed))
         self.records: list[Record] = []
         self.events: list[Event] = []
-        self.replies: dict[Hashable, AnyReply] = {}
+        #: Each token's reply, of the type its command declares (`Command[R]`).
+        self.replies: dict[Hashable, Any] = {}
         self.fired: list[TimerKey] = []
         #: Offloaded target assignments not yet handed back (`hold_offloaded`).
         self.offloaded: list[TargetInputs] = []
@@ -157,7 +157,9 @@ class GroupHarness:
                 raise AnsweredTwice(f"token {reply.token!r}: {reply.response!r}")
             self.replies[reply.token] = reply.response
         self.timer.apply(result.timers)
-        self.offloaded.extend(result.offloaded)
+        for inputs in result.offloaded:
+            assert isinstance(inputs, TargetInputs)  # the only work offloaded today
+            self.offloaded.append(inputs)
         if not self.hold_offloaded:
             self.deliver_offloaded()
         return result
@@ -176,7 +178,7 @@ class GroupHarness:
         self._absorb(self.core.handle(command, self.clock.now_ms(), token))
         return token
 
-    def reply(self, token: int) -> AnyReply | None:
+    def reply(self, token: int) -> Any | None:
         """The reply to `token`, or None while the request is parked."""
         return self.replies.get(token)
 

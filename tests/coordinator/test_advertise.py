@@ -53,5 +53,5 @@ def test_advertise_needs_a_host_and_a_real_port() -> None:
     assert parse_advertise("kafka-1.example:19092") == ("kafka-1.example", 19092)
     assert parse_advertise("[::1]:9092") == ("::1", 9092)
     for bad in ("kafka:0", "kafka", ":9092", "kafka:99999"):
-        with pytest.raises(argparse.ArgumentTypeError, match="--advertise expects HOST:PORT"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^expected HOST:PORT"):
             parse_advertise(bad)

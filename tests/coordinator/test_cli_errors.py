@@ -101,7 +101,35 @@ CASES: list[tuple[str, Callable[[Path], Path], list[str], int, str]] = [
         "bad value for num.partitions",
     ),
     ("unknown option", lambda t: t / "new", ["--bogus"], 2, "unrecognized arguments: --bogus"),
-    ("bad --bind", lambda t: t / "new", ["--bind", "9092"], 2, "--bind expects HOST:PORT"),
+    (
+        "bad --bind",
+        lambda t: t / "new",
+        ["--bind", "9092"],
+        2,
+        "error: argument --bind: expected HOST:PORT, got '9092'",
+    ),
+    (
+        "--bind port out of range",
+        lambda t: t / "new",
+        ["--bind", "127.0.0.1:99999"],
+        2,
+        "error: argument --bind: port 99999 is out of range (0-65535; 0 picks a free port) in "
+        "'127.0.0.1:99999'",
+    ),
+    (
+        "--topic with no partitions",
+        lambda t: t / "new",
+        ["--topic", "orders:0"],
+        2,
+        "error: argument --topic: partitions must be at least 1, got 'orders:0'",
+    ),
+    (
+        "--bind with listeners",
+        lambda t: t / "new",
+        ["--bind", "127.0.0.1:0", "--set", "listeners=PLAINTEXT://127.0.0.1:0"],
+        2,
+        "--bind and the listeners setting both say where to listen; give one of them",
+    ),
     (
         "corrupt groups.sqlite",
         _corrupt_store,

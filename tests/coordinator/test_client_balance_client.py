@@ -171,3 +171,43 @@ async def test_start_checks_the_node_id_locally(node: RunningServer) -> None:
         await c.start(["t"], 3, 3)
     assert bad.value.code == ErrorCode.BAD_REQUEST
     assert c.is_shutdown
+
+
+async def test_a_key_the_metadata_does_not_list_is_not_found(node: RunningServer) -> None:
+    c = consumer(node)
+    await c.start(["t"], 1, 0)
+    with pytest.raises(ClientBalanceError) as missing:
+        await c.connect("1:t:6")
+    assert int(missing.value.code) == 404  # TubeMQ's RmtDataCache.getSubscribablePartition
+    await c.shutdown()
+
+
+async def test_the_client_resynchronises_from_the_heartbeats_answer(node: RunningServer) -> None:
+    # A registration whose answer never reached the client: the coordinator records it as the
+    # node's, the node does not hold it. The heartbeat's answer tells; the node releases it.
+    c = ClientBalanceConsumer(ClientBalanceConfig(node.bootstrap, "g", session_timeout_ms=600))
+    await c.start(["t"], 1, 0)
+    await c.connect("1:t:0")
+    raw = await WireClient.connect(node.host, node.port)
+    lost = await raw.request(
+        10001,
+        0,
+        {
+            "group_id": "g",
+            "member_id": c.consumer_id,
+            "member_epoch": c.member_epoch,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 1}]}],
+        },
+    )
+    assert int(lost.topics[0].partitions[0].error_code) == 0
+
+    async def booked() -> list[int]:
+        answer = await raw.request(10003, 0, {"group_ids": ["g"]})
+        return sorted(int(p) for n in answer.groups[0].nodes for h in n.held for p in h.partitions)
+
+    async with asyncio.timeout(10):
+        while await booked() != [0]:
+            await asyncio.sleep(0.05)
+    assert c.registered() == {"1:t:0"}  # what it was told it holds, it keeps
+    await raw.close()
+    await c.shutdown()

@@ -1,34 +1,30 @@
-"""TubeMQ's client-balance rules case by case, against `rebalance serve` in its own process
-(issue 36): what a user of TubeMQ's ClientBalanceConsumer would hit. Each rule names where
-TubeMQ has it (apache/inlong, tubemq-server and tubemq-client)."""
+"""TubeMQ's client-balance rules case by case, over a real connection to a node (issue 36):
+what a user of TubeMQ's ClientBalanceConsumer would hit. Each rule names where TubeMQ has it
+(apache/inlong, tubemq-server and tubemq-client). The rules about sessions are exercised with
+SIGKILLed node processes in test_client_balance_churn and test_client_balance_processes."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_process import start_serve, stop
 from test_client_balance_processes import committed, produce
-from test_client_balance_wire import join, register
+from test_client_balance_wire import SETTINGS, join, register
 
-from coordinator.testing import WireClient
+from coordinator.testing import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 
 DELETE_RECORDS = 21
 
 
 @pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[WireClient]:
+async def client() -> AsyncIterator[WireClient]:
     schema.register_with_codec()
-    process, port = await start_serve(
-        tmp_path / "data", "--topic", "t:4", "--set", "group.min.session.timeout.ms=500"
-    )
-    connection = await WireClient.connect("127.0.0.1", port)
-    yield connection
-    await connection.close()
-    await stop(process)
+    async with running_server(topics=[("t", 4)], settings=SETTINGS) as node:
+        connection = await WireClient.connect(node.host, node.port)
+        yield connection
+        await connection.close()
 
 
 async def heartbeat(client: WireClient, member: str, epoch: int, held: list[int]) -> Any:

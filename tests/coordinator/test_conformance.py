@@ -18,7 +18,7 @@ from coordinator.conformance.runner import Outcome, run_scenarios, select
 from coordinator.conformance.scenarios import SCENARIOS
 from coordinator.testing import RunningServer, running_server, server_in_thread
 from rebalance import ErrorCode
-from rebalance.classic import expiry, join, liveness, rebalance
+from rebalance.classic import ClassicGroupType, expiry, join, liveness, rebalance
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import join_reply
 from rebalance.consumer_group import membership, migration
@@ -67,7 +67,7 @@ async def test_every_scenario_passes_against_our_server(node: RunningServer) -> 
 async def test_unfenced_commits_fail_the_commit_rules(
     node: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(Offsets, "_validate_commit", lambda *args: None)
+    monkeypatch.setattr(ClassicGroupType, "validate_offset_commit", lambda *args: None)
     broker = await BrokerUnderTest.connect(node.bootstrap, {})
     found = by_status(await run_scenarios(broker, select("commit.")))
     assert found["failed"] == {"commit.stale_generation_fenced", "commit.unknown_member_fenced"}

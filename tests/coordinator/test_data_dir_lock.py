@@ -94,3 +94,23 @@ async def test_a_second_server_refuses_and_kill_9_never_blocks_a_restart(tmp_pat
             break
         await asyncio.sleep(0.1)
     assert not alive(writer[0])
+
+
+async def test_a_second_server_on_a_live_servers_event_log_is_refused(tmp_path: Path) -> None:
+    first, _port = await start_serve(tmp_path / "first")
+    events = tmp_path / "first" / "events"
+    while not (events / "events-000001.jsonl").exists():
+        await asyncio.sleep(0.05)
+    before = snapshot(events)
+    second = await asyncio.to_thread(
+        run_rebalance, "serve", "--data-dir", str(tmp_path / "second"),
+        "--event-log", str(events), "--bind", "127.0.0.1:0",
+    )  # fmt: skip
+    assert second.returncode == 1
+    assert one_line(second.stderr) == (
+        f"rebalance serve: event log dir {events} is in use by process {first.pid} (it holds "
+        f"{events}/.lock); stop it, or choose another --event-log"
+    )
+    assert snapshot(events) == before  # no second file beside the first's
+    assert not (tmp_path / "second").exists()  # nor anything of its own left behind
+    await stop(first)

@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -72,6 +73,17 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
     written = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
     assert [(e, check_event(e)) for e in written if check_event(e) is not None] == []
     assert _processes_with(marker) == []
+    if not report:  # the hint runs as printed (its arguments parse; Spark is the report's test)
+        hint = re.search(r"no report \(--no-report\): (rebalance report .*) explains it", text)
+        assert hint is not None, text
+        command = shlex.split(hint[1])
+        from coordinator.analytics.cli import build_parser
+
+        args = build_parser("rebalance").parse_args(command[1:])
+        assert (Path(args.events), Path(args.out)) == (
+            output / "data" / "events",
+            output / "report",
+        )
     if protocol == "consumer":
         _check_the_consumer_group_story(text, written)
         return

@@ -46,7 +46,6 @@ from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.group_type import ConsumerGroupType
 from rebalance.effects import Reply, Result, single_reply
 from rebalance.errors import ErrorCode
-from rebalance.offsets import Offsets
 from rebalance.replies import ConsumerGroupDescribeReply, HeartbeatReply, JoinGroupReply
 from rebalance.state import CoordinatorState
 from rebalance.timers import CONSUMER_SESSION, SYNC, TimerKey
@@ -84,13 +83,19 @@ def short_sessions() -> Iterator[RunningServer]:
         yield server
 
 
-class UnfencedOffsets(Offsets):
-    """The fault: every commit is taken, whatever its generation and member."""
+class UnfencedClassicCommits:
+    """The fault: every commit to a classic group is taken, whatever its generation and member."""
 
-    __slots__ = ()
+    def __init__(self, real: ClassicGroupType) -> None:
+        self.real = real
 
-    def _validate_commit(self, result: Result, cmd: OffsetCommit, now_ms: int) -> None:
+    def validate_offset_commit(
+        self, result: Result, group: Group, cmd: OffsetCommit, now_ms: int
+    ) -> None:
         return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
 class IgnoresSyncTimeouts:
@@ -138,7 +143,8 @@ def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
 ) -> None:
     core = node.broker.groups.core  # type: ignore[attr-defined]
     # The server's core only: the model, run in this process too, keeps the real rules.
-    monkeypatch.setattr(core, "_offsets", UnfencedOffsets(core.state))
+    unfenced = UnfencedClassicCommits(core.group_types["classic"])
+    monkeypatch.setitem(core.state.group_types, "classic", unfenced)
     broker = connect(node)
     report = run_differential(broker, steps=10_000)
     print(report.failure)
@@ -162,8 +168,8 @@ def test_a_heartbeat_that_always_says_ok_diverges_at_once(
         return single_reply(token, HeartbeatReply(ErrorCode.NONE))
 
     core = node.broker.groups.core  # type: ignore[attr-defined]
-    monkeypatch.setattr(core, "heartbeat", always_ok)  # the runtime's direct path
-    monkeypatch.setitem(core._routes, commands.Heartbeat, always_ok)  # the queued one
+    # The runtime's direct path and the queued one both go through the dispatch table.
+    monkeypatch.setitem(core._routes, commands.Heartbeat, always_ok)
     report = run_differential(connect(node), steps=10_000)
     assert report.failure is not None
     found = re.search(r"differ at step (\d+) \((heartbeat [^)]*)\)", report.failure)
@@ -263,7 +269,7 @@ def test_an_ignored_sync_timeout_diverges_in_a_timed_run(
     candidate waits in real time: too slow for every commit), so the test replays them."""
     core = node.broker.groups.core  # type: ignore[attr-defined]
     ignores = IgnoresSyncTimeouts(core.group_types["classic"])
-    monkeypatch.setitem(core._types_by_timer, SYNC, ignores)  # the server's core only
+    monkeypatch.setitem(core.state.types_by_timer, SYNC, ignores)  # the server's core only
     broker = connect(node)
     # 450 ms: past the 300 ms rebalance timeout (100 ms would not be: no timer fires).
     for shrunk, step in (("join a2; wait 450", 2), ("join a0; join a0; wait 450", 3)):
@@ -318,7 +324,7 @@ def test_an_ignored_kip848_session_expiry_diverges_in_a_timed_run(
 ) -> None:
     core = short_sessions.broker.groups.core  # type: ignore[attr-defined]
     ignores = IgnoresConsumerSessions(core.group_types["consumer"])
-    monkeypatch.setitem(core._types_by_timer, CONSUMER_SESSION, ignores)  # the server's only
+    monkeypatch.setitem(core.state.types_by_timer, CONSUMER_SESSION, ignores)  # the server's only
     report = replay(connect(short_sessions), "beat c0; beat c1; beat c0; beat c1; wait 1400")
     assert report.failure is not None
     assert "differ at step 5 (describe c)" in report.failure

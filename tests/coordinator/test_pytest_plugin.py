@@ -12,7 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kio.schema.errors import ErrorCode
 
 from coordinator.pytest_plugin import ServerFactory
-from coordinator.testing import RunningServer, WireClient
+from coordinator.testing import RunningServer, WireClient, server_in_thread
 from rebalance.config import CoordinatorConfig
 
 
@@ -39,6 +39,35 @@ async def test_the_marker_chooses_topics_and_settings(kafka_server: RunningServe
     assert await topics_of(kafka_server) == [("audit", 1), ("orders", 2)]
     config = group_config(kafka_server)
     assert (config.group_max_size, config.group_initial_rebalance_delay_ms) == (7, 0)
+
+
+@pytest.mark.kafka(topics=["orders", "audit:2"], settings={"num.partitions": 4})
+async def test_the_marker_takes_bare_names_and_name_colon_partitions(
+    kafka_server: RunningServer,
+) -> None:
+    assert await topics_of(kafka_server) == [("audit", 2), ("orders", 4)]  # bare: num.partitions
+
+
+@pytest.mark.parametrize("topics", [["orders:0"], [("orders",)], [3]])
+def test_a_wrong_topic_says_what_is_expected(
+    kafka_server_factory: ServerFactory, topics: list[object]
+) -> None:
+    with pytest.raises(pytest.UsageError) as caught:
+        kafka_server_factory(topics=topics)
+    assert str(caught.value) == (
+        'kafka_server: topics: each is "name", "name:partitions" or (name, partitions) with '
+        f"partitions >= 1; got {topics[0]!r}"
+    )
+
+
+def test_server_in_thread_takes_the_fixtures_settings_and_defaults() -> None:
+    """One convention: a dict (or KEY=VALUE strings) over the same test defaults."""
+    with server_in_thread(settings={"group.max.size": 5, "auto.create.topics.enable": False}) as a:
+        config = group_config(a)
+        assert (config.group_max_size, config.group_initial_rebalance_delay_ms) == (5, 0)
+        assert a.broker.config.auto_create_topics_enable is False
+    with server_in_thread(settings=["group.initial.rebalance.delay.ms=50"]) as b:
+        assert group_config(b).group_initial_rebalance_delay_ms == 50
 
 
 async def test_the_factory_starts_several(kafka_server_factory: ServerFactory) -> None:

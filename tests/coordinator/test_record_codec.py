@@ -5,6 +5,7 @@ record."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from coordinator.record_codec import (
     json_group_row,
     json_offset_row,
 )
+from rebalance.client_balance import records as cb
 from rebalance.records import (
     GroupMetadataRecord,
     GroupMetadataValue,
@@ -109,3 +111,12 @@ def test_group_values_json_writes_otherwise_take_json() -> None:
     for value in odd:
         record = GroupMetadataRecord("g", value)
         assert encode(record) == json_group_row(record)
+
+
+def test_a_client_balance_epoch_row_keeps_the_groups_source_count_and_topics() -> None:
+    record = cb.ClientBalanceRecord("g", cb.GroupEpochValue(3, 2, ("t", "u")))
+    row = encode(record)
+    assert decode(row) == record
+    # A row written before the group kept them decodes without (the first node's are used).
+    older = dataclasses.replace(row, value=json.dumps({"v": 1, "epoch": 3}).encode())
+    assert decode(older) == cb.ClientBalanceRecord("g", cb.GroupEpochValue(3))

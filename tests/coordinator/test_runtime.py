@@ -168,7 +168,7 @@ def test_record_rows_round_trip_and_refuse_newer_versions() -> None:
     runtime_core = GroupCoordinatorCore(CONFIG, SplitMix64(1))
     for p in range(CONFIG.offsets_topic_num_partitions):
         runtime_core.load(p, (), 0)
-    result = runtime_core.join_group(join(), 0, 1)
+    result = runtime_core.handle(join(), 0, 1)
     for record in result.records:
         assert decode(encode(record)) == record
     row = encode(result.records[0])

@@ -17,12 +17,18 @@ def test_parse_bind_and_topic() -> None:
     assert parse_bind("127.0.0.1:9092") == ("127.0.0.1", 9092)
     assert parse_bind("[::1]:0") == ("::1", 0)
     assert parse_topic("orders:3") == ("orders", 3)
-    for bad in ("9092", "host:", "host:port", "h:70000"):
-        with pytest.raises(argparse.ArgumentTypeError, match="HOST:PORT"):
+    for bad in ("9092", "host:", "host:port"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^expected HOST:PORT, got '{bad}'$"):
             parse_bind(bad)
-    for bad in ("orders", "orders:0", ":3"):
-        with pytest.raises(argparse.ArgumentTypeError, match="NAME:PARTITIONS"):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^port 70000 is out of range \(0-65535"):
+        parse_bind("h:70000")
+    for bad in ("orders", ":3"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^expected NAME:PARTITIONS"):
             parse_topic(bad)
+    with pytest.raises(
+        argparse.ArgumentTypeError, match=r"^partitions must be at least 1, got 'orders:0'$"
+    ):
+        parse_topic("orders:0")
     for illegal in ("a/b:3", "..:1", "spaces here:2", "x" * 250 + ":1"):
         with pytest.raises(argparse.ArgumentTypeError, match="illegal topic name"):
             parse_topic(illegal)
@@ -34,7 +40,7 @@ def test_arguments() -> None:
     args = parser.parse_args(
         ["--data-dir", "d", "--topic", "a:2", "--topic", "b:1", "--set", "num.partitions=3"]
     )
-    assert args.bind == ("127.0.0.1", 9092)
+    assert args.bind is None  # 127.0.0.1:9092 unless the listeners setting says otherwise
     assert args.topic == [("a", 2), ("b", 1)]
     assert args.settings == ["num.partitions=3"]
 

@@ -133,7 +133,7 @@ async def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
     SqliteStore(path).close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
-    with pytest.raises(StoreError, match=r"groups\.sqlite: schema version 2 is newer"):
+    with pytest.raises(StoreError, match=r"groups\.sqlite: schema version 3 is newer"):
         SqliteStore(path)
 
 

@@ -8,15 +8,25 @@ from client_balance_harness import SESSION_MS, ClientBalanceHarness
 
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
 from rebalance.client_balance.records import ClientBalanceRecord
-from rebalance.commands import DescribeGroups, ListGroups
+from rebalance.commands import (
+    DescribeGroups,
+    Heartbeat,
+    LeaveGroup,
+    LeavingMember,
+    ListGroups,
+    SyncGroup,
+)
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType
 from rebalance.replies import (
     ConsumerGroupHeartbeatReply,
     DescribeGroupsReply,
+    HeartbeatReply,
+    LeaveGroupReply,
     ListGroupsReply,
     RegisterPartitionsReply,
+    SyncGroupReply,
 )
 
 
@@ -121,10 +131,21 @@ def test_a_group_is_one_type_at_a_time(h: ClientBalanceHarness) -> None:
     reply = h.join_node("a", 3, 0, group="classic-group")
     assert reply.error is ErrorCode.CLIENT_INCONSISTENT_CONSUMETYPE
     assert int(reply.error) == 424
-    # The other way round, Kafka's answers to a group of another type.
+    # The other way round, Kafka 4.4's answers to a group of another type (a share group's):
+    # TubeMQ would say 424, which Kafka's clients do not know.
     h.join_node("a", 3, 0)
     joined = h.join_reply(h.join("g"))
-    assert joined.error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert (joined.error, joined.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+    synced = h.reply(h.send(SyncGroup("g", 1, "a", protocol_type="consumer", protocol_name="r")))
+    assert isinstance(synced, SyncGroupReply) and synced.error is ErrorCode.UNKNOWN_MEMBER_ID
+    alive = h.reply(h.send(Heartbeat("g", 1, "a")))
+    assert isinstance(alive, HeartbeatReply) and alive.error is ErrorCode.UNKNOWN_MEMBER_ID
+    left = h.reply(h.send(LeaveGroup("g", (LeavingMember("a"),))))
+    assert isinstance(left, LeaveGroupReply)
+    assert (left.error, [m.error for m in left.members]) == (
+        ErrorCode.NONE,
+        [ErrorCode.UNKNOWN_MEMBER_ID],
+    )
     beat = h.reply(h.send(ConsumerGroupHeartbeat("g", "m", 0, subscribed_topic_names=("t",))))
     assert isinstance(beat, ConsumerGroupHeartbeatReply)
     assert beat.error is ErrorCode.GROUP_ID_NOT_FOUND

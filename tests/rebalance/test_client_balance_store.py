@@ -7,6 +7,8 @@ from client_balance_harness import ClientBalanceHarness
 from test_consumer_group_store import compacted
 
 from rebalance.client_balance.group import ClientBalanceGroup
+from rebalance.client_balance.group_type import ClientBalanceGroupType
+from rebalance.client_balance.records import GroupEpochValue, NodeValue
 from rebalance.core import GroupCoordinatorCore
 from rebalance.rng import SplitMix64
 
@@ -14,6 +16,8 @@ from rebalance.rng import SplitMix64
 def view(group: ClientBalanceGroup) -> object:
     return (
         group.group_epoch,
+        group.source_count,
+        group.topics,
         dict(group.holders),
         dict(group.offsets),
         {m: (n.value(), sorted(n.held)) for m, n in group.nodes.items()},
@@ -39,3 +43,12 @@ def test_compacted_rows_load_to_the_same_group() -> None:
     assert isinstance(loaded, ClientBalanceGroup)
     assert view(loaded) == view(h.group())
     assert loaded.holders == {("t", 0): "a", ("t", 3): "a", ("t", 4): "b", ("t", 1): "b"}
+
+
+def test_an_epoch_record_without_the_source_count_takes_the_first_nodes() -> None:
+    group = ClientBalanceGroup("g", 0)
+    ClientBalanceGroupType.replay(group, GroupEpochValue(2))
+    for member, source_count in (("a", 3), ("b", 3)):
+        node = NodeValue(member, 1, source_count, 0, ("t",), "c", "/h", 10_000)
+        ClientBalanceGroupType.replay(group, node)
+    assert (group.source_count, group.topics) == (3, ("t",))

@@ -122,7 +122,7 @@ def test_inputs_are_a_copy_the_group_can_move_on_from() -> None:
     h = ConsumerHarness(t=4)
     h.join(G, "m1")
     group = h.group(G)
-    inputs = target_inputs(group, h.core._consumer.metadata, h.config)
+    inputs = target_inputs(group, h.core.group_types["consumer"].metadata, h.config)
     h.join(G, "m2")
     assert [m.member_id for m in inputs.members] == ["m1"]
     assert inputs.group_epoch == 2 and inputs.targets["m1"] == ((T, (0, 1, 2, 3)),)

@@ -203,12 +203,21 @@ def _ownership_section(
             body = body.replace('<a href="index.html">← report</a>', '<a href="#">↑ top</a>')
             appended.append(f'<section id="{p.page.removesuffix(".html")}">{body}</section>')
     section = f"""<section id="ownership"><h2>Who owned what, when</h2>
-<p>The {len(pages)} groups that rebalance most (and those asked for with <code>--group</code>):
+<p>{_busiest_phrase(len(pages))} (and those asked for with <code>--group</code>):
 one row per member, a bar while it owns partitions (labelled with them where they fit), blank
 while it owns none; rebalances shaded with their trigger. Each title opens the group's page with
 its episodes.</p>{absent}
 {"".join(items)}</section>"""
     return section, "".join(appended)
+
+
+def groups_heading(shown: int, limit: int) -> str:
+    """The groups table's title: "(the 50 that rebalance most)" only when some were left out."""
+    return f"Groups (the {limit} that rebalance most)" if shown >= limit else "Groups"
+
+
+def _busiest_phrase(count: int) -> str:
+    return "The one group" if count == 1 else f"The {count} groups that rebalance most"
 
 
 def write_report(
@@ -244,7 +253,7 @@ def write_report(
 <section id="summary"><p>{counts.lines:,} input lines: {counts.events:,} valid events,
 {counts.quarantined:,} quarantined (kept in <code>quarantine/</code> with their reason).</p>
 </section>
-<section id="groups"><h2>Groups (the {TABLE_GROUPS} that rebalance most)</h2>
+<section id="groups"><h2>{groups_heading(len(group_rows), TABLE_GROUPS)}</h2>
 {html_table(GROUP_COLUMNS, group_rows)}</section>
 {ownership}
 {protocols}

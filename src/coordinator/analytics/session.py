@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -83,7 +84,7 @@ def build_session(
         # (the JVM's default on two cores) spends more CPU on its concurrent work and barriers;
         # measured in benchmarks/RESULTS.md (analytics). Takes effect when this call launches the
         # JVM (local mode, a client driver); `conf` can set other options.
-        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        .config("spark.driver.extraJavaOptions", f"-XX:+UseParallelGC {_quiet_log4j()}")
     )
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -92,6 +93,13 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _quiet_log4j() -> str:
+    """The JVM option naming our log4j2 file (errors only): Spark's default profile prints a
+    banner and its warnings, which `--quiet` and every report would show."""
+    path = Path(__file__).with_name("log4j2.properties")
+    return f"-Dlog4j2.configurationFile={path.as_uri()}"
 
 
 def stop_session(spark: SparkSession, *, timeout_s: float = 30.0) -> None:

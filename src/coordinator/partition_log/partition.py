@@ -8,9 +8,10 @@ timestamp per batch) is rebuilt by scanning the file when the log opens. That sc
 crash-recovery pass, so a persisted index would only add a second file needing its own repair.
 There is one segment per partition and no retention: the log grows until the topic is deleted,
 which suits a coordinator test/dev broker, not bulk data. DeleteRecords moves the log start
-offset (kept in `<partition>.start`, written atomically): offsets below it are out of range for
-Fetch and ListOffsets, as in Kafka, but the bytes stay in the file (Kafka, too, frees space only
-when a whole segment falls below the log start; we have one segment).
+offset (kept in `<partition>.start`, written atomically, with a CRC: `partition_log.sealed`):
+offsets below it are out of range for Fetch and ListOffsets, as in Kafka, but the bytes stay
+in the file (Kafka, too, frees space only when a whole segment falls below the log start; we
+have one segment).
 
 Durability: `append` writes the batches (with server-assigned base offsets) and `flush` fsyncs
 them; the high watermark only moves past data that has been fsynced, so a consumer never sees a
@@ -44,6 +45,7 @@ from pathlib import Path
 from coordinator.errors import OperationalError
 from coordinator.partition_log.batch import BatchInfo, with_base_offset
 from coordinator.partition_log.recovery import scan_log
+from coordinator.partition_log.sealed import DamagedFileError, seal_number, unseal_number
 
 logger = logging.getLogger("coordinator.partition_log")
 
@@ -154,7 +156,7 @@ class PartitionLog:
                 f"offset {offset} is above the high watermark {self._high_watermark}"
             )
         if offset > self._log_start_offset:
-            write_atomically(self._start_path, str(offset).encode())
+            write_atomically(self._start_path, seal_number(offset))
             self._log_start_offset = offset
         return self._log_start_offset
 
@@ -172,14 +174,15 @@ class PartitionLog:
 
     def _read_log_start(self) -> int:
         try:
-            text = self._start_path.read_text(encoding="ascii").strip()
+            raw = self._start_path.read_bytes()
         except FileNotFoundError:
             return 0
         try:
-            offset = int(text)
-        except ValueError:
-            raise LogCorruptError(
-                f"{self._start_path}: unreadable log start offset {text!r}; restore it from a "
+            offset = unseal_number(raw)
+        except DamagedFileError as exc:
+            # Not a LogCorruptError: `rebalance repair` mends partition logs, not this file.
+            raise OperationalError(
+                f"{self._start_path}: unreadable log start offset ({exc}); restore it from a "
                 f"backup, or delete it to read the partition from offset 0 again"
             ) from None
         # A log cut back by recovery cannot start past its end.

@@ -2,17 +2,19 @@
 
 kafka-python (and the Java client) enable idempotence by default and will not produce without
 an InitProducerId answer. Ids are handed out from blocks: the end of the current block is
-written (atomically, fsynced) to `<data_dir>/producer-ids` before any id of it is used, so after
-a crash the next block starts past every id that could have been given out.
+written (atomically, fsynced, with a CRC: `partition_log.sealed`) to `<data_dir>/producer-ids`
+before any id of it is used, so after a crash the next block starts past every id that could
+have been given out.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Final
 
 from coordinator.errors import OperationalError
+from coordinator.partition_log.partition import write_atomically
+from coordinator.partition_log.sealed import DamagedFileError, seal_number, unseal_number
 
 BLOCK_SIZE: Final = 1000
 
@@ -21,10 +23,10 @@ class ProducerIdAllocator:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / "producer-ids"
         try:
-            self._next = int(self.path.read_text(encoding="ascii").strip())
+            self._next = unseal_number(self.path.read_bytes())
         except FileNotFoundError:
             self._next = 0
-        except ValueError as exc:
+        except DamagedFileError as exc:
             raise OperationalError(
                 f"{self.path}: not a producer id counter ({exc}); restore it from a backup, or "
                 f"delete it if no idempotent producer's ids matter"
@@ -39,10 +41,5 @@ class ProducerIdAllocator:
         return producer_id
 
     def _reserve(self, block_end: int) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="ascii") as handle:
-            handle.write(f"{block_end}\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, seal_number(block_end))
         self._block_end = block_end

@@ -1,7 +1,9 @@
 """The topics this node hosts: names, stable topic ids, partition logs, and "data arrived" waits.
 
 Each topic lives in `<data_dir>/topics/<name>/`: `topic.json` (name, topic id, partition count,
-config overrides; written atomically so an id never changes once handed to a client) and one
+config overrides; written atomically so an id never changes once handed to a client, with a
+CRC so a changed byte is refused rather than read as another id, count or config; a count below
+the partition logs beside it is refused too) and one
 `<partition>.log` per partition (see `coordinator.partition_log.partition`). Topic ids are
 random UUIDs created with the topic and kept across restarts: librdkafka's Fetch v13+ and KIP-848
 assignments address topics by id; a topic deleted and created again gets a new id, as in Kafka.
@@ -14,7 +16,6 @@ an interrupted removal are removed at the next start.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from coordinator.errors import OperationalError
 from coordinator.partition_log.partition import PartitionLog, write_atomically
+from coordinator.partition_log.sealed import seal_json, unseal_json
 
 logger = logging.getLogger("coordinator.partition_log")
 
@@ -74,14 +76,21 @@ class TopicStore:
 
     def _load(self, meta_path: Path) -> None:
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = unseal_json(meta_path.read_bytes())
             name, topic_id, count = meta["name"], uuid.UUID(meta["topic_id"]), meta["partitions"]
             configs = {str(k): str(v) for k, v in meta.get("configs", {}).items()}
+            if name != meta_path.parent.name:
+                raise ValueError(f"names topic {name!r}")
+            if not isinstance(count, int) or count < 1:
+                raise ValueError(f"partition count {count!r}")
+            beyond = sorted(p.name for p in meta_path.parent.glob("*.log") if _index(p) >= count)
+            if beyond:
+                raise ValueError(f"{count} partitions, but {', '.join(beyond)} beside it")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise OperationalError(
                 f"{meta_path}: unreadable topic metadata ({exc}); restore it from a backup"
             ) from exc
-        logs = [PartitionLog(meta_path.parent / f"{i}.log") for i in range(int(count))]
+        logs = [PartitionLog(meta_path.parent / f"{i}.log") for i in range(count)]
         self._add(Topic(name, topic_id, logs, configs))
 
     def _add(self, topic: Topic) -> None:
@@ -178,7 +187,7 @@ class TopicStore:
             "partitions": partitions,
             "configs": topic.configs,
         }
-        write_atomically(self.root / topic.name / "topic.json", json.dumps(meta).encode())
+        write_atomically(self.root / topic.name / "topic.json", seal_json(meta))
 
     def subscribe(self, listener: Callable[[Topic], None]) -> Callable[[], None]:
         """Call `listener(topic)` after a topic is created or gets more partitions (the hook
@@ -212,6 +221,11 @@ class TopicStore:
         for topic in self._by_name.values():
             for log in topic.partitions:
                 log.close()
+
+
+def _index(log_path: Path) -> int:
+    """The partition a `<N>.log` file is of (-1 for another name)."""
+    return int(log_path.stem) if log_path.stem.isdigit() else -1
 
 
 def _fsync_directory(path: Path) -> None:

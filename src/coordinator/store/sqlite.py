@@ -1,10 +1,13 @@
 """`SqliteStore`: the durable `RecordStore`, one SQLite file in the data dir.
 
-Layout: table `records(kind, key, value, seq)` with primary key (kind, key); an upsert replaces
-the value and takes a new `seq`, so `load()` returns live records in last-write order; a
-tombstone deletes the row. Table `schema_version` holds the layout version: a file written by a
-newer version, or a file that is not an intact SQLite database, raises `StoreError` naming the
-file. Nothing is ever reset silently.
+Layout: table `records(kind, key, value, seq, crc)` with primary key (kind, key); an upsert
+replaces the value and takes a new `seq`, so `load()` returns live records in last-write order;
+a tombstone deletes the row. `crc` is the CRC-32C of the other four: SQLite checks the structure
+of its pages (`PRAGMA quick_check` at open) but not the bytes of a row, so without it a changed
+byte in a committed offset would load as another offset. Table `schema_version` holds the
+layout version (2; a version 1 file gets its CRCs at open): a file written by a newer version,
+a row failing its CRC, or a file that is not an intact SQLite database raises `StoreError`
+naming the file. Nothing is ever reset silently.
 
 Durability and group commit: WAL journal with `synchronous=FULL`, so a commit is on disk when
 it returns. All writes go through one writer thread. `append` puts its records on a queue and
@@ -31,11 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from crc32c import crc32c
+
 from coordinator.store.base import StoredRecord, StoreError
 
 log = logging.getLogger("coordinator.store")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 MAX_RECORDS_PER_TRANSACTION: Final = 50_000
 
 _SCHEMA: Final = """
@@ -45,27 +50,43 @@ CREATE TABLE IF NOT EXISTS records (
     key   TEXT    NOT NULL,
     value BLOB    NOT NULL,
     seq   INTEGER NOT NULL,
+    crc   INTEGER,
     PRIMARY KEY (kind, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 """
+REMEDY: Final = (
+    "restore it from a backup, or move it away to start with no groups and no committed offsets"
+)
 _STATEMENT_SIZES: Final = (256, 64, 16, 4, 1)
 """Rows per write statement, largest first; those of more values than the linked SQLite
 allows in one statement (999 before SQLite 3.32) are not used."""
 
 
 def statement_sizes(variable_limit: int) -> tuple[int, ...]:
-    """The `_STATEMENT_SIZES` whose upserts (4 values a row) fit SQLite's variable limit."""
-    return tuple(size for size in _STATEMENT_SIZES if size * 4 <= variable_limit)
+    """The `_STATEMENT_SIZES` whose upserts (5 values a row) fit SQLite's variable limit."""
+    return tuple(size for size in _STATEMENT_SIZES if size * 5 <= variable_limit)
+
+
+def row_crc(kind: str, key: str, value: bytes, seq: int) -> int:
+    """CRC-32C of one row (its fields length-prefixed, so no two rows share their bytes)."""
+    kind_bytes, key_bytes = kind.encode(), key.encode()
+    return crc32c(
+        b"".join(
+            (len(kind_bytes).to_bytes(4, "big"), kind_bytes, len(key_bytes).to_bytes(4, "big"),
+             key_bytes, seq.to_bytes(8, "big", signed=True), value)
+        )
+    )  # fmt: skip
 
 
 @functools.cache
 def _upsert_rows(rows: int) -> str:
     """An upsert of `rows` rows, applied in order (a key repeated later in it wins)."""
     return (
-        "INSERT INTO records (kind, key, value, seq) VALUES "
-        + ", ".join(["(?, ?, ?, ?)"] * rows)
-        + " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, seq = excluded.seq"
+        "INSERT INTO records (kind, key, value, seq, crc) VALUES "
+        + ", ".join(["(?, ?, ?, ?, ?)"] * rows)
+        + " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, seq = excluded.seq,"
+        " crc = excluded.crc"
     )
 
 
@@ -119,10 +140,7 @@ class SqliteStore:
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
-        remedy = (
-            "restore it from a backup, or move it away to start with no groups and no committed "
-            "offsets"
-        )
+        remedy = REMEDY
         try:
             db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         except sqlite3.DatabaseError as exc:
@@ -130,12 +148,14 @@ class SqliteStore:
         try:
             (check,) = db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
-                raise StoreError(f"{path}: SQLite integrity check failed ({check}); {remedy}")
+                raise StoreError(
+                    f"{path}: SQLite integrity check failed ({_one_line(check)}); {remedy}"
+                )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(_SCHEMA)
             SqliteStore._check_version(db, path)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # text of damaged bytes
             db.close()
             raise StoreError(f"{path}: not a readable record store ({exc}); {remedy}") from exc
         except StoreError:
@@ -155,6 +175,23 @@ class SqliteStore:
                 f"{path}: schema version {version} is newer than this build supports "
                 f"({SCHEMA_VERSION}); upgrade rebalance to read it"
             )
+        if version == 1:
+            SqliteStore._add_crcs(db)
+
+    @staticmethod
+    def _add_crcs(db: sqlite3.Connection) -> None:
+        """Version 1 to 2: every row gets its CRC, in one transaction."""
+        db.execute("BEGIN IMMEDIATE")
+        columns = [row[1] for row in db.execute("PRAGMA table_info(records)")]
+        if "crc" not in columns:
+            db.execute("ALTER TABLE records ADD COLUMN crc INTEGER")
+        rows = db.execute("SELECT kind, key, value, seq FROM records").fetchall()
+        db.executemany(
+            "UPDATE records SET crc = ? WHERE kind = ? AND key = ?",
+            [(row_crc(k, key, bytes(v), seq), k, key) for k, key, v, seq in rows],
+        )
+        db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+        db.execute("COMMIT")
 
     def _query_max_seq(self) -> int:
         (seq,) = self._db.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
@@ -183,10 +220,39 @@ class SqliteStore:
         self._queue.put(_Pending(list(records), done, asyncio.get_running_loop()))
 
     def load(self) -> Iterator[StoredRecord]:
-        with self._lock:
-            rows = self._db.execute("SELECT kind, key, value FROM records ORDER BY seq").fetchall()
-        for kind, key, value in rows:
-            yield StoredRecord(kind, key, bytes(value))
+        """Every live record in last-write order; `StoreError` at a damaged row.
+
+        The rows are read by a scan of the table itself and sorted here, not through the seq
+        index: a row whose header was damaged (NULL where NOT NULL, which `quick_check` does
+        not see) would drop out of an index scan silently; and the index must count as many."""
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT kind, key, value, seq, crc FROM records NOT INDEXED"
+                ).fetchall()
+                (indexed,) = self._db.execute(
+                    "SELECT count(*) FROM records INDEXED BY records_by_seq"
+                ).fetchone()
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            raise StoreError(f"{self.path}: not a readable record store ({exc}); {REMEDY}") from exc
+        if indexed != len(rows):
+            raise StoreError(
+                f"{self.path}: {len(rows)} records, but its seq index counts {indexed}; {REMEDY}"
+            )
+        for kind, key, value, seq, crc in rows:
+            if not (
+                isinstance(kind, str) and isinstance(key, str) and isinstance(value, bytes)
+                and isinstance(seq, int)
+            ):  # fmt: skip
+                raise StoreError(f"{self.path}: a record of the wrong types ({kind!r}); {REMEDY}")
+            if crc != row_crc(kind, key, value, seq):
+                raise StoreError(
+                    f"{self.path}: record {kind} {key!r} fails its CRC-32C (damaged on disk); "
+                    f"{REMEDY}"
+                )
+        rows.sort(key=lambda row: row[3])
+        for kind, key, value, _seq, _crc in rows:
+            yield StoredRecord(kind, key, value)
 
     def close(self) -> None:
         """Commit everything already queued, stop the writer, close the file."""
@@ -274,7 +340,7 @@ class SqliteStore:
                 value = record.value
                 if value is None:
                     if upserts:
-                        self._run(_upsert_rows, 4, upserts)
+                        self._run(_upsert_rows, 5, upserts)
                         upserts = []
                     deletes += (record.kind, record.key)
                 else:
@@ -282,9 +348,10 @@ class SqliteStore:
                         self._run(_delete_rows, 2, deletes)
                         deletes = []
                     seq += 1
-                    upserts += (record.kind, record.key, value, seq)
+                    crc = row_crc(record.kind, record.key, value, seq)
+                    upserts += (record.kind, record.key, value, seq, crc)
         if upserts:
-            self._run(_upsert_rows, 4, upserts)
+            self._run(_upsert_rows, 5, upserts)
         if deletes:
             self._run(_delete_rows, 2, deletes)
         return seq, records
@@ -302,6 +369,13 @@ class SqliteStore:
             step = size * width
             self._db.execute(statement(size), values[position : position + step])
             position += step
+
+
+def _one_line(check: str) -> str:
+    """quick_check's report (a line a problem, under a '*** in database' heading) as one."""
+    problems = [line for line in check.splitlines() if line and not line.startswith("***")]
+    more = f" and {len(problems) - 1} more problems" if len(problems) > 1 else ""
+    return (problems[0] if problems else check.strip()) + more
 
 
 def _call_all(

@@ -12,6 +12,7 @@ advertised name that is no listener. A failure closes the sockets already bound.
 
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
 
@@ -28,6 +29,8 @@ from coordinator.wire.listener import advertisable_host, bind_listener
 from coordinator.wire.session import ServedListener
 from coordinator.wire.tls import parse_protocols, server_context
 
+logger = logging.getLogger("coordinator.wire")
+
 Opened = list[tuple[socket.socket, ServedListener | None]]
 
 
@@ -35,12 +38,28 @@ def listener_plans(config: ServerConfig, bind: tuple[str, int]) -> list[Listener
     """The listeners to open; None for the single `--bind` listener of old."""
     if config.listeners is None and config.advertised_listeners is None:
         return None
+    # A KRaft controller's listeners (combined-mode properties name them) are not opened.
+    controllers = {n.strip().upper() for n in config.controller_listener_names.split(",")}
     if config.listeners is not None:
-        listeners = parse_endpoints(config.listeners, "listeners")
+        listeners = [
+            e for e in parse_endpoints(config.listeners, "listeners") if e.name not in controllers
+        ]
+        if not listeners:
+            raise UsageError("listeners names only controller listeners; name one for clients")
+        for name in sorted(controllers & {e.name for e in parse_endpoints(config.listeners, "")}):
+            logger.warning(
+                "listener %s is a KRaft controller's (controller.listener.names): not opened, "
+                "this node has no controller quorum",
+                name,
+            )
     else:
         listeners = [Endpoint("PLAINTEXT", *bind)]
     advertised = (
-        parse_endpoints(config.advertised_listeners, "advertised.listeners")
+        [
+            e
+            for e in parse_endpoints(config.advertised_listeners, "advertised.listeners")
+            if e.name not in controllers
+        ]
         if config.advertised_listeners is not None
         else []
     )

@@ -5,23 +5,27 @@
 * `sync`       SyncGroup: the leader's assignment, persisted, handed out;
 * `liveness`   Heartbeat and LeaveGroup;
 * `rebalance`  the verbs the others drive: prepare/complete join, complete sync, remove member;
-* `expiry`     what each classic timer does when it fires.
+* `expiry`     what each classic timer does when it fires;
+* `offsets`    who may commit, and the topics a "consumer" protocol group's members consume;
+* `routes`     the four requests from the core's dispatch, the coordinator-level checks first.
 
 `ClassicGroupType` is what the core sees of all this (`rebalance.group_types.GroupType`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rebalance.classic import expiry, join, liveness, sync
+from rebalance.classic import expiry, offsets
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import prepare_rebalance
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.routes import ClassicRoutes
+from rebalance.commands import Command, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import Trigger
+from rebalance.group_types import CommitPartitionValidator, GroupType, Route
 from rebalance.lifecycle import GroupState
 from rebalance.records import GroupMetadataRecord, GroupMetadataValue, Record
 from rebalance.replies import (
@@ -35,10 +39,10 @@ from rebalance.state import CoordinatorState
 from rebalance.timers import JOIN, PENDING, SESSION, SYNC, TimerKey, session_key
 
 
-class ClassicGroupType:
+class ClassicGroupType(GroupType):
     """Kafka's classic groups over a `CoordinatorState`: requests, timers, records, views."""
 
-    name: ClassVar[str] = "classic"
+    name: ClassVar[str] = Group.group_type
     group_class: ClassVar[type[Any]] = Group
     record_class: ClassVar[type[Any]] = GroupMetadataRecord
     timer_kinds: ClassVar[frozenset[str]] = frozenset({SESSION, PENDING, JOIN, SYNC})
@@ -49,17 +53,25 @@ class ClassicGroupType:
         self.state = state
 
     # -- requests ----------------------------------------------------------------------
-    def join(self, cmd: JoinGroup, now_ms: int, token: Hashable) -> Result:
-        return join.join(self.state, cmd, now_ms, token)
+    def routes(self) -> Mapping[type[Command[Any]], Route]:
+        routes = ClassicRoutes(self.state)
+        return {
+            JoinGroup: routes.join_group,
+            SyncGroup: routes.sync_group,
+            Heartbeat: routes.heartbeat,
+            LeaveGroup: routes.leave_group,
+        }
 
-    def sync(self, cmd: SyncGroup, now_ms: int, token: Hashable) -> Result:
-        return sync.sync(self.state, cmd, now_ms, token)
+    # -- offsets -----------------------------------------------------------------------
+    def validate_offset_commit(
+        self, result: Result, group: Group, cmd: OffsetCommit, now_ms: int
+    ) -> CommitPartitionValidator | None:
+        offsets.validate_commit(self.state, result, group, cmd, now_ms)
+        return None
 
-    def heartbeat(self, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:
-        return liveness.heartbeat(self.state, cmd, now_ms, token)
-
-    def leave(self, cmd: LeaveGroup, now_ms: int, token: Hashable) -> Result:
-        return liveness.leave(self.state, cmd, now_ms, token)
+    @staticmethod
+    def subscribed_topics(group: Group) -> set[str] | None:
+        return offsets.subscribed_topics(group)
 
     # -- timers ------------------------------------------------------------------------
     def on_timer(self, key: TimerKey, group: Group, now_ms: int) -> Result:

@@ -33,7 +33,7 @@ Everything durable goes through records (`records.py`) and `CoordinatorState.app
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from assignors.consumer_protocol import (
@@ -42,6 +42,7 @@ from assignors.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from rebalance.client_balance import offsets
 from rebalance.client_balance.commands import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -69,11 +70,13 @@ from rebalance.client_balance.records import (
     holder_key,
     parse_holder_key,
 )
+from rebalance.client_balance.routes import ClientBalanceRoutes
+from rebalance.commands import Command, OffsetCommit
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicMetadata
 from rebalance.effects import Result, single_reply
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import EventType, ExpiryReason, LeaveReason, ReleaseReason
+from rebalance.group_types import CommitPartitionValidator, GroupType, Route
 from rebalance.records import OffsetAndMetadata, OffsetCommitRecord, Record
 from rebalance.replies import (
     ClientBalanceDescribeReply,
@@ -90,15 +93,13 @@ from rebalance.replies import (
 )
 from rebalance.state import CoordinatorState
 from rebalance.timers import CLIENT_BALANCE_SESSION, TimerKey, client_balance_session_key
+from rebalance.topics import TopicMetadata
 
 #: How often a node is asked to heartbeat: a third of its session, as Kafka's clients default.
 HEARTBEAT_FRACTION = 3
 
-#: The records that delete a group of another type (the core's `GroupType.tombstones`).
-Tombstones = Callable[[Any], list[Record]]
 
-
-class ClientBalanceGroupType:
+class ClientBalanceGroupType(GroupType):
     """Client-balance groups over a `CoordinatorState`: requests, timers, records, views."""
 
     name: ClassVar[str] = GROUP_TYPE
@@ -106,12 +107,10 @@ class ClientBalanceGroupType:
     record_class: ClassVar[type[Any]] = ClientBalanceRecord
     timer_kinds: ClassVar[frozenset[str]] = frozenset({CLIENT_BALANCE_SESSION})
 
-    __slots__ = ("metadata", "state", "tombstones_of")
+    __slots__ = ("metadata", "state")
 
-    def __init__(self, state: CoordinatorState, tombstones_of: Tombstones) -> None:
+    def __init__(self, state: CoordinatorState) -> None:
         self.state = state
-        #: Deletes an empty group of another type when a node takes its id over.
-        self.tombstones_of = tombstones_of
         #: The cluster's topics as the shell last described them: a partition must exist to
         #: be registered.
         self.metadata = TopicMetadata()
@@ -119,6 +118,15 @@ class ClientBalanceGroupType:
     @property
     def config(self) -> CoordinatorConfig:
         return self.state.config
+
+    def routes(self) -> Mapping[type[Command[Any]], Route]:
+        routes = ClientBalanceRoutes(self)
+        return {
+            ClientBalanceHeartbeat: routes.heartbeat,
+            RegisterPartitions: routes.register,
+            ReleasePartitions: routes.release,
+            ClientBalanceDescribe: routes.describe,
+        }
 
     # ============================================================================ heartbeat
     def heartbeat(self, cmd: ClientBalanceHeartbeat, now_ms: int, token: Hashable) -> Result:
@@ -219,7 +227,7 @@ class ClientBalanceGroupType:
             # offsets kept: our record converts it, then its tombstone clears its row (a
             # type's tombstone deletes only a group of its own type).
             self._apply(result, cmd.group_id, GroupEpochValue(0))
-            for record in self.tombstones_of(group):
+            for record in self.state.type_of(group).tombstones(group):
                 self.state.apply(result, record)
         else:
             self._apply(result, cmd.group_id, GroupEpochValue(0))
@@ -490,11 +498,12 @@ class ClientBalanceGroupType:
             self._remove(result, group, node, now_ms, ExpiryReason.SESSION_TIMEOUT)
         return result
 
-    def topics_changed(self, metadata: TopicMetadata) -> None:
+    def topics_changed(self, metadata: TopicMetadata, now_ms: int) -> Result:
         """The shell's new topic snapshot. Registrations of partitions that no longer exist
         stay until their nodes release them or stop reporting them: as in TubeMQ, which
         partitions to drop when the metadata changes is the client's decision."""
         self.metadata = metadata
+        return Result()
 
     def loaded(self, result: Result, group: ClientBalanceGroup, now_ms: int) -> None:
         """Sessions run from load time."""
@@ -616,19 +625,18 @@ class ClientBalanceGroupType:
         return ErrorCode.NONE if group.empty else ErrorCode.NON_EMPTY_GROUP
 
     # ========================================================================= offsets
+    def validate_offset_commit(
+        self, result: Result, group: ClientBalanceGroup, cmd: OffsetCommit, now_ms: int
+    ) -> CommitPartitionValidator | None:
+        # A holder whose session deadline has passed commits nothing, fired or not.
+        self.expire_stale(result, group, now_ms)
+        return offsets.validate_commit(group, cmd)
+
     @staticmethod
-    def commit_error(
-        group: ClientBalanceGroup, member_id: str, member_epoch: int, tp: TopicPartition
-    ) -> ErrorCode:
-        """The fence of one partition's commit: only the node incarnation that registered it
-        may commit it (a node that released it, expired, or was replaced by a new incarnation
-        of the same member id cannot). The answer is a Kafka code, FENCED_MEMBER_EPOCH, since
-        it travels in OffsetCommit (TubeMQ's broker would answer with its own codes)."""
-        holder = group.holders.get(tp)
-        node = group.nodes.get(member_id)
-        if holder == member_id and node is not None and node.member_epoch == member_epoch:
-            return ErrorCode.NONE
-        return ErrorCode.FENCED_MEMBER_EPOCH
+    def subscribed_topics(group: ClientBalanceGroup) -> set[str] | None:
+        """The group's topic set (a non-empty group's offsets never expire and OffsetDelete
+        refuses it anyway: its protocol is not "consumer")."""
+        return set(group.topics)
 
 
 def bootstrap_offset(request: PartitionRequest) -> int | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -30,6 +30,8 @@ from rebalance.consumer_group.records import (
 )
 from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
+from rebalance.topics import TopicInfo as TopicInfo
+from rebalance.topics import TopicMetadata as TopicMetadata
 
 if TYPE_CHECKING:
     from rebalance.consumer_group.target import MemberInputs
@@ -48,28 +50,6 @@ class MemberState(StrEnum):
     UNREVOKED_PARTITIONS = "unrevoked_partitions"
     UNRELEASED_PARTITIONS = "unreleased_partitions"
     UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
-    name: str
-    topic_id: str
-    partitions: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicMetadata:
-    """What the core knows of the cluster's topics: a snapshot the shell hands over whenever
-    topics are created, grow or are deleted (`GroupCoordinatorCore.topics_changed`)."""
-
-    topics: Mapping[str, TopicInfo] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, topics: Iterable[TopicInfo]) -> TopicMetadata:
-        return cls({t.name: t for t in topics})
-
-    def by_id(self) -> dict[str, TopicInfo]:
-        return {t.topic_id: t for t in self.topics.values()}
 
 
 def freeze(partitions: Partitions) -> Assignment:

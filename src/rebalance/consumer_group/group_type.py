@@ -7,7 +7,9 @@ state and the topic metadata) and the views:
 * `membership`  the group and member a heartbeat names: join, checks, static replacement;
 * `departure`   leaves, fencing, and the timers that fence (session, rebalance timeout);
 * `epochs`      group epoch bumps, the target assignment, one member's reconciliation step;
-* `replay`      writing and replaying records, the group's tombstones.
+* `replay`      writing and replaying records, the group's tombstones;
+* `routes`      the core's dispatch to all of these, and the classic requests it answers;
+* `offsets`     who may commit and fetch, the topics the members consume.
 
 Everything durable goes through records (`records.py`) and `CoordinatorState.apply`, so a
 partition load replays to the same groups.
@@ -15,12 +17,20 @@ partition load replays to the same groups.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
-from rebalance.consumer_group import classic_requests, departure, epochs, heartbeat, replay
-from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.commands import (
+    Command,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    OffsetCommit,
+    OffsetFetch,
+    SyncGroup,
+)
+from rebalance.consumer_group import departure, epochs, offsets, replay
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.epochs import subscribed_metadata
 from rebalance.consumer_group.group import (
     GROUP_TYPE,
@@ -31,14 +41,16 @@ from rebalance.consumer_group.group import (
     freeze,
 )
 from rebalance.consumer_group.records import ConsumerGroupRecord, ConsumerValue
+from rebalance.consumer_group.routes import ConsumerRoutes
 from rebalance.consumer_group.target import (
     ComputedTarget,
     TargetInputs,
     chosen_assignor,
     target_inputs,
 )
-from rebalance.effects import Result
+from rebalance.effects import Offload, Result
 from rebalance.errors import ErrorCode
+from rebalance.group_types import CommitPartitionValidator, GroupRoute, GroupType, Route
 from rebalance.records import Record
 from rebalance.replies import (
     DescribedConsumerGroup,
@@ -59,7 +71,7 @@ from rebalance.timers import (
 )
 
 
-class ConsumerGroupType:
+class ConsumerGroupType(GroupType):
     """KIP-848 consumer groups over a `CoordinatorState`: requests, timers, records, views."""
 
     name: ClassVar[str] = GROUP_TYPE
@@ -68,6 +80,7 @@ class ConsumerGroupType:
     timer_kinds: ClassVar[frozenset[str]] = frozenset(
         {CONSUMER_SESSION, CONSUMER_REVOCATION, CONSUMER_CLASSIC_JOIN, CONSUMER_CLASSIC_SYNC}
     )
+    typed_commit_events: ClassVar[bool] = True
 
     __slots__ = ("metadata", "state")
 
@@ -77,48 +90,48 @@ class ConsumerGroupType:
         #: records: it is the cluster's metadata, which the shell owns and replays on start.
         self.metadata = TopicMetadata()
 
-    # -- requests, timers --------------------------------------------------------------------
-    def heartbeat(self, cmd: ConsumerGroupHeartbeat, now_ms: int, token: Hashable) -> Result:
-        return heartbeat.heartbeat(self.state, self.metadata, cmd, now_ms, token)
+    # -- requests ----------------------------------------------------------------------------
+    def routes(self) -> Mapping[type[Command[Any]], Route]:
+        routes = ConsumerRoutes(self)
+        return {
+            ConsumerGroupHeartbeat: routes.consumer_group_heartbeat,
+            ConsumerGroupDescribe: routes.consumer_group_describe,
+        }
 
-    # -- classic requests to a consumer group (`classic_requests`) ----------------------------
-    def to_classic(self, result: Result, group: ConsumerGroup, now_ms: int) -> None:
-        classic_requests.to_classic(self.state, result, group, now_ms)
+    def foreign_routes(self) -> Mapping[type[Command[Any]], GroupRoute]:
+        routes = ConsumerRoutes(self)
+        return {
+            JoinGroup: routes.classic_join,
+            SyncGroup: routes.classic_sync,
+            Heartbeat: routes.classic_heartbeat,
+            LeaveGroup: routes.classic_leave,
+        }
 
-    def classic_join(
-        self, group: ConsumerGroup, cmd: JoinGroup, now_ms: int, token: Hashable
-    ) -> Result:
-        return classic_requests.join(self.state, self.metadata, group, cmd, now_ms, token)
+    # -- offsets -----------------------------------------------------------------------------
+    def validate_offset_commit(
+        self, result: Result, group: ConsumerGroup, cmd: OffsetCommit, now_ms: int
+    ) -> CommitPartitionValidator | None:
+        offsets.validate_commit(group, cmd)
+        return None
 
-    def classic_sync(
-        self, group: ConsumerGroup, cmd: SyncGroup, now_ms: int, token: Hashable
-    ) -> Result:
-        return classic_requests.sync(self.state, self.metadata, group, cmd, now_ms, token)
+    def validate_offset_fetch(self, group: ConsumerGroup, cmd: OffsetFetch) -> None:
+        offsets.validate_fetch(group, cmd)
 
-    def classic_heartbeat(
-        self, group: ConsumerGroup, cmd: Heartbeat, now_ms: int, token: Hashable
-    ) -> Result:
-        return classic_requests.heartbeat(self.state, group, cmd, now_ms, token)
+    def subscribed_topics(self, group: ConsumerGroup) -> set[str] | None:
+        return offsets.subscribed_topics(group)
 
-    def classic_leave(
-        self, group: ConsumerGroup, cmd: LeaveGroup, now_ms: int, token: Hashable
-    ) -> Result:
-        result, reply = classic_requests.leave(self.state, self.metadata, group, cmd, now_ms)
-        result.reply(token, reply)
-        return result
-
+    # -- timers, offloaded targets -----------------------------------------------------------
     def on_timer(self, key: TimerKey, group: ConsumerGroup, now_ms: int) -> Result:
         return departure.expire(self.state, self.metadata, key, group, now_ms)
 
     def target_computed(
-        self, inputs: TargetInputs, computed: ComputedTarget | None, now_ms: int
+        self, group: ConsumerGroup, inputs: Offload, computed: Any, now_ms: int
     ) -> Result:
-        group = self.state.groups.get(inputs.group_id)
-        if not isinstance(group, ConsumerGroup):
-            return Result()  # deleted meanwhile
+        assert isinstance(inputs, TargetInputs)
+        assert computed is None or isinstance(computed, ComputedTarget)
         return epochs.target_computed(self.state, self.metadata, group, inputs, computed, now_ms)
 
-    def offloaded_inputs(self) -> list[TargetInputs]:
+    def offloaded_inputs(self) -> list[Offload]:
         """The target inputs of every group whose next target is computed off the loop, as
         they are now (the shell primes its worker with them once loaded)."""
         return [
