@@ -5,7 +5,8 @@ leaves, commits, fetches, describes from six members of two classic groups; KIP-
 from three of a consumer group) and `Lockstep` sends each
 to the broker under test and to the pure core; the first answer that differs fails the run, and
 Hypothesis shrinks the sequence to a short one that still fails. The failure names the diverging
-request and prints the run as steps that `replay` (`--differential --replay '...'`) runs again.
+request and prints the command that runs the same steps again (`rebalance conformance
+--bootstrap HOST:PORT --replay '...'`, which calls `replay`).
 
 Each Hypothesis example is one run on groups of its own; connections are pooled across runs.
 Hypothesis is imported here only, so the rest of the package works without it installed.
@@ -20,7 +21,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, Phase, assume, settings
+from hypothesis import HealthCheck, Phase, Verbosity, assume, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.stateful import (
@@ -493,6 +494,7 @@ def run_differential(
                         phases=(Phase.generate, Phase.shrink),
                         suppress_health_check=list(HealthCheck),
                         print_blob=False,
+                        verbosity=Verbosity.quiet,  # the report says it all: nothing on stdout
                     ),
                 )
             except Divergence as exc:

@@ -109,14 +109,17 @@ def find_member(
             f"{state.config.group_consumer_max_size} members.",
         )
     if cmd.member_epoch != JOIN_EPOCH:
+        # A static member is looked up by its instance id first, as Kafka's
+        # getOrMaybeSubscribeStaticConsumerGroupMember: a member id the group lacks under an
+        # instance id another member holds is FENCED_INSTANCE_ID (checked against Kafka 4.4).
+        if cmd.instance_id is not None:
+            static_holder(group, cmd)
         member = group.members.get(cmd.member_id)
         if member is None:
             raise CoordinatorError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {cmd.member_id} is not a member of group {group.group_id}.",
             )
-        if cmd.instance_id is not None:
-            static_holder(group, cmd)
         _check_epoch(member, cmd)
         return member, None
     if cmd.instance_id is not None:
