@@ -1,10 +1,13 @@
-.PHONY: demo test bench lock clean
+.PHONY: demo test check bench lock clean
 
 demo:
 	scripts/demo
 
 test:
 	scripts/test
+
+check:
+	scripts/check
 
 bench:
 	scripts/bootstrap

@@ -17,16 +17,16 @@ import contextlib
 import os
 import random
 import re
-import struct
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.testing import WireClient
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_groups import join_values  # the same classic JoinGroup as the group benchmark
+from coordinator.testing.server import WireClient
 
-SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
 PARTITIONS = 20
 CHURN_SECONDS = 18.0
 
@@ -39,18 +39,6 @@ class Counters:
 
     def error(self, api: str, code: int) -> None:
         self.errors[api, code] = self.errors.get((api, code), 0) + 1
-
-
-def join_values(group: str, member_id: str) -> dict[str, Any]:
-    return {
-        "group_id": group,
-        "session_timeout": 30_000,
-        "rebalance_timeout": 30_000,
-        "member_id": member_id,
-        "group_instance_id": None,
-        "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
-    }
 
 
 class Member:
@@ -172,7 +160,7 @@ def child_pids(pid: int) -> list[int]:
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="churn-soak-") as data_dir:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "coordinator.cli", "serve", "--bind", "127.0.0.1:0",
+            sys.executable, "-m", "coordinator.cli.main", "serve", "--bind", "127.0.0.1:0",
             "--data-dir", data_dir, "--topic", f"orders:{PARTITIONS}",
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

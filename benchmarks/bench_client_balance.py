@@ -27,13 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_wire import machine
-from coordinator.client_balance import (
+from coordinator.clients.client_balance import (
     ClientBalanceConfig,
     ClientBalanceConsumer,
     modulo_assigned,
 )
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 from rebalance.config import CoordinatorConfig
 
 TOPIC, PARTITIONS, MEMBERS = "orders", 6, 3

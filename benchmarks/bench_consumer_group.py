@@ -29,9 +29,10 @@ from rebalance import (
     SyncGroup,
 )
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.lifecycle import GroupState
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.topics import TopicInfo, TopicMetadata
 
 CONFIG = CoordinatorConfig.from_properties({"group.initial.rebalance.delay.ms": "0"})
 #: Kafka 4.0-4.2: a target assignment per epoch bump.

@@ -4,8 +4,8 @@ small consumer groups while the target assignment of a 10,000-member group over 
 
 Three runs on the same node, each from scratch: the assignor on the coordinator's loop
 (`group.consumer.assignor.offload.enable=false`, peer), in one assignor thread (peer), and in
-the assignor worker process (the default, `coordinator.assignor_worker`). The node is the real
-`GroupRuntime` (its loop, timers and write path) over an in-memory store, in this process. The
+the assignor worker process (the default, `coordinator.groups.assignor_worker`). The node is the
+real `GroupRuntime` (its loop, timers and write path) over an in-memory store, in this process. The
 big group is not formed by 10,000 joins (more than 16 minutes under load, most of it
 reconciling members one heartbeat at a time): its records (each member's subscription, target
 and current assignment, stable at the target epoch, the target being what `uniform` gives) are
@@ -43,14 +43,14 @@ from itertools import groupby
 from typing import Literal
 
 import assignors
-from coordinator import record_codec
-from coordinator.collector import tune_for_serving
-from coordinator.runtime import GroupRuntime
-from coordinator.store.base import StoredRecord
-from coordinator.store.memory import MemoryStore
+from coordinator.groups import record_codec
+from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.memory import MemoryStore
+from coordinator.node.collector import tune_for_serving
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import (
     Assignment,
     ConsumerGroupRecord,
@@ -61,6 +61,7 @@ from rebalance.consumer_group.records import (
     TargetEpochValue,
     TargetMemberValue,
 )
+from rebalance.topics import TopicInfo, TopicMetadata
 
 SMALL_GROUPS = 100
 SMALL_MEMBERS = 10

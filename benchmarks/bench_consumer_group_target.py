@@ -12,7 +12,7 @@ assignments, one record per changed member, the target event, the reply):
 * one member joins (a heartbeat with epoch 0).
 
 The process's garbage collector is set up as `rebalance serve` sets it
-(`coordinator.collector.tune_for_serving`) unless `--collector default`: a target of a million
+(`coordinator.node.collector.tune_for_serving`) unless `--collector default`: a target of a million
 partitions allocates millions of small objects, and CPython's default thresholds make it pay
 for full collections of everything alive on the way.
 
@@ -28,7 +28,7 @@ at this shape (63 ms at 1,000 topics x 1,000 partitions).
 
 The event: each "fresh" call's `target_assignment` event (every member's whole target by topic
 name: 10,000 members x 100 topics, a million (topic, partitions) entries) is then written
-through the server's event log (`coordinator.event_log.EventLog`, its writer process in a
+through the server's event log (`coordinator.groups.event_log.log.EventLog`, its writer process in a
 temporary directory), measured apart from the core call: what the loop pays to hand it over
 (`emit`: the batch, `marshal`, the queue), the time until the writer reports it written, the
 writer process's CPU time, and the line's size. Peer: the core call that made the event.
@@ -53,15 +53,16 @@ from pathlib import Path
 from typing import Any
 
 import assignors
-from coordinator.collector import tune_for_serving
-from coordinator.event_log import EventLog
+from coordinator.groups.event_log.log import EventLog
+from coordinator.node.collector import tune_for_serving
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.effects import Result
 from rebalance.event_schema import EventType
 from rebalance.events import Event
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.topics import TopicInfo, TopicMetadata
 
 INTERVAL_MS = 1000  # group.consumer.assignment.interval.ms (Kafka 4.3's default)
 GOAL_MS = 2000

@@ -3,7 +3,7 @@ of 10,000 members x 100 topics (1M partitions).
 
 A ticker on the loop asks to wake every millisecond; the figure is its largest lateness while the
 event is handed to the event log and marshalled. Ours: `EventLog.emit` (the loop only queues; the
-sender thread marshals in slices, `coordinator.event_frames`). Peer, same run: the frame
+sender thread marshals in slices, `coordinator.groups.event_log.frames`). Peer, same run: the frame
 marshalled on the loop in one `marshal.dumps` call, as the event log did before. Medians of
 `--runs`.
 
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from coordinator.event_log import EventLog
+from coordinator.groups.event_log.log import EventLog
 from rebalance.event_schema import EventType
 from rebalance.events import Event
 

@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kio.schema.offset_commit.v8.response import OffsetCommitResponse
 
 from bench_wire import _echo, machine
-from coordinator.collector import tune_for_serving
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.store.sqlite import SqliteStore
-from coordinator.testing import running_server
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.groups.store.sqlite import SqliteStore
+from coordinator.node.collector import tune_for_serving
+from coordinator.testing.server import running_server
 from coordinator.wire.codec import (
     build_request,
     decode_response,
@@ -57,7 +57,7 @@ from rebalance.config import CoordinatorConfig
 
 LENGTH = struct.Struct(">i")
 #: Seconds the server is left to settle after a group formed before its memory is read: the
-#: serving process trims its heap (`coordinator.heap_trim`) within a second of a burst.
+#: serving process trims its heap (`coordinator.node.heap_trim`) within a second of a burst.
 SETTLE = 1.5
 NO_ERROR = b"\x00\x00"
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)

@@ -1,6 +1,7 @@
-"""Apache Kafka's broker as the tests and benchmarks start it (`coordinator.peers.kafka_broker`):
-how long a start takes and how much memory the JVM holds, so the suite's cost of the oracle is
-known and the later side-by-side figures have Kafka's start-up and idle RSS.
+"""Apache Kafka's broker as the tests and benchmarks start it
+(`coordinator.testing.peers.kafka_broker`): how long a start takes and how much memory the JVM
+holds, so the suite's cost of the oracle is known and the later side-by-side figures have Kafka's
+start-up and idle RSS.
 
 Each run starts one broker (fresh temporary log dir, free ports), from launching the format step
 (`kafka-storage format`, a JVM of its own) to the first FindCoordinator answered without error
@@ -20,7 +21,7 @@ import os
 import statistics
 import time
 
-from coordinator.peers.kafka_broker import JVM_OPTIONS, KAFKA_VERSION, KafkaBroker
+from coordinator.testing.peers.kafka_broker import JVM_OPTIONS, KAFKA_VERSION, KafkaBroker
 
 KAFKA_SCRIPT_OPTIONS = (
     "-Xmx1G", "-Xms1G", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",

@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.member import GroupMember
+from coordinator.clients.member import GroupMember
 
 TOPIC = "bench"
 HEARTBEAT_MS = 500
@@ -47,7 +47,7 @@ SESSION_MS = 10_000
 async def server(partitions: int) -> AsyncIterator[str]:
     with tempfile.TemporaryDirectory(prefix="bench-member-") as data_dir:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "coordinator.cli", "serve", "--bind", "127.0.0.1:0",
+            sys.executable, "-m", "coordinator.cli.main", "serve", "--bind", "127.0.0.1:0",
             "--data-dir", data_dir, "--topic", f"{TOPIC}:{partitions}",
             "--set", "group.initial.rebalance.delay.ms=1000",
             "--set", "group.min.session.timeout.ms=1000",

@@ -2,7 +2,7 @@
 
 `bench_groups.py` measures a 1000-member rebalance from outside, where the kernel's loopback
 work and the load generator share the two cores with the server. This one feeds the same
-request frames to the server's connections (`coordinator.wire.server`) through a transport that
+request frames to the server's connections (`coordinator.node.server`) through a transport that
 only keeps what it is given, so the figure is the server's own Python work per round: frame
 parsing, kio decoding, the core, parking and waking the requests, encoding and queuing the
 replies (the store's append and fsync run as in the server, on its writer thread). The CPU
@@ -33,12 +33,12 @@ from kio.schema.join_group.v3.response import JoinGroupResponse
 
 from bench_groups import GROUP_CONFIG, join_values
 from bench_wire import machine
-from coordinator.collector import tune_for_serving
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.testing import running_server
-from coordinator.wire.acceptor import Ticket
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.node.collector import tune_for_serving
+from coordinator.node.server import WireServer
+from coordinator.testing.server import running_server
 from coordinator.wire.codec import build_request, decode_response, encode_request
-from coordinator.wire.server import WireServer
+from coordinator.wire.transport.acceptor import Ticket
 
 LENGTH = struct.Struct(">i")
 

@@ -1,8 +1,8 @@
 """TLS against plaintext on the same server, same run: connection setup and heartbeat throughput.
 
 One server process with a PLAINTEXT and an SSL listener (certificates made for the run by
-`coordinator.certificates`; EC P-256 server key, TLSv1.3 unless `--tls12`). The load generator
-runs in this process.
+`coordinator.testing.certificates`; EC P-256 server key, TLSv1.3 unless `--tls12`). The load
+generator runs in this process.
 
 1. Connection setup: open a connection, send ApiVersions v3, read the answer, close; one at a
    time, `--connections` of them per run. Wall time per connection (client side) and server CPU
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_wire import machine
-from coordinator.certificates import make_pki
-from coordinator.testing import running_server
+from coordinator.testing.certificates import make_pki
+from coordinator.testing.server import running_server
 from coordinator.wire.client import WireClient
 
 SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x00"

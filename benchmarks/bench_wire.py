@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from coordinator.store import SqliteStore, StoredRecord
-from coordinator.testing import running_server
+from coordinator.groups.store import SqliteStore, StoredRecord
+from coordinator.testing.server import running_server
 from coordinator.wire.codec import build_request, encode_request
 
 LENGTH = struct.Struct(">i")

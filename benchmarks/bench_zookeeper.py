@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.testing import running_server
+from coordinator.demo.zookeeper import ZkMember, ZkStage, spawn_member, zookeeper_and_node
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.testing.server import running_server
 from coordinator.zookeeper.client import ZooKeeper
-from coordinator.zookeeper.demo import ZkMember, ZkStage, spawn_member, zookeeper_and_node
 from rebalance.config import CoordinatorConfig
 
 GROUP, TOPIC, PARTITIONS = "churn", "orders", 12
@@ -136,7 +136,7 @@ async def coordinator_run(data_dir: Path, consumers: int) -> Story:
 
         async def start(name: str) -> ZkMember:
             return await spawn_member([
-                "-m", "coordinator.demo_member", "--bootstrap", node.bootstrap, "--group", GROUP,
+                "-m", "coordinator.demo.member", "--bootstrap", node.bootstrap, "--group", GROUP,
                 "--topic", TOPIC, "--name", name, "--session-ms", str(SESSION_MS),
                 "--assignor", "range",
             ], name, data_dir)  # fmt: skip

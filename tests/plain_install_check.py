@@ -56,10 +56,11 @@ def serve_help() -> None:
 
 
 async def _serve_and_ask_api_versions(data_dir: Path) -> None:
-    from coordinator.testing import WireClient
+    from coordinator.testing.server import WireClient
 
     server = await asyncio.create_subprocess_exec(
         REBALANCE, "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir),
+        "--set", "log.retention.hours=1",  # read from the wheel's table of Kafka's settings
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert server.stderr is not None

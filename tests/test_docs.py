@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.testing import server_in_thread
-from coordinator.wire.credentials import CredentialStore
+from coordinator.testing.server import server_in_thread
+from coordinator.wire.security.credentials import CredentialStore
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
+from coordinator.cli.main import main
 from coordinator.errors import MissingExtraError
 from rebalance import DISTRIBUTION, __version__
 
@@ -82,6 +82,6 @@ def test_a_missing_extra_names_the_distribution() -> None:
 def test_the_pytest_plugin_is_an_entry_point() -> None:
     plugins = importlib.metadata.entry_points(group="pytest11")
     assert sorted((e.name, e.value) for e in plugins if e.value.startswith("coordinator.")) == [
-        ("coordinator.peers.pytest_plugin", "coordinator.peers.pytest_plugin"),
-        ("coordinator.pytest_plugin", "coordinator.pytest_plugin"),
+        ("coordinator.testing.peers.pytest_plugin", "coordinator.testing.peers.pytest_plugin"),
+        ("coordinator.testing.pytest_plugin", "coordinator.testing.pytest_plugin"),
     ]

@@ -71,8 +71,8 @@ if TYPE_CHECKING:
 
 QUOTA_PATH_MIN_PARTITIONS = 256
 """Groups with fewer partitions take the list version even with equal subscriptions: below a
-few hundred partitions numpy's per-call overhead costs more than it saves (6 partitions: 20 µs
-as lists, 60 µs as arrays; 1,000: 350 µs as lists, 230 µs as arrays)."""
+few hundred partitions numpy's per-call overhead costs more than it saves (RESULTS.md: figures
+behind the code)."""
 
 _NO_GENERATION = -1
 _MULTIPLE_OWNERS = -2

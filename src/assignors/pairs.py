@@ -1,8 +1,8 @@
 """The (topic, partition) tuples of assignor results, built once per topic and shared.
 
 An assignment of a million partitions is a million ``(topic, partition)`` tuples. Building them
-is most of what a fresh assignment costs in Python (about 0.1 s per million on the benchmark
-machine), so each topic's tuples are built once, kept in a bounded table and shared by every
+is most of what a fresh assignment costs in Python (RESULTS.md, assignors), so each topic's tuples
+are built once, kept in a bounded table and shared by every
 result that names them. Tuples of strings and ints are immutable all the way down, so sharing
 them cannot change a result; the table is a memo of a pure function of ``(topic, count)``, not
 group state. It holds at most `PAIR_BUDGET` tuples; when a new topic would exceed it, the oldest

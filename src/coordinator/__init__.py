@@ -2,8 +2,9 @@
 
 Importing this package first loads kio's phantom types with Hypothesis hidden. kio registers a
 Hypothesis strategy for each of its phantom types whenever Hypothesis can be imported, which
-pulls in Hypothesis itself: 78 modules, ~9 MiB of resident memory in every serving node and ~1 s
-at every start of `rebalance`, for strategies nothing here draws from. Hypothesis stays
+pulls in Hypothesis itself, with its memory and start-up time in every serving node (RESULTS.md:
+figures behind the code), for
+strategies nothing here draws from. Hypothesis stays
 importable afterwards (the conformance run and the tests use it); only kio's types go without
 registered strategies.
 """

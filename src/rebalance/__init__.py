@@ -6,20 +6,17 @@ coordinator placement; `__version__` and `DISTRIBUTION`, the name pip installs t
 by (`rebalance-kafka`). `rebalance.testing` has a manual clock, a manual timer and a harness.
 """
 
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, LeavingMember, SyncGroup
+from rebalance.classic.records import GroupMetadataRecord
 from rebalance.commands import (
     CommitPartition,
     CommitTopic,
     DeleteGroups,
     DescribeGroups,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    LeavingMember,
     ListGroups,
     OffsetCommit,
     OffsetDelete,
     OffsetFetch,
-    SyncGroup,
 )
 from rebalance.config import ConfigError, CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
@@ -28,7 +25,7 @@ from rebalance.effects import Cancel, Reply, Result, Schedule
 from rebalance.errors import CoordinatorError, ErrorCode, IllegalTransition
 from rebalance.lifecycle import GroupState
 from rebalance.placement import java_string_hash, partition_for
-from rebalance.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from rebalance.records import OffsetCommitRecord, Record
 from rebalance.rng import RandomSource, SplitMix64
 
 __all__ = [

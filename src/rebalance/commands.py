@@ -1,5 +1,9 @@
 """Requests as the core sees them: frozen, version-agnostic values.
 
+Here the commands of the APIs every group type shares (offsets, DescribeGroups, ListGroups,
+DeleteGroups) and the `Command` base; each group type's own are in its package
+(`rebalance.classic.commands`, ...).
+
 The wire layer fills these from any request version; `version` is kept where the coordinator's
 behaviour depends on it (MEMBER_ID_REQUIRED from JoinGroup v4, SkipAssignment from v9,
 GROUP_ID_NOT_FOUND for OffsetCommit v9+, ...). Fields a version lacks take Kafka's defaults
@@ -19,21 +23,16 @@ from typing import Generic, TypeVar
 from rebalance.errors import ErrorCode
 from rebalance.quick_init import quick_init
 from rebalance.replies import (
-    AnyReply,
     DeleteGroupsReply,
     DescribedGroup,
     DescribeGroupsReply,
-    HeartbeatReply,
-    JoinGroupReply,
-    LeaveGroupReply,
     ListGroupsReply,
     OffsetCommitReply,
     OffsetDeleteReply,
     OffsetFetchReply,
-    SyncGroupReply,
 )
 
-R_co = TypeVar("R_co", bound=AnyReply, covariant=True)
+R_co = TypeVar("R_co", covariant=True)
 
 
 class Command(Generic[R_co]):
@@ -46,74 +45,8 @@ class Command(Generic[R_co]):
         """The reply when the whole request fails with `code`."""
 
 
-#: The newest request versions the core knows; commands default to them.
-LATEST_JOIN_VERSION = 9
+#: The newest OffsetCommit version the core knows; commits default to it.
 LATEST_COMMIT_VERSION = 9
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class JoinGroup(Command[JoinGroupReply]):
-    group_id: str
-    member_id: str
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    session_timeout_ms: int
-    rebalance_timeout_ms: int  # JoinGroup v0 has none: the wire layer passes the session timeout
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    reason: str | None = None
-    version: int = LATEST_JOIN_VERSION
-
-    def error_reply(self, code: ErrorCode) -> JoinGroupReply:
-        return JoinGroupReply(code, member_id=self.member_id)
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class SyncGroup(Command[SyncGroupReply]):
-    group_id: str
-    generation_id: int
-    member_id: str
-    assignments: tuple[tuple[str, bytes], ...] = ()
-    group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    version: int = 5
-
-    def error_reply(self, code: ErrorCode) -> SyncGroupReply:
-        return SyncGroupReply(code)
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Heartbeat(Command[HeartbeatReply]):
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-    version: int = 4
-
-    def error_reply(self, code: ErrorCode) -> HeartbeatReply:
-        return HeartbeatReply(code)
-
-
-@dataclass(frozen=True, slots=True)
-class LeavingMember:
-    member_id: str
-    group_instance_id: str | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LeaveGroup(Command[LeaveGroupReply]):
-    group_id: str
-    members: tuple[LeavingMember, ...]
-    version: int = 5
-
-    def error_reply(self, code: ErrorCode) -> LeaveGroupReply:
-        return LeaveGroupReply(code)
 
 
 @quick_init
@@ -198,18 +131,3 @@ class DeleteGroups(Command[DeleteGroupsReply]):
 
     def error_reply(self, code: ErrorCode) -> DeleteGroupsReply:
         return DeleteGroupsReply(tuple((g, code) for g in self.group_ids))
-
-
-#: Every command the core answers (`GroupCoordinatorCore.handle`).
-AnyCommand = (
-    JoinGroup
-    | SyncGroup
-    | Heartbeat
-    | LeaveGroup
-    | OffsetCommit
-    | OffsetFetch
-    | OffsetDelete
-    | DescribeGroups
-    | ListGroups
-    | DeleteGroups
-)

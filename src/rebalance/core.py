@@ -27,7 +27,7 @@ group of the partition, answering its parked requests with NOT_COORDINATOR.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from rebalance.commands import (
@@ -46,7 +46,7 @@ from rebalance.event_schema import DeleteReason, EventType
 from rebalance.group_types import GroupType, Route
 from rebalance.offsets import Offsets
 from rebalance.records import OffsetCommitRecord, Record
-from rebalance.registry import GROUP_TYPES
+from rebalance.registry import GROUP_TYPES, GroupTypeFactory
 from rebalance.replies import (
     DeleteGroupsReply,
     DescribedGroup,
@@ -66,7 +66,7 @@ class GroupCoordinatorCore:
         self,
         config: CoordinatorConfig | None = None,
         rng: RandomSource | None = None,
-        group_types: Sequence[Callable[[CoordinatorState], GroupType]] = GROUP_TYPES,
+        group_types: Sequence[GroupTypeFactory] = GROUP_TYPES,
     ) -> None:
         self.state = CoordinatorState(config or CoordinatorConfig(), rng or SplitMix64(0))
         self._offsets = Offsets(self.state)

@@ -14,8 +14,8 @@ Rules / theory of operation
   or raises `IllegalTransition` with the state untouched.
 * The table is declared once and handed to `transitions.Machine`, which validates it (unknown
   states, duplicate triggers) and is the source of the lookup dict. Groups are *not* attached to
-  the machine as models: `Machine.add_model` scans a list (O(n) per group, measured at 1.6 s for
-  16k groups) and binds ~7 KB of partials per model, while a coordinator holds 100k groups. The
+  the machine as models: `Machine.add_model` scans a list (O(n) per group) and binds partials per
+  model (RESULTS.md: figures behind the code), while a coordinator holds 100k groups. The
   machine's compiled events are flattened once into `(state, trigger) -> [(dest, guards)]`, so a
   transition costs one dict lookup and the per-group cost is one enum attribute.
 * Callbacks do nothing here: the handler that fires a trigger also produces the effects (replies,

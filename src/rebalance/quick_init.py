@@ -1,9 +1,9 @@
 """A cheaper `__init__` for the frozen slotted dataclasses a rebalance round makes per member.
 
 A frozen dataclass's generated `__init__` stores each field with `object.__setattr__(self,
-"name", value)`: a lookup of the name on the type and a call per field, 3.3 µs for JoinGroup's
-eleven. A 1000-member round builds a command and a reply per request plus its effects (about
-10 µs a member, a fifth of the round's Python work in process). `quick_init` replaces that
+"name", value)`: a lookup of the name on the type and a call per field. A 1000-member round
+builds a command and a reply per request plus its effects, a visible part of the round's Python
+work in process (RESULTS.md: figures behind the code). `quick_init` replaces that
 `__init__` with one of the same signature and defaults that stores each field through its slot's
 own descriptor (bound once, at decoration): half the cost. Nothing else changes: the instances
 stay frozen (assignment still raises `FrozenInstanceError`), equal, hashable and picklable as

@@ -79,6 +79,8 @@ class CoordinatorState:
         """Hold `group_type`'s groups: its records replay, its timers fire to it."""
         if group_type.name in self.group_types:
             raise ValueError(f"group type {group_type.name!r} registered twice")
+        if group_type.record_class in self.types_by_record:
+            raise ValueError(f"record class {group_type.record_class.__name__} registered twice")
         self.group_types[group_type.name] = group_type
         self.types_by_record[group_type.record_class] = group_type
         for kind in group_type.timer_kinds:

@@ -12,41 +12,31 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.consumer_protocol import Subscription, encode_subscription
-from rebalance.commands import (
-    Command,
-    CommitPartition,
-    CommitTopic,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    LeavingMember,
-    OffsetCommit,
-    OffsetFetch,
-    SyncGroup,
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, LeavingMember, SyncGroup
+from rebalance.classic.replies import (
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    SyncGroupReply,
 )
+from rebalance.commands import Command, CommitPartition, CommitTopic, OffsetCommit, OffsetFetch
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.target import TargetInputs, compute_target
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result, TimerEffect
 from rebalance.errors import ErrorCode
 from rebalance.events import Event
 from rebalance.records import Record
-from rebalance.replies import (
-    HeartbeatReply,
-    JoinGroupReply,
-    LeaveGroupReply,
-    OffsetCommitReply,
-    OffsetFetchReply,
-    SyncGroupReply,
-)
+from rebalance.registry import GROUP_TYPES, GroupTypeFactory
+from rebalance.replies import OffsetCommitReply, OffsetFetchReply
 from rebalance.rng import SplitMix64
 from rebalance.timers import TimerKey
+from rebalance.topics import TopicMetadata
 
 
 class ManualClock:
@@ -131,9 +121,11 @@ class GroupHarness:
     seed: int = 0
     clock: ManualClock = field(default_factory=ManualClock)
     timer: ManualTimer = field(default_factory=ManualTimer)
+    #: The group types the core holds (`rebalance.registry`'s unless a test adds its own).
+    group_types: Sequence[GroupTypeFactory] = GROUP_TYPES
 
     def __post_init__(self) -> None:
-        self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed))
+        self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed), self.group_types)
         self.records: list[Record] = []
         self.events: list[Event] = []
         #: Each token's reply, of the type its command declares (`Command[R]`).
@@ -144,6 +136,8 @@ class GroupHarness:
         #: False: an offloaded target is computed and handed back at once, as if by a worker
         #: that is never slow; True: they wait in `offloaded` for `deliver_offloaded`.
         self.hold_offloaded = False
+        #: The topics last told to the core (`topics_changed`); a failover tells the new core.
+        self.metadata: TopicMetadata | None = None
         self._next_token = 0
         for partition in range(self.config.offsets_topic_num_partitions):
             self._absorb(self.core.load(partition, (), self.clock.now_ms()))
@@ -209,6 +203,7 @@ class GroupHarness:
 
     def topics_changed(self, metadata: TopicMetadata) -> None:
         """Tell the core the cluster's topics (consumer groups assign their partitions)."""
+        self.metadata = metadata
         self._absorb(self.core.topics_changed(metadata, self.clock.now_ms()))
 
     def unload(self, partition: int) -> None:
@@ -219,15 +214,18 @@ class GroupHarness:
         """Unload every partition, then load them on a fresh core from the records written so far.
 
         This is a coordinator move (spec §4): parked requests are answered NOT_COORDINATOR by the
-        unload, in-flight rebalances are lost, and the new core sees only the durable records.
+        unload, in-flight rebalances are lost, and the new core sees only the durable records. A
+        core that was told the topics learns them first, as the shell tells a loaded core.
         """
         partitions = range(self.config.offsets_topic_num_partitions)
         for partition in partitions:
             self._absorb(self.core.unload(partition, self.clock.now_ms()))
         if config is not None:
             self.config = config
-        self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed + 1))
+        self.core = GroupCoordinatorCore(self.config, SplitMix64(self.seed + 1), self.group_types)
         self.timer = ManualTimer()
+        if self.metadata is not None:
+            self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
         records = list(self.records)
         for partition in partitions:
             mine = [r for r in records if self.core.partition_for(r.group_id) == partition]

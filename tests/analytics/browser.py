@@ -22,9 +22,11 @@ window.addEventListener("load", () => {
   const images = [...document.images].map(i => ({src: i.getAttribute("src").slice(0, 60),
     complete: i.complete, naturalWidth: i.naturalWidth}));
   const sections = [...document.querySelectorAll("section[id]")].map(s => s.id);
+  const root = document.documentElement;
+  const overflow = root.scrollWidth - root.clientWidth;
   const out = document.createElement("pre");
   out.id = "browser-probe";
-  out.textContent = JSON.stringify({images, sections, title: document.title});
+  out.textContent = JSON.stringify({images, sections, title: document.title, overflow});
   document.body.appendChild(out);
 });
 </script>"""
@@ -44,6 +46,8 @@ class Rendered:
     images: list[dict[str, object]]
     sections: list[str]
     title: str
+    overflow: int = 0
+    """How many pixels the page is wider than the window (0: nothing cut off at the right)."""
 
 
 def _run(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -55,20 +59,20 @@ def _run(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
         )  # fmt: skip
 
 
-def render(binary: str, page: Path) -> Rendered:
-    """Load `page` in headless Chromium and report what it rendered."""
+def render(binary: str, page: Path, *, width: int = 1400) -> Rendered:
+    """Load `page` in headless Chromium, `width` pixels wide, and report what it rendered."""
     probe = page.with_name(f".probe-{page.name}")
     text = page.read_text(encoding="utf-8")
     probe.write_text(text.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     try:
-        done = _run(binary, "--dump-dom", probe.resolve().as_uri())
+        done = _run(binary, "--dump-dom", f"--window-size={width},1000", probe.resolve().as_uri())
     finally:
         probe.unlink()
     found = PROBE_OUTPUT.search(done.stdout)
     if found is None:
         raise AssertionError(f"the probe did not run: {done.stdout[-500:]} {done.stderr[-1500:]}")
     data = json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<"))
-    return Rendered(data["images"], data["sections"], data["title"])
+    return Rendered(data["images"], data["sections"], data["title"], data["overflow"])
 
 
 def screenshot(

@@ -28,6 +28,7 @@ def _group_sections(n: int, names: list[str]) -> list[str]:
 
 
 def _all_loaded(rendered: Rendered) -> None:
+    assert rendered.overflow <= 0, "the page is cut off on the right at 1400 px"
     assert rendered.images
     for image in rendered.images:
         assert image["complete"] and int(str(image["naturalWidth"])) > 0, image

@@ -11,12 +11,12 @@ import asyncio
 import random
 import sys
 
-from coordinator.client_balance import (
+from coordinator.clients.client_balance import (
     ClientBalanceConfig,
     ClientBalanceConsumer,
     ClientBalanceError,
 )
-from coordinator.client_balance.node_process import say
+from coordinator.testing.client_balance_node import say
 
 
 async def churn(bootstrap: str, group: str, topic: str, session_ms: int, seed: int) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from serve_process import start_serve, stop
 
-from coordinator.testing import WireClient, record_batch
+from coordinator.testing.server import WireClient, record_batch
 from coordinator.wire import client_balance_schema as cb
 
 PRODUCE, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 2, 3, 8, 9

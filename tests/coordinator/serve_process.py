@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REBALANCE = [sys.executable, "-m", "coordinator.cli"]
+REBALANCE = [sys.executable, "-m", "coordinator.cli.main"]
 STARTED: list[int] = []
 """The pid of every server `start_serve` started: the conftest kills any a failed test left."""
 
@@ -51,12 +51,21 @@ def kill_leftovers() -> None:
     while STARTED:
         pid = STARTED.pop()
         with contextlib.suppress(OSError):  # exited (and maybe reaped) meanwhile
-            if alive(pid) and b"coordinator.cli" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if alive(pid) and b"coordinator.cli.main" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 os.kill(pid, signal.SIGKILL)
 
 
 def run_rebalance(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*REBALANCE, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+async def refused_start(data_dir: Path, *extra: str) -> str:
+    """`rebalance serve` on `data_dir` must refuse (exit status 1); the one line it said."""
+    refused = await asyncio.to_thread(
+        run_rebalance, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0", *extra
+    )
+    assert refused.returncode == 1, refused.stderr
+    return one_line(refused.stderr)
 
 
 def one_line(stderr: str) -> str:

@@ -5,14 +5,13 @@ logs, Fetch, ListOffsets and groups' committed offsets)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
-from coordinator.testing import (
+from coordinator.testing.server import (
     RunningServer,
     WireClient,
     read_records,
@@ -26,17 +25,8 @@ CREATE_PARTITIONS, DESCRIBE_CLUSTER = 37, 60
 DEFAULT_SOURCE, TOPIC_SOURCE = 5, 1
 
 
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t1", 3)], settings=["num.partitions=2"]) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(node: RunningServer) -> AsyncIterator[WireClient]:
-    connection = await WireClient.connect(node.host, node.port)
-    yield connection
-    await connection.close()
+# the `node` and `client` fixtures (tests/conftest.py) start this node and connect to it
+pytestmark = pytest.mark.node(topics=[("t1", 3)], settings=["num.partitions=2"])
 
 
 def new_topic(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from serve_process import start_serve, stop
 
-from coordinator.serve import parse_advertise
-from coordinator.testing import WireClient, running_server
+from coordinator.cli.serve import parse_advertise
+from coordinator.testing.server import WireClient, running_server
 
 
 async def advertised(port: int) -> list[tuple[str, int]]:

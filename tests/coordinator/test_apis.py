@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.testing import (
+from coordinator.testing.server import (
     RunningServer,
     WireClient,
     read_records,
@@ -25,17 +24,8 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, API_VERSIONS, INIT_PRO
 )  # fmt: skip
 
 
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t1", 3)], settings=["num.partitions=2"]) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(node: RunningServer) -> AsyncIterator[WireClient]:
-    connection = await WireClient.connect(node.host, node.port)
-    yield connection
-    await connection.close()
+# the `node` and `client` fixtures (tests/conftest.py) start this node and connect to it
+pytestmark = pytest.mark.node(topics=[("t1", 3)], settings=["num.partitions=2"])
 
 
 def t1_id(node: RunningServer) -> uuid.UUID:

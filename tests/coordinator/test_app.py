@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.apis.contract import ApiSpec, Broker, RequestContext, ResponseValue
-from coordinator.app import ServerApp
-from coordinator.config import parse_settings
-from coordinator.testing import WireClient, running_server
+from coordinator.node.app import ServerApp
+from coordinator.node.config import parse_settings
+from coordinator.node.contract import ApiSpec, Broker, RequestContext, ResponseValue
+from coordinator.testing.server import WireClient, running_server
 
 HEARTBEAT = 12
 

@@ -1,5 +1,5 @@
-"""The assignor worker process (`coordinator.assignor_worker`): fed only what changed since its
-last computation, it gives exactly the target `compute_target` gives inline, epoch after epoch
+"""The assignor worker process (`coordinator.groups.assignor_worker`): fed only what changed since
+its last computation, it gives exactly the target `compute_target` gives inline, epoch after epoch
 (members joining, leaving, leaving and coming back, changing subscription; topics created and
 grown; a result not applied, as when a newer epoch supersedes it), for `uniform` (its incremental
 path) and `range`; a failure or the worker's death is reported as a failed computation, after
@@ -15,15 +15,15 @@ from dataclasses import replace
 
 import pytest
 
-from coordinator import assignor_worker, record_codec
-from coordinator.assignor_worker import AssignorWorker
-from coordinator.runtime import GroupRuntime
-from coordinator.store.base import StoredRecord
-from coordinator.store.memory import MemoryStore
+from coordinator.groups import assignor_worker, record_codec
+from coordinator.groups.assignor_worker import AssignorWorker
+from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group import epochs
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import Assignment, ConsumerGroupRecord, TargetMemberValue
 from rebalance.consumer_group.target import (
     ComputedTarget,
@@ -32,6 +32,7 @@ from rebalance.consumer_group.target import (
     compute_target,
 )
 from rebalance.records import Record
+from rebalance.topics import TopicInfo, TopicMetadata
 
 
 class Group:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from serve_process import REBALANCE, one_line, run_rebalance
 
-from coordinator import cli
-from coordinator.groups import STORE_FILE
+from coordinator.cli import main as cli
+from coordinator.groups.extension import STORE_FILE
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Iterator
 
 from coordinator.analytics.cli import build_parser as build_analytics_parser
-from coordinator.cli import build_parser
+from coordinator.cli.main import build_parser
 
 
 def undescribed(parser: argparse.ArgumentParser, path: str) -> Iterator[str]:

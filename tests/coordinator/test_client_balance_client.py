@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from coordinator.client_balance import (
+from coordinator.clients.client_balance import (
     ClientBalanceConfig,
     ClientBalanceConsumer,
     ClientBalanceError,
     ClientCode,
     modulo_assigned,
 )
-from coordinator.client_balance.allocation import allocation_pass
-from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.clients.client_balance.allocation import allocation_pass
+from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 from rebalance.errors import ErrorCode
 
 PRODUCE = 0

@@ -7,7 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from coordinator.client_balance.demo import RECORDS, run_client_balance_story
+from coordinator.demo.client_balance import RECORDS, run_client_balance_story
 from rebalance.event_schema import check_event
 
 

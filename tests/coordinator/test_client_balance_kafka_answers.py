@@ -13,8 +13,8 @@ from typing import Any
 
 from test_client_balance_wire import SETTINGS, join
 
-from coordinator.peers.kafka_broker import KafkaBroker
-from coordinator.testing import WireClient, running_server
+from coordinator.testing.peers.kafka_broker import KafkaBroker
+from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, SHARE_GROUP_HEARTBEAT = 11, 12, 13, 14, 76

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from serve_process import start_serve, stop
 
-from coordinator.client_balance import modulo_assigned
-from coordinator.testing import WireClient, record_batch
+from coordinator.clients.client_balance import modulo_assigned
+from coordinator.testing.server import WireClient, record_batch
 from coordinator.wire import client_balance_schema as schema
 
 TOPIC, PARTITIONS, SESSION_MS = "t", 6, 1500
-NODE = [sys.executable, "-m", "coordinator.client_balance.node_process"]
+NODE = [sys.executable, "-m", "coordinator.testing.client_balance_node"]
 
 
 @dataclass

@@ -12,7 +12,7 @@ import pytest
 from test_client_balance_processes import committed, produce
 from test_client_balance_wire import SETTINGS, join, register
 
-from coordinator.testing import WireClient, running_server
+from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 
 DELETE_RECORDS = 21

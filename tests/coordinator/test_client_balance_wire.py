@@ -4,13 +4,12 @@ answering for such groups; and the records surviving a restart on the same data 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.testing.server import WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
 from rebalance.errors import ErrorCode
 
@@ -18,17 +17,8 @@ API_VERSIONS, OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS = 18, 8, 9, 15
 SETTINGS = ("group.min.session.timeout.ms=100",)
 
 
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t", 4)], settings=SETTINGS) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(node: RunningServer) -> AsyncIterator[WireClient]:
-    connection = await WireClient.connect(node.host, node.port)
-    yield connection
-    await connection.close()
+# the `node` and `client` fixtures (tests/conftest.py) start this node and connect to it
+pytestmark = pytest.mark.node(topics=[("t", 4)], settings=SETTINGS)
 
 
 async def join(client: WireClient, member: str, node_id: int, **extra: Any) -> Any:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from serve_process import start_serve, stop
 
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.store.sqlite import SqliteStore
-from coordinator.testing import WireClient, running_server
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.groups.store.sqlite import SqliteStore
+from coordinator.testing.server import WireClient, running_server
 
 CONNECTIONS = 24
 IN_FLIGHT = 4

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from coordinator.config import ConfigError, ServerConfig, parse_settings
+from coordinator.node.config import ConfigError, ServerConfig, parse_settings
 from rebalance.config import ConfigError as KeyedConfigError
 
 

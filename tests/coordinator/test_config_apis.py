@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.config import ConfigError, parse_settings
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.testing.server import RunningServer, WireClient, running_server
 
 API_VERSIONS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 18, 32, 33, 44
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -29,17 +28,8 @@ SETTINGS = [
 ]
 
 
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t1", 3)], settings=SETTINGS) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(node: RunningServer) -> AsyncIterator[WireClient]:
-    connection = await WireClient.connect(node.host, node.port)
-    yield connection
-    await connection.close()
+# the `node` and `client` fixtures (tests/conftest.py) start this node and connect to it
+pytestmark = pytest.mark.node(topics=[("t1", 3)], settings=SETTINGS)
 
 
 async def describe(

@@ -12,19 +12,19 @@ from xml.etree import ElementTree
 
 import pytest
 
-from coordinator.cli import main
+from coordinator.cli.main import main
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.runner import Outcome, run_scenarios, select
 from coordinator.conformance.scenarios import SCENARIOS
-from coordinator.testing import RunningServer, running_server, server_in_thread
+from coordinator.testing.server import RunningServer, running_server, server_in_thread
 from rebalance import ErrorCode
 from rebalance.classic import ClassicGroupType, expiry, join, liveness, rebalance
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import join_reply
+from rebalance.classic.replies import JoinGroupReply
 from rebalance.consumer_group import membership, migration
 from rebalance.effects import Reply, Result
 from rebalance.offsets import Offsets
-from rebalance.replies import JoinGroupReply
 from rebalance.state import CoordinatorState
 
 DIFFERENTIAL = "differential.lockstep"

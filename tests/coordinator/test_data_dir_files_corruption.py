@@ -8,21 +8,20 @@ changed."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from serve_process import one_line, run_rebalance
+from serve_process import refused_start
 
 from coordinator.errors import OperationalError
 from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
-from coordinator.testing import record_batch
+from coordinator.testing.server import record_batch
 
 CONFIGS = {"retention.ms": "3600000", "cleanup.policy": "delete"}
 
@@ -152,11 +151,7 @@ async def test_serve_names_a_damaged_log_start_in_one_line(tmp_path: Path) -> No
     store.create("orders", 1)
     store.close()
     (tmp_path / "topics" / "orders" / "0.start").write_bytes(b"crc32c 7 00000000\n")
-    refused = await asyncio.to_thread(
-        run_rebalance, "serve", "--data-dir", str(tmp_path), "--bind", "127.0.0.1:0"
-    )
-    assert refused.returncode == 1
-    assert one_line(refused.stderr) == (
+    assert await refused_start(tmp_path) == (
         f"rebalance serve: {tmp_path}/topics/orders/0.start: unreadable log start offset "
         f"(CRC-32C mismatch for 7); restore it from a backup, or delete it to read the partition "
         f"from offset 0 again"

@@ -10,10 +10,19 @@ import signal
 from pathlib import Path
 
 import pytest
-from serve_process import alive, children, one_line, run_rebalance, snapshot, start_serve, stop
+from serve_process import (
+    alive,
+    children,
+    one_line,
+    refused_start,
+    run_rebalance,
+    snapshot,
+    start_serve,
+    stop,
+)
 
-from coordinator.data_dir import DataDirError, DataDirInUseError, DirectoryLock
-from coordinator.testing import WireClient, running_server
+from coordinator.node.data_dir import DataDirError, DataDirInUseError, DirectoryLock
+from coordinator.testing.server import WireClient, running_server
 
 
 def test_a_second_lock_in_the_same_process_is_refused_naming_this_process(tmp_path: Path) -> None:
@@ -102,12 +111,7 @@ async def test_a_second_server_on_a_live_servers_event_log_is_refused(tmp_path: 
     while not (events / "events-000001.jsonl").exists():
         await asyncio.sleep(0.05)
     before = snapshot(events)
-    second = await asyncio.to_thread(
-        run_rebalance, "serve", "--data-dir", str(tmp_path / "second"),
-        "--event-log", str(events), "--bind", "127.0.0.1:0",
-    )  # fmt: skip
-    assert second.returncode == 1
-    assert one_line(second.stderr) == (
+    assert await refused_start(tmp_path / "second", "--event-log", str(events)) == (
         f"rebalance serve: event log dir {events} is in use by process {first.pid} (it holds "
         f"{events}/.lock); stop it, or choose another --event-log"
     )

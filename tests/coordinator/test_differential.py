@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis.errors import Flaky
 
-from coordinator.cli import main
+from coordinator.cli.main import main
 from coordinator.conformance import differential
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.differential import replay, run_differential
@@ -36,20 +36,23 @@ from coordinator.conformance.steps import (
     Wait,
     parse_steps,
 )
-from coordinator.testing import RunningServer, server_in_thread
-from rebalance import commands
+from coordinator.testing.server import RunningServer, server_in_thread
 from rebalance.classic import ClassicGroupType, expiry
+from rebalance.classic import commands as classic_commands
 from rebalance.classic import rebalance as classic_rebalance
 from rebalance.classic.group import Group
+from rebalance.classic.replies import HeartbeatReply, JoinGroupReply
+from rebalance.classic.timers import SYNC
 from rebalance.commands import OffsetCommit
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.group_type import ConsumerGroupType
+from rebalance.consumer_group.replies import ConsumerGroupDescribeReply
+from rebalance.consumer_group.timers import CONSUMER_SESSION
 from rebalance.effects import Reply, Result, single_reply
 from rebalance.errors import ErrorCode
-from rebalance.replies import ConsumerGroupDescribeReply, HeartbeatReply, JoinGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import CONSUMER_SESSION, SYNC, TimerKey
+from rebalance.timers import TimerKey
 
 # The differential run holds time still (see `coordinator.conformance.model_side`): a test
 # broker without an initial rebalance delay or batched KIP-848 target assignments, and a group
@@ -172,12 +175,12 @@ def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
 def test_a_heartbeat_that_always_says_ok_diverges_at_once(
     node: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def always_ok(cmd: commands.Heartbeat, now_ms: int, token: Hashable) -> Result:
+    def always_ok(cmd: classic_commands.Heartbeat, now_ms: int, token: Hashable) -> Result:
         return single_reply(token, HeartbeatReply(ErrorCode.NONE))
 
     core = node.broker.groups.core  # type: ignore[attr-defined]
     # The runtime's direct path and the queued one both go through the dispatch table.
-    monkeypatch.setitem(core._routes, commands.Heartbeat, always_ok)
+    monkeypatch.setitem(core._routes, classic_commands.Heartbeat, always_ok)
     report = run_differential(connect(node), steps=10_000)
     assert report.failure is not None
     found = re.search(r"differ at step (\d+) \((heartbeat [^)]*)\)", report.failure)

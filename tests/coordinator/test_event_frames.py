@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator import event_frames
+from coordinator.groups.event_log import frames as event_frames
 
 leaves = st.one_of(
     st.none(),

@@ -16,7 +16,7 @@ import pytest
 from serve_process import alive
 
 from assignors.consumer_protocol import Assignment, encode_assignment
-from coordinator.event_log import PARENT_CHECK_SECONDS, EventLog
+from coordinator.groups.event_log.log import PARENT_CHECK_SECONDS, EventLog
 from rebalance.event_schema import check_event
 from rebalance.events import Event
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
@@ -156,7 +156,7 @@ def test_a_bad_directory_fails_when_the_log_is_created(tmp_path: Path) -> None:
 ORPHAN = """
 import os, signal, sys, time
 from pathlib import Path
-from coordinator.event_log import EventLog
+from coordinator.groups.event_log.log import EventLog
 from rebalance.event_schema import check_event
 from rebalance.events import Event
 from rebalance.testing import GroupHarness
@@ -196,7 +196,7 @@ def test_large_non_consumer_syncs_are_written_whole(tmp_path: Path) -> None:
 DAEMON = """
 import multiprocessing, sys
 from pathlib import Path
-from coordinator.event_log import EventLog
+from coordinator.groups.event_log.log import EventLog
 from rebalance.event_schema import check_event
 from rebalance.events import Event
 from rebalance.testing import GroupHarness

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from serve_process import alive, children, start_serve
 
 from assignors.consumer_protocol import Assignment, encode_assignment
-from coordinator.event_log import EventLog
-from coordinator.event_log_writer import assigned_partitions, event_line
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.testing import WireClient, running_server
+from coordinator.groups.event_log.log import EventLog
+from coordinator.groups.event_log.writer import assigned_partitions, event_line
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.testing.server import WireClient, running_server
 from rebalance.events import Event
 from rebalance.subscription import assigned_partitions as reference_partitions
 from rebalance.testing import GroupHarness
@@ -76,7 +76,7 @@ def test_the_writer_is_one_small_process(tmp_path: Path) -> None:
     wait_until(lambda: Path(f"/proc/{pid}/cmdline").read_bytes() != b"")
     command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert command[:3] == [sys.executable.encode(), b"-I", b"event_log_writer.py"] or (
-        command[1] == b"-I" and command[2].endswith(b"coordinator/event_log_writer.py")
+        command[1] == b"-I" and command[2].endswith(b"coordinator/groups/event_log/writer.py")
     )
     for i in range(20):  # 1000-member syncs and commits: decoding, serialising, rotating
         log.emit([big_sync(i), *(commit(i) for _ in range(500))], 0)
@@ -152,7 +152,7 @@ def test_the_writer_stops_at_the_end_of_its_input_not_on_signals(tmp_path: Path)
 
 SCRIPT = """
 import asyncio
-from coordinator.testing import WireClient, running_server
+from coordinator.testing.server import WireClient, running_server
 
 async def main():
     async with running_server(data_dir=DATA, topics=[("t", 1)]) as node:

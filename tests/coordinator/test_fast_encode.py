@@ -23,7 +23,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import get_field_tag, get_schema_field_type, is_optional
 
-from coordinator.apis import GROUP_APIS, builtin_registry
+from coordinator.groups.apis import GROUP_APIS
+from coordinator.node.apis import builtin_registry
 from coordinator.wire import fast_encode
 from coordinator.wire.codec import (
     body_encoder,

@@ -11,17 +11,17 @@ import sys
 from pathlib import Path
 
 LAZY = {
-    "coordinator.assignor_worker",
+    "coordinator.groups.assignor_worker",
     "pickle",
     "resource",
-    "coordinator.client_balance.consumer",
+    "coordinator.clients.client_balance.consumer",
     "coordinator.zookeeper.fetcher",
 }
 
 NODE = f"""
 import asyncio, sys
 LAZY = {sorted(LAZY)!r}
-from coordinator.testing import running_server
+from coordinator.testing.server import running_server
 
 async def main() -> None:
     async with running_server(topics=[("t", 3)]):
@@ -40,7 +40,9 @@ def test_a_started_node_has_imported_neither_numpy_nor_hypothesis_nor_the_worker
 
 
 def test_hypothesis_is_still_there_for_whoever_imports_it() -> None:
-    script = "import coordinator.app, hypothesis.strategies as st; print(st.integers().example())"
+    script = (
+        "import coordinator.node.app, hypothesis.strategies as st; print(st.integers().example())"
+    )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
@@ -50,10 +52,10 @@ def test_hypothesis_is_still_there_for_whoever_imports_it() -> None:
 
 def test_the_event_log_writer_loads_neither_typing_nor_pathlib() -> None:
     """The writer is a process of its own beside every node: 1.5 MB of its ~11 are these two."""
-    from coordinator import event_log_writer
+    from coordinator.groups.event_log import writer as event_log_writer
 
     script = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import event_log_writer; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import writer; "
         "print(sorted({'typing', 'pathlib'}.intersection(sys.modules)))"
     )
     folder = str(Path(event_log_writer.__file__).parent)

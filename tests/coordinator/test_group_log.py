@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.cli.log_format import JsonFormatter
 from coordinator.conformance.broker import BrokerUnderTest
-from coordinator.log_format import JsonFormatter
-from coordinator.testing import running_server
+from coordinator.conformance.consumer_scenarios import ConsumerMember
+from coordinator.testing.server import WireClient, running_server
+
+LEAVE_EPOCH = -1
 
 SETTINGS = [
     "group.initial.rebalance.delay.ms=0",
@@ -71,15 +74,38 @@ async def test_a_join_leave_expire_story_is_logged_once_per_state_change(
 
 
 def test_json_log_lines_carry_the_groups_fields() -> None:
-    record = logging.LogRecord("coordinator.groups", logging.INFO, __file__, 1,
+    record = logging.LogRecord("coordinator.groups.extension", logging.INFO, __file__, 1,
                                "Group %s is now empty.", ("g",), None)  # fmt: skip
     record.group, record.generation, record.event = "g", 3, "group_empty"
     line = json.loads(JsonFormatter().format(record))
     assert line["message"] == "Group g is now empty."
     assert (line["level"], line["logger"], line["group"], line["generation"]) == (
         "INFO",
-        "coordinator.groups",
+        "coordinator.groups.extension",
         "g",
         3,
     )
     assert line["event"] == "group_empty" and line["time"].endswith("+00:00")
+
+
+async def test_a_consumer_groups_epochs_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """KIP-848: the join, the epoch bump, the target, the member's new state, the leave."""
+    settings = [*SETTINGS, "group.consumer.assignment.interval.ms=0"]
+    with caplog.at_level(logging.INFO, logger="coordinator.groups"):
+        async with running_server(settings=settings, topics=[("epochs-t", 4)]) as server:
+            client = await WireClient.connect(server.host, server.port)
+            member = ConsumerMember(client, 1, "epochs", "epochs-t")
+            await member.joined()
+            await member.heartbeat(LEAVE_EPOCH)
+            await client.close()
+    lines = [r.getMessage() for r in caplog.records if "[GroupId epochs]" in r.getMessage()]
+    m = member.member_id
+    assert lines[:4] == [
+        f"[GroupId epochs] Member {m} joins the consumer group.",
+        "[GroupId epochs] Bumped group epoch to 1 (reason: member_joined).",
+        "[GroupId epochs] Computed a new target assignment for epoch 1 with 'uniform' assignor.",
+        f"[GroupId epochs] Member {m} new assignment state: epoch=1, state=stable, "
+        "assignedPartitions=4.",
+    ]
+    assert f"[GroupId epochs] Member {m} left the consumer group." in lines
+    assert len(lines) == len(set(lines))  # each state change once

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.member import CommitFailed, GroupMember
-from coordinator.store.sqlite import SqliteStore
-from coordinator.testing import RunningServer, running_server
+from coordinator.clients.member import CommitFailed, GroupMember
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.groups.store.sqlite import SqliteStore
+from coordinator.testing.server import RunningServer, running_server
 from rebalance.config import CoordinatorConfig
 from rebalance.member import Assigned, Lost, Revoked
 
@@ -247,7 +247,7 @@ async def test_consumer_protocol_commits_carry_the_member_epoch() -> None:
 
 
 async def test_resource_groups_share_by_weight_and_take_over_from_a_crashed_instance() -> None:
-    from coordinator.member import ResourceGroup
+    from coordinator.clients.member import ResourceGroup
 
     tenants = [f"tenant-{n}" for n in range(9)]
     log = CallbackLog()
@@ -393,7 +393,7 @@ async def test_the_coordinator_moves_to_another_node(tmp_path: Any) -> None:
 
 async def test_a_commit_answered_not_coordinator_is_retried_at_the_rediscovered_one() -> None:
     """A failed write makes our coordinator give up the group's partition and load it again
-    from what is durable (`coordinator.runtime`); the refused commit is answered
+    from what is durable (`coordinator.groups.runtime`); the refused commit is answered
     NOT_COORDINATOR, as after a Kafka coordinator moved away. The member rediscovers the
     coordinator (FindCoordinator again) and its retried commit lands; nobody loses anything."""
     log = CallbackLog()

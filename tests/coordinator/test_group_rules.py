@@ -4,13 +4,13 @@ partitions that exist (at every advertised version), and members that never sync
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.testing.server import RunningServer, WireClient, running_server
 from rebalance.testing import consumer_subscription
 
 OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
@@ -18,17 +18,8 @@ OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
 Offsets = Mapping[str, Sequence[tuple[int, int]]]
 
 
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t1", 2)]) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(node: RunningServer) -> AsyncIterator[WireClient]:
-    connection = await WireClient.connect(node.host, node.port)
-    yield connection
-    await connection.close()
+# the `node` and `client` fixtures (tests/conftest.py) start this node and connect to it
+pytestmark = pytest.mark.node(topics=[("t1", 2)])
 
 
 async def commit(

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from coordinator.cli import main
-from coordinator.client_balance import ClientBalanceConfig, ClientBalanceConsumer
-from coordinator.member import GroupMember
-from coordinator.testing import RunningServer, server_in_thread
+from coordinator.cli.main import main
+from coordinator.clients.client_balance import ClientBalanceConfig, ClientBalanceConsumer
+from coordinator.clients.member import GroupMember
+from coordinator.testing.server import RunningServer, server_in_thread
 
 
 @pytest.fixture

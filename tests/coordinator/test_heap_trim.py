@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from coordinator.heap_trim import HeapTrimmer, start_heap_trimming
+from coordinator.node.heap_trim import HeapTrimmer, start_heap_trimming
 
 
 class Process:
@@ -82,7 +82,7 @@ def test_glibc_gives_back_what_a_burst_left_resident() -> None:
     the trimmer hands most of them back."""
     script = """
 import asyncio
-from coordinator.heap_trim import resident_bytes, start_heap_trimming
+from coordinator.node.heap_trim import resident_bytes, start_heap_trimming
 
 async def main() -> None:
     heap = start_heap_trimming()

@@ -3,7 +3,6 @@ listed with is_internal, found by name and id, never auto-created, not writable 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.errors import OperationalError
-from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 
 PRODUCE, METADATA, OFFSET_COMMIT = 0, 3, 8
 OFFSETS = "__consumer_offsets"
@@ -19,17 +18,8 @@ SETTINGS = ["offsets.topic.num.partitions=7", "auto.create.topics.enable=true"]
 UNKNOWN = ErrorCode.unknown_topic_or_partition
 
 
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t1", 2)], settings=SETTINGS) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(node: RunningServer) -> AsyncIterator[WireClient]:
-    connection = await WireClient.connect(node.host, node.port)
-    yield connection
-    await connection.close()
+# the `node` and `client` fixtures (tests/conftest.py) start this node and connect to it
+pytestmark = pytest.mark.node(topics=[("t1", 2)], settings=SETTINGS)
 
 
 @pytest.mark.parametrize("version", [1, 5, 9, 12, 13])

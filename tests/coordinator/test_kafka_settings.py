@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from coordinator.config import ConfigError, parse_settings
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.kafka_settings import kafka_broker_settings
-from coordinator.properties_file import read_properties
-from coordinator.testing import WireClient, running_server
+from coordinator.cli.properties_file import read_properties
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.node.kafka_settings import kafka_broker_settings
+from coordinator.testing.server import WireClient, running_server
+from rebalance.config import CoordinatorConfig
 
 DESCRIBE_CONFIGS, TOPIC, BROKER, STATIC_BROKER_CONFIG = 32, 2, 4, 4
 
@@ -152,6 +153,13 @@ def test_set_values_are_validated_as_one_configuration_in_any_order() -> None:
     )
 
 
+async def test_a_config_given_to_the_group_coordinator_is_the_one_in_force() -> None:
+    config = CoordinatorConfig.from_properties({"group.min.session.timeout.ms": "1000"})
+    groups = GroupCoordinatorExtension(config)
+    async with running_server(groups=groups):  # settles the (empty) --set values
+        assert groups.config is config
+
+
 async def test_accepted_settings_are_announced_once_and_described(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -247,7 +255,7 @@ async def test_the_table_is_what_the_pinned_kafka_broker_describes(kafka_broker:
     """Apache Kafka itself (the tests' peer, the same release) lists its broker settings with
     their types; the table has every one of them, and besides only the settings Kafka defines
     as internal (which DescribeConfigs never shows)."""
-    from coordinator.peers.kafka_broker import KAFKA_VERSION, NODE_ID
+    from coordinator.testing.peers.kafka_broker import KAFKA_VERSION, NODE_ID
 
     assert KAFKA_VERSION == "4.4.0"
     host, port = kafka_broker.bootstrap.rsplit(":", 1)

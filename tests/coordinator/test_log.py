@@ -11,7 +11,7 @@ import pytest
 from coordinator.partition_log.batch import InvalidBatchError, iter_batches, parse_batch
 from coordinator.partition_log.partition import LogCorruptError, OffsetOutOfRangeError, PartitionLog
 from coordinator.partition_log.topics import InvalidTopicError, TopicStore
-from coordinator.testing import read_records, record_batch
+from coordinator.testing.server import read_records, record_batch
 
 
 def batches(*values: bytes, timestamp_ms: int = 1_700_000_000_000) -> list[tuple[object, bytes]]:

@@ -20,7 +20,7 @@ from crc32c import crc32c
 
 from coordinator.partition_log.batch import CRC_START, HEADER_SIZE, iter_batches
 from coordinator.partition_log.partition import LogCorruptError, PartitionLog
-from coordinator.testing import record_batch
+from coordinator.testing.server import record_batch
 
 FLIPS = (0x01, 0x80, 0xFF)
 EPOCH_FIELD = range(12, 16)

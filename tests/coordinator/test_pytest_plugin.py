@@ -11,8 +11,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kio.schema.errors import ErrorCode
 
-from coordinator.pytest_plugin import ServerFactory
-from coordinator.testing import RunningServer, WireClient, server_in_thread
+from coordinator.testing.pytest_plugin import ServerFactory
+from coordinator.testing.server import RunningServer, WireClient, server_in_thread
 from rebalance.config import CoordinatorConfig
 
 
@@ -128,7 +128,7 @@ def test_sync(kafka_server):
 
 
 OLD_STYLE = """
-pytest_plugins = ["coordinator.pytest_plugin"]  # what the README used to ask for: harmless
+pytest_plugins = ["coordinator.testing.pytest_plugin"]  # what the README used to ask for: harmless
 
 
 def test_old_style(kafka_server):

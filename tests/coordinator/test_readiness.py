@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from coordinator.wire import readiness
-from coordinator.wire.readiness import ReadinessHub
-from coordinator.wire.socket_transport import SocketTransport
+from coordinator.wire.transport import readiness
+from coordinator.wire.transport.readiness import ReadinessHub
+from coordinator.wire.transport.socket_transport import SocketTransport
 
 pytestmark = pytest.mark.skipif(
     not hasattr(__import__("select"), "epoll"), reason="epoll (Linux) only"

@@ -10,20 +10,12 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.record_codec import (
-    decode,
-    encode,
-    json_group_row,
-    json_offset_row,
-)
+from coordinator.groups.record_codec import decode, encode
+from coordinator.groups.record_codec.classic import json_group_row
+from coordinator.groups.record_codec.offsets import json_offset_row
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadataValue
 from rebalance.client_balance import records as cb
-from rebalance.records import (
-    GroupMetadataRecord,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    OffsetAndMetadata,
-    OffsetCommitRecord,
-)
+from rebalance.records import OffsetAndMetadata, OffsetCommitRecord
 
 # Any text, including quotes, backslashes, control characters, non-ASCII and astral characters.
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.apis import builtin_registry
-from coordinator.apis.contract import (
+from coordinator.node.apis import builtin_registry
+from coordinator.node.contract import (
     ApiRegistry,
     ApiSpec,
     RegistryError,

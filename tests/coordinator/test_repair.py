@@ -7,13 +7,17 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from serve_process import one_line, run_rebalance, start_serve, stop
+from serve_process import one_line, run_rebalance, snapshot, start_serve, stop
 
+from coordinator.groups.extension import STORE_FILE
+from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.sqlite import SqliteStore, inspect_store
 from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
 from coordinator.partition_log.repair import inspect_partition, repair
+from coordinator.partition_log.sealed import seal_number
 from coordinator.partition_log.topics import TopicStore
-from coordinator.testing import WireClient, read_records, record_batch
+from coordinator.testing.server import WireClient, read_records, record_batch
 
 
 async def damaged_data_dir(data_dir: Path, flip_at_batch: int = 1) -> Path:
@@ -51,7 +55,11 @@ async def test_the_report_says_what_is_intact_and_what_a_cut_would_lose(tmp_path
     assert "CRC mismatch" in said[1]
     assert "1 intact batches before it (offsets up to 0)" in said[1]
     assert "2 intact batches follow from byte" in said[1]
-    assert said[2] == "nothing changed; add --truncate to cut each damaged log at its damage"
+    assert said[2:] == [
+        "1 other files: all intact",
+        "  topics/orders/topic.json: intact",
+        "nothing changed; add --truncate to cut each damaged log at its damage",
+    ]
     assert inspect_partition(path) == report  # nothing changed
 
 
@@ -70,7 +78,7 @@ async def test_truncate_keeps_a_copy_and_cuts_after_the_last_valid_batch(tmp_pat
     assert [r.value for r in read_records(log.read(0, 1 << 20))] == [b"zero"]
     log.close()
     assert repair(tmp_path, truncate=False, say=said.append) == 0
-    assert said[-1] == f"1 partition logs in {tmp_path}: all intact"
+    assert said[-3] == f"1 partition logs in {tmp_path}: all intact"
 
 
 async def test_from_refusal_to_repair_to_serving_again(tmp_path: Path) -> None:
@@ -132,3 +140,41 @@ async def test_a_damaged_length_reports_the_intact_batches_that_follow(tmp_path:
         f"24 intact batches follow from byte {positions[26]} (offsets 26-49); --truncate would "
         f"drop them and all {len(data) - positions[25]} bytes from the damage on"
     ) in said[1]
+
+
+def files_but_the_lock(data_dir: Path) -> dict[str, tuple[int, int]]:
+    return {name: seen for name, seen in snapshot(data_dir).items() if name != ".lock"}
+
+
+async def test_the_other_files_are_reported_never_changed(tmp_path: Path) -> None:
+    await damaged_data_dir(tmp_path)
+    store = SqliteStore(tmp_path / STORE_FILE)
+    await store.append([StoredRecord("offset", "g\x00orders\x000", b"seven")])
+    store.close()
+    (tmp_path / "topics" / "orders" / "0.start").write_bytes(b"crc32c 1 00000000\n")
+    (tmp_path / "producer-ids").write_bytes(seal_number(2000))
+    said: list[str] = []
+    stores = {STORE_FILE: inspect_store}
+    assert repair(tmp_path, truncate=False, say=said.append, stores=stores) == 1
+    before = files_but_the_lock(tmp_path)
+    said.clear()
+    assert repair(tmp_path, truncate=False, say=said.append, stores=stores) == 1
+    assert said[2] == "4 other files: 1 damaged (repair does not change them)"
+    assert said[3] == "  topics/orders/topic.json: intact"
+    assert said[4] == (
+        "  topics/orders/0.start: damaged (CRC-32C mismatch for 1); restore it from a backup"
+    )
+    assert said[5] == "  groups.sqlite: intact, 1 records"
+    assert said[6] == "  producer-ids: intact"
+    assert files_but_the_lock(tmp_path) == before  # read only, groups.sqlite included
+
+    data = bytearray((tmp_path / STORE_FILE).read_bytes())
+    data[data.find(b"seven")] ^= 0x01
+    (tmp_path / STORE_FILE).write_bytes(bytes(data))
+    said.clear()
+    assert repair(tmp_path, truncate=True, say=said.append, stores=stores) == 1
+    assert said[5] == (
+        "  groups.sqlite: record offset 'g\\x00orders\\x000' fails its CRC-32C (damaged on disk); "
+        "restore it from a backup, or move it away to start with no groups and no committed "
+        "offsets"
+    )

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.record_codec import RecordFormatError, decode, encode
-from coordinator.runtime import GroupRuntime
-from coordinator.store.base import StoredRecord, StoreError
-from coordinator.store.memory import MemoryStore
-from coordinator.store.sqlite import SqliteStore
+from coordinator.groups.record_codec import RecordFormatError, decode, encode
+from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.base import StoredRecord, StoreError
+from coordinator.groups.store.memory import MemoryStore
+from coordinator.groups.store.sqlite import SqliteStore
 from rebalance import (
     CommitPartition,
     CommitTopic,
@@ -28,13 +28,8 @@ from rebalance import (
     SplitMix64,
     SyncGroup,
 )
-from rebalance.replies import (
-    HeartbeatReply,
-    JoinGroupReply,
-    OffsetCommitReply,
-    OffsetFetchReply,
-    SyncGroupReply,
-)
+from rebalance.classic.replies import HeartbeatReply, JoinGroupReply, SyncGroupReply
+from rebalance.replies import OffsetCommitReply, OffsetFetchReply
 
 CONFIG = CoordinatorConfig.from_properties(
     {"group.initial.rebalance.delay.ms": "50", "group.min.session.timeout.ms": "100"}
@@ -203,8 +198,8 @@ async def test_an_epoch_bump_for_topics_moved_while_unloaded_is_written(tmp_path
     # nothing (Kafka's `onLoaded`), the first heartbeat finds the metadata moved and bumps the
     # epoch; that bump is a decision like any other and is durable once answered.
     from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-    from rebalance.consumer_group.group import TopicInfo, TopicMetadata
     from rebalance.consumer_group.records import GroupEpochValue
+    from rebalance.topics import TopicInfo, TopicMetadata
 
     def epochs_stored() -> list[int]:
         store = SqliteStore(path)

@@ -9,14 +9,15 @@ import threading
 
 import pytest
 
-from coordinator.record_codec import decode
-from coordinator.runtime import GroupRuntime
-from coordinator.store.memory import MemoryStore
+from coordinator.groups.record_codec import decode
+from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.memory import MemoryStore
 from rebalance import CoordinatorConfig, GroupCoordinatorCore, SplitMix64
 from rebalance.consumer_group import epochs, target
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
+from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import ConsumerGroupRecord, TargetEpochValue
+from rebalance.topics import TopicInfo, TopicMetadata
 
 CONFIG = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
 
@@ -41,7 +42,7 @@ async def test_the_assignor_runs_in_a_thread_while_heartbeats_are_answered(
         assert release.wait(10)
         return real(inputs)
 
-    monkeypatch.setattr("coordinator.runtime.compute_target", slow)
+    monkeypatch.setattr("coordinator.groups.runtime.compute_target", slow)
     store = MemoryStore()
     runtime = GroupRuntime(
         GroupCoordinatorCore(CONFIG, SplitMix64(1)), store, assignor_worker="thread"

@@ -9,8 +9,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 from serve_process import start_serve, stop
 
-from coordinator.serve import add_serve_arguments, parse_bind, parse_topic
-from coordinator.testing import WireClient, read_records, record_batch
+from coordinator.cli.serve import add_serve_arguments, parse_bind, parse_topic
+from coordinator.testing.server import WireClient, read_records, record_batch
 
 
 def test_parse_bind_and_topic() -> None:

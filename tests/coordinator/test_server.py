@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.apis.contract import ApiSpec, RequestContext, ResponseValue
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.node.contract import ApiSpec, RequestContext, ResponseValue
+from coordinator.testing.server import RunningServer, WireClient, running_server
 
 HEARTBEAT = 12
 API_VERSIONS = 18

@@ -11,7 +11,7 @@ import weakref
 
 import pytest
 
-from coordinator.wire.socket_transport import HIGH_WATER, SocketTransport
+from coordinator.wire.transport.socket_transport import HIGH_WATER, SocketTransport
 
 
 class Recorder(asyncio.Protocol):
@@ -184,7 +184,7 @@ async def test_a_closed_connection_is_freed_without_the_collector() -> None:
 
 
 async def test_the_server_serves_plaintext_connections_with_it() -> None:
-    from coordinator.testing import WireClient, running_server
+    from coordinator.testing.server import WireClient, running_server
 
     async with running_server(groups=False) as node:
         client = await WireClient.connect(node.host, node.port)

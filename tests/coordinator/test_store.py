@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.store import MemoryStore, RecordStore, SqliteStore, StoredRecord, StoreError
-from coordinator.store.sqlite import SCHEMA_VERSION, statement_sizes
+from coordinator.groups.store import MemoryStore, RecordStore, SqliteStore, StoredRecord, StoreError
+from coordinator.groups.store.sqlite import SCHEMA_VERSION, statement_sizes
 
 
 def offset(group: str, partition: int, value: bytes | None) -> StoredRecord:

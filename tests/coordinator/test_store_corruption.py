@@ -6,17 +6,16 @@ member or a group read back changed. `rebalance serve` says the same line."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serve_process import one_line, run_rebalance
+from serve_process import refused_start
 
-from coordinator.store.base import StoredRecord, StoreError
-from coordinator.store.sqlite import SqliteStore
+from coordinator.groups.store.base import StoredRecord, StoreError
+from coordinator.groups.store.sqlite import SqliteStore
 
 RECORDS = [
     StoredRecord("offset", f"orders-group\x00orders\x00{p}", f"offset {p} ".encode() * 3)
@@ -113,11 +112,7 @@ async def test_serve_refuses_a_changed_record_in_one_line(tmp_path: Path) -> Non
     original = bytearray(await written(path))
     original[original.find(RECORDS[2].value)] ^= 0x01  # committed offset bytes
     path.write_bytes(bytes(original))
-    refused = await asyncio.to_thread(
-        run_rebalance, "serve", "--data-dir", str(tmp_path), "--bind", "127.0.0.1:0"
-    )
-    assert refused.returncode == 1
-    assert one_line(refused.stderr) == (
+    assert await refused_start(tmp_path) == (
         f"rebalance serve: {path}: record offset {RECORDS[2].key!r} fails its CRC-32C (damaged "
         f"on disk); restore it from a backup, or move it away to start with no groups and no "
         f"committed offsets"

@@ -10,7 +10,7 @@ from collections.abc import Hashable
 
 import pytest
 
-from coordinator.timer_wheel import TimerWheel
+from coordinator.groups.timer_wheel import TimerWheel
 
 
 def now_ms() -> int:

@@ -43,7 +43,7 @@ def say(event: str, partitions: Any = None, **fields: Any) -> None:
 async def run_group_member(args: argparse.Namespace) -> None:
     from aiokafka import AIOKafkaConsumer
 
-    from coordinator.member.aiokafka import IncrementalConsumer
+    from coordinator.clients.member.aiokafka import IncrementalConsumer
 
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

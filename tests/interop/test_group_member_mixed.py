@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.testing import RunningServer, running_server
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.testing.server import RunningServer, running_server
 from rebalance.config import CoordinatorConfig
 
 pytestmark = [pytest.mark.interop]

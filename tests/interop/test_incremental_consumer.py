@@ -1,6 +1,6 @@
-"""aiokafka consumers fetching what a GroupMember owns (coordinator.member.aiokafka): records
-are consumed once across a cooperative rebalance and a KIP-848 one, with commits fenced by the
-member's generation or epoch."""
+"""aiokafka consumers fetching what a GroupMember owns (coordinator.clients.member.aiokafka):
+records are consumed once across a cooperative rebalance and a KIP-848 one, with commits fenced by
+the member's generation or epoch."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from coordinator.groups import GroupCoordinatorExtension
-from coordinator.member.aiokafka import IncrementalConsumer
-from coordinator.testing import running_server
+from coordinator.clients.member.aiokafka import IncrementalConsumer
+from coordinator.groups.extension import GroupCoordinatorExtension
+from coordinator.testing.server import running_server
 from rebalance.config import CoordinatorConfig
 
 pytestmark = [pytest.mark.interop]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.testing import RunningServer, server_in_thread
+from coordinator.testing.server import RunningServer, server_in_thread
 
 pytestmark = [
     pytest.mark.interop,

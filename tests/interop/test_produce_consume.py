@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator.testing import RunningServer, read_records, running_server
+from coordinator.testing.server import RunningServer, read_records, running_server
 
 pytestmark = [
     pytest.mark.interop,

@@ -8,8 +8,8 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from coordinator.conformance.broker import BrokerUnderTest
-from coordinator.peers.kafka_broker import KAFKA_VERSION, KafkaBroker, KafkaUnavailable
-from coordinator.peers.pytest_plugin import KafkaBrokers
+from coordinator.testing.peers.kafka_broker import KAFKA_VERSION, KafkaBroker, KafkaUnavailable
+from coordinator.testing.peers.pytest_plugin import KafkaBrokers
 
 
 async def settings_of(broker: KafkaBroker) -> dict[str, str]:

@@ -10,11 +10,7 @@ from rebalance.client_balance.commands import (
     ReleasePartitions,
 )
 from rebalance.client_balance.group import ClientBalanceGroup
-from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata
-from rebalance.core import GroupCoordinatorCore
-from rebalance.event_schema import check_event
-from rebalance.replies import (
+from rebalance.client_balance.replies import (
     ClientBalanceDescribeReply,
     ClientBalanceHeartbeatReply,
     DescribedClientBalanceGroup,
@@ -22,8 +18,10 @@ from rebalance.replies import (
     RegisterPartitionsReply,
     ReleasePartitionsReply,
 )
-from rebalance.rng import SplitMix64
-from rebalance.testing import GroupHarness, ManualTimer
+from rebalance.config import CoordinatorConfig
+from rebalance.event_schema import check_event
+from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 SESSION_MS = 10_000
 
@@ -31,14 +29,13 @@ SESSION_MS = 10_000
 class ClientBalanceHarness(GroupHarness):
     def __init__(self, config: CoordinatorConfig | None = None, **topics: int) -> None:
         super().__init__(config or CoordinatorConfig())
-        self.metadata = TopicMetadata()
+        self.metadata: TopicMetadata = TopicMetadata()
         self.epochs: dict[str, int] = {}
         if topics:
             self.set_topics(**topics)
 
     def set_topics(self, **topics: int) -> None:
-        self.metadata = TopicMetadata.of(TopicInfo(n, f"id-{n}", p) for n, p in topics.items())
-        self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
+        self.topics_changed(TopicMetadata.of(TopicInfo(n, f"id-{n}", p) for n, p in topics.items()))
 
     def hb(self, command: ClientBalanceHeartbeat) -> ClientBalanceHeartbeatReply:
         reply = self.reply(self.send(command))
@@ -118,15 +115,3 @@ class ClientBalanceHarness(GroupHarness):
             if problem is not None:
                 problems.append(problem)
         return problems
-
-    def failover(self, config: CoordinatorConfig | None = None) -> None:
-        """A new core that learns the topics first (as the shell does), then loads the records."""
-        partitions = range(self.config.offsets_topic_num_partitions)
-        for partition in partitions:
-            self._absorb(self.core.unload(partition, self.clock.now_ms()))
-        self.core = GroupCoordinatorCore(config or self.config, SplitMix64(self.seed + 1))
-        self.timer = ManualTimer()
-        self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
-        for partition in partitions:
-            mine = [r for r in self.records if self.core.partition_for(r.group_id) == partition]
-            self._absorb(self.core.load(partition, mine, self.clock.now_ms()))

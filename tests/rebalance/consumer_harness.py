@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 
 from rebalance.config import CoordinatorConfig
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import ConsumerGroup, TopicInfo, TopicMetadata
-from rebalance.core import GroupCoordinatorCore
+from rebalance.consumer_group.group import ConsumerGroup
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.errors import ErrorCode
-from rebalance.replies import ConsumerGroupHeartbeatReply
-from rebalance.rng import SplitMix64
-from rebalance.testing import GroupHarness, ManualTimer
+from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 Owned = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -48,13 +47,14 @@ class ConsumerHarness(GroupHarness):
         if not batching:
             config = config.model_copy(update={"group_consumer_assignment_interval_ms": 0})
         super().__init__(config)
-        self.metadata = TopicMetadata()
+        self.metadata: TopicMetadata = TopicMetadata()
         if topics:
             self.set_topics(**topics)
 
     def set_topics(self, **topics: int) -> None:
-        self.metadata = TopicMetadata.of(TopicInfo(n, topic_id(n), p) for n, p in topics.items())
-        self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
+        self.topics_changed(
+            TopicMetadata.of(TopicInfo(n, topic_id(n), p) for n, p in topics.items())
+        )
 
     def hb(self, command: ConsumerGroupHeartbeat) -> ConsumerGroupHeartbeatReply:
         reply = self.reply(self.send(command))
@@ -84,18 +84,6 @@ class ConsumerHarness(GroupHarness):
         group = self.core.group(group_id)
         assert isinstance(group, ConsumerGroup)
         return group
-
-    def failover(self, config: CoordinatorConfig | None = None) -> None:
-        """A new core that learns the topics first (as the shell does), then loads the records."""
-        partitions = range(self.config.offsets_topic_num_partitions)
-        for partition in partitions:
-            self._absorb(self.core.unload(partition, self.clock.now_ms()))
-        self.core = GroupCoordinatorCore(config or self.config, SplitMix64(self.seed + 1))
-        self.timer = ManualTimer()
-        self._absorb(self.core.topics_changed(self.metadata, self.clock.now_ms()))
-        for partition in partitions:
-            mine = [r for r in self.records if self.core.partition_for(r.group_id) == partition]
-            self._absorb(self.core.load(partition, mine, self.clock.now_ms()))
 
 
 @dataclass

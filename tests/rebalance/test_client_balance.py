@@ -6,28 +6,17 @@ from __future__ import annotations
 import pytest
 from client_balance_harness import SESSION_MS, ClientBalanceHarness
 
+from rebalance.classic.commands import Heartbeat, LeaveGroup, LeavingMember, SyncGroup
+from rebalance.classic.replies import HeartbeatReply, LeaveGroupReply, SyncGroupReply
 from rebalance.client_balance.commands import PartitionRequest, RegisterPartitions
 from rebalance.client_balance.records import ClientBalanceRecord
-from rebalance.commands import (
-    DescribeGroups,
-    Heartbeat,
-    LeaveGroup,
-    LeavingMember,
-    ListGroups,
-    SyncGroup,
-)
+from rebalance.client_balance.replies import RegisterPartitionsReply
+from rebalance.commands import DescribeGroups, ListGroups
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType
-from rebalance.replies import (
-    ConsumerGroupHeartbeatReply,
-    DescribeGroupsReply,
-    HeartbeatReply,
-    LeaveGroupReply,
-    ListGroupsReply,
-    RegisterPartitionsReply,
-    SyncGroupReply,
-)
+from rebalance.replies import DescribeGroupsReply, ListGroupsReply
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from rebalance.client_balance.group import freeze, thaw
+from rebalance.client_balance.timers import client_balance_session_key
 from rebalance.errors import ErrorCode
-from rebalance.timers import client_balance_session_key
 
 NODES = ("n0", "n1", "n2")
 PARTITIONS = 6

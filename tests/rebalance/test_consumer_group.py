@@ -5,37 +5,36 @@ from __future__ import annotations
 import pytest
 from consumer_harness import Client, ConsumerHarness, topic_id
 
-from rebalance.commands import (
-    CommitPartition,
-    CommitTopic,
-    DeleteGroups,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    LeavingMember,
-    ListGroups,
-    OffsetCommit,
-    OffsetFetch,
-    SyncGroup,
-)
-from rebalance.config import MIGRATION_POLICIES, ConfigError, CoordinatorConfig
-from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import MemberState, TopicInfo, TopicMetadata
-from rebalance.errors import ErrorCode
-from rebalance.event_schema import EventType, check_event
-from rebalance.replies import (
-    ConsumerGroupDescribeReply,
-    DeleteGroupsReply,
-    FetchedOffset,
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, LeavingMember, SyncGroup
+from rebalance.classic.replies import (
     HeartbeatReply,
     JoinGroupReply,
     LeaveGroupReply,
     LeftMember,
+    SyncGroupReply,
+)
+from rebalance.commands import (
+    CommitPartition,
+    CommitTopic,
+    DeleteGroups,
+    ListGroups,
+    OffsetCommit,
+    OffsetFetch,
+)
+from rebalance.config import MIGRATION_POLICIES, ConfigError, CoordinatorConfig
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from rebalance.consumer_group.group import MemberState
+from rebalance.consumer_group.replies import ConsumerGroupDescribeReply
+from rebalance.errors import ErrorCode
+from rebalance.event_schema import EventType, check_event
+from rebalance.replies import (
+    DeleteGroupsReply,
+    FetchedOffset,
     ListGroupsReply,
     OffsetCommitReply,
     OffsetFetchReply,
-    SyncGroupReply,
 )
+from rebalance.topics import TopicInfo, TopicMetadata
 
 G = "g"
 T = topic_id("t")

@@ -15,33 +15,25 @@ from assignors.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, LeavingMember, SyncGroup
 from rebalance.classic.group import Group
-from rebalance.commands import (
-    CommitPartition,
-    CommitTopic,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    LeavingMember,
-    OffsetCommit,
-    SyncGroup,
-)
-from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.commands import ConsumerGroupDescribe
-from rebalance.consumer_group.group import ConsumerGroup, MemberState
-from rebalance.errors import ErrorCode
-from rebalance.event_schema import check_event
-from rebalance.lifecycle import GroupState
-from rebalance.replies import (
-    ConsumerGroupDescribeReply,
+from rebalance.classic.replies import (
     HeartbeatReply,
     JoinGroupReply,
     LeaveGroupReply,
     LeftMember,
-    OffsetCommitReply,
     SyncGroupReply,
 )
-from rebalance.timers import CONSUMER_CLASSIC_JOIN, CONSUMER_CLASSIC_SYNC
+from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit
+from rebalance.config import CoordinatorConfig
+from rebalance.consumer_group.commands import ConsumerGroupDescribe
+from rebalance.consumer_group.group import ConsumerGroup, MemberState
+from rebalance.consumer_group.replies import ConsumerGroupDescribeReply
+from rebalance.consumer_group.timers import CONSUMER_CLASSIC_JOIN, CONSUMER_CLASSIC_SYNC
+from rebalance.errors import ErrorCode
+from rebalance.event_schema import check_event
+from rebalance.lifecycle import GroupState
+from rebalance.replies import OffsetCommitReply
 
 G = "g"
 T = topic_id("t")

@@ -28,9 +28,9 @@ from hypothesis.stateful import (
 )
 from test_consumer_group_migration import Classic, classic_group
 
+from rebalance.classic.replies import JoinGroupReply
 from rebalance.consumer_group.group import MemberState
 from rebalance.errors import ErrorCode
-from rebalance.replies import JoinGroupReply
 
 G = "g"
 T = topic_id("t")

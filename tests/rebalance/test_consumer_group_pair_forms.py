@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rebalance.consumer_group import pair_forms
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata, freeze
+from rebalance.consumer_group.group import freeze
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
+from rebalance.topics import TopicInfo, TopicMetadata
 
 # Topic ids sort in another order than the names, as random UUIDs do.
 TOPICS = {"apple": ("id-3", 4), "berry": ("id-1", 2), "cherry": ("id-2", 5)}

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from consumer_harness import Client, ConsumerHarness
 
-from coordinator import record_codec
-from coordinator.store.base import StoredRecord
-from rebalance.commands import CommitPartition, CommitTopic, DeleteGroups, JoinGroup, OffsetCommit
+from coordinator.groups import record_codec
+from coordinator.groups.store.base import StoredRecord
+from rebalance.classic.commands import JoinGroup
+from rebalance.commands import CommitPartition, CommitTopic, DeleteGroups, OffsetCommit
 from rebalance.consumer_group.group import ConsumerGroup
 from rebalance.consumer_group.records import ConsumerGroupRecord
 from rebalance.core import GroupCoordinatorCore

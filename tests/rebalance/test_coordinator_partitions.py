@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from rebalance.classic.timers import session_key
 from rebalance.commands import OffsetDelete, OffsetFetch
 from rebalance.config import CoordinatorConfig
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetDeleteReply, OffsetFetchReply
 from rebalance.testing import GroupHarness
-from rebalance.timers import session_key
 
 G = "g"
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rebalance.commands import Heartbeat
+from rebalance.classic.commands import Heartbeat
+from rebalance.classic.replies import HeartbeatReply
+from rebalance.classic.timers import session_key
 from rebalance.errors import ErrorCode
-from rebalance.replies import HeartbeatReply
 from rebalance.testing import GroupHarness
-from rebalance.timers import session_key
 
 G = "g"
 

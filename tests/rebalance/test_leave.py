@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rebalance.commands import LeavingMember
+from rebalance.classic.commands import LeavingMember
+from rebalance.classic.records import GroupMetadataRecord
+from rebalance.classic.replies import LeaveGroupReply, LeftMember
 from rebalance.errors import ErrorCode
-from rebalance.records import GroupMetadataRecord
-from rebalance.replies import LeaveGroupReply, LeftMember
 from rebalance.testing import GroupHarness
 
 G = "g"

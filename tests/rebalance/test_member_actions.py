@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from assignors.consumer_protocol import Assignment, encode_assignment
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.replies import (
+    HeartbeatReply,
+    JoinGroupMember,
+    JoinGroupReply,
+    LeaveGroupReply,
+    SyncGroupReply,
+)
+from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member import (
     Action,
@@ -22,14 +30,7 @@ from rebalance.member import (
     action_for,
 )
 from rebalance.member.actions import DEFAULTS, ERROR_ACTIONS
-from rebalance.replies import (
-    HeartbeatReply,
-    JoinGroupMember,
-    JoinGroupReply,
-    LeaveGroupReply,
-    OffsetCommitReply,
-    SyncGroupReply,
-)
+from rebalance.replies import OffsetCommitReply
 
 OWNED = frozenset({("t", 0), ("t", 1)})
 BACKOFF = 100

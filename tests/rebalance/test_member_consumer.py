@@ -7,7 +7,7 @@ import pytest
 from member_wiring import FAST
 
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.errors import ErrorCode
 from rebalance.member import (
     Action,
@@ -25,8 +25,9 @@ from rebalance.member import (
 )
 from rebalance.member.actions import DEFAULTS, ERROR_ACTIONS
 from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
-from rebalance.replies import ConsumerGroupHeartbeatReply, OffsetCommitReply
+from rebalance.replies import OffsetCommitReply
 from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 ALL = frozenset(("t", p) for p in range(4))
 ROWS = [(c, a) for (api, c), a in ERROR_ACTIONS.items() if api is Api.CONSUMER_GROUP_HEARTBEAT]

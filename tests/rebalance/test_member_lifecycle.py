@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from member_wiring import Cluster, kinds
 
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.replies import HeartbeatReply, JoinGroupReply
 from rebalance.errors import ErrorCode, IllegalTransition
 from rebalance.member import (
     Assigned,
@@ -21,7 +22,6 @@ from rebalance.member import (
     Revoked,
     lifecycle,
 )
-from rebalance.replies import HeartbeatReply, JoinGroupReply
 
 S = MemberState
 EDGES = {
@@ -119,7 +119,7 @@ def test_the_leader_asks_for_partition_counts_before_it_syncs() -> None:
     m.poll(0)
     m.on_reply(FindCoordinatorReply(ErrorCode.NONE, 1, "h", 9), 0)
     m.poll(0)
-    from rebalance.replies import JoinGroupMember
+    from rebalance.classic.replies import JoinGroupMember
 
     meta = m.protocol.protocols(frozenset(), (), -1)[0][1]
     m.on_reply(

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from member_wiring import FAST
 
-from rebalance.commands import JoinGroup, OffsetCommit
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata
+from rebalance.classic.commands import JoinGroup
+from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member import (
     ClassicMember,
@@ -44,6 +44,7 @@ from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
 from rebalance.member.resources import ResourceEmbedded
 from rebalance.replies import OffsetCommitReply
 from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 PARTITIONS = {"t": 6}
 SESSION, REBALANCE, HEARTBEAT = 3000, 4000, 1000

@@ -8,9 +8,9 @@ import json
 import pytest
 from member_wiring import Cluster
 
+from rebalance.classic.replies import JoinGroupMember
 from rebalance.member.embedded import EmbeddedProtocolError
 from rebalance.member.resources import ResourceEmbedded, item, names
-from rebalance.replies import JoinGroupMember
 
 TENANTS = tuple(f"tenant-{i:02d}" for i in range(12))
 

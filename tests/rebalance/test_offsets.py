@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from rebalance.classic.timers import session_key
 from rebalance.commands import CommitPartition, CommitTopic, OffsetCommit, OffsetDelete, OffsetFetch
 from rebalance.config import CoordinatorConfig
 from rebalance.errors import ErrorCode
 from rebalance.replies import OffsetCommitReply, OffsetDeleteReply, OffsetFetchReply
 from rebalance.testing import GroupHarness, consumer_subscription
-from rebalance.timers import session_key
 
 G = "g"
 TP = ("t", 0)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rebalance.classic.records import GroupMetadataRecord
+from rebalance.classic.timers import sync_key
 from rebalance.errors import ErrorCode
-from rebalance.records import GroupMetadataRecord
 from rebalance.testing import GroupHarness
-from rebalance.timers import sync_key
 
 G = "group-id"
 R = 5000

@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from rebalance.classic.commands import LeavingMember, SyncGroup
 from rebalance.classic.group import Group
-from rebalance.commands import LeavingMember, SyncGroup
+from rebalance.classic.replies import JoinGroupReply
 from rebalance.config import CoordinatorConfig
 from rebalance.core import GroupCoordinatorCore
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import check_event
 from rebalance.lifecycle import GroupState
-from rebalance.replies import JoinGroupReply
 from rebalance.rng import SplitMix64
 from rebalance.testing import GroupHarness
 

@@ -9,11 +9,11 @@ import pickle
 
 import pytest
 
-from rebalance.commands import JoinGroup, SyncGroup
+from rebalance.classic.commands import JoinGroup, SyncGroup
+from rebalance.classic.replies import JoinGroupMember, JoinGroupReply, SyncGroupReply
 from rebalance.effects import Reply, Schedule
 from rebalance.errors import ErrorCode
 from rebalance.quick_init import quick_init
-from rebalance.replies import JoinGroupMember, JoinGroupReply, SyncGroupReply
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

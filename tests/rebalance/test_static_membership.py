@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from rebalance.classic.records import GroupMetadataRecord
 from rebalance.config import CoordinatorConfig
 from rebalance.errors import ErrorCode
-from rebalance.records import GroupMetadataRecord
 from rebalance.testing import GroupHarness
 
 G = "g"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rebalance.commands import SyncGroup
+from rebalance.classic.commands import SyncGroup
+from rebalance.classic.records import GroupMetadataRecord
+from rebalance.classic.timers import session_key
 from rebalance.errors import ErrorCode
-from rebalance.records import GroupMetadataRecord
 from rebalance.testing import GroupHarness
-from rebalance.timers import session_key
 
 G = "g"
 

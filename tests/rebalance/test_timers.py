@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+from rebalance.classic.timers import session_key
 from rebalance.config import CoordinatorConfig
 from rebalance.errors import ErrorCode
 from rebalance.testing import GroupHarness
-from rebalance.timers import session_key
 
 G = "g"
 

@@ -325,7 +325,7 @@ def _confluent_refused(bootstrap: str, security: Security) -> str | None:
 
 def seed(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
     """Write `per_partition` records into each partition (Produce over a PLAINTEXT listener)."""
-    from coordinator.testing import WireClient, record_batch
+    from coordinator.testing.server import WireClient, record_batch
 
     async def produce() -> None:
         host, _, port = bootstrap.rpartition(":")

@@ -20,8 +20,8 @@ from clients import (
     seed,
 )
 
-from coordinator.testing import RunningServer, server_in_thread
-from coordinator.wire.credentials import CredentialStore
+from coordinator.testing.server import RunningServer, server_in_thread
+from coordinator.wire.security.credentials import CredentialStore
 
 pytestmark = [
     pytest.mark.interop,

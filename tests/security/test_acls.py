@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
-from coordinator.config import ConfigError, parse_settings
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.node.apis.operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.testing.server import RunningServer, WireClient, running_server
 from coordinator.wire import client_balance_schema as schema
-from coordinator.wire.acls import (
+from coordinator.wire.security.acls import (
     Acl,
     AclFilter,
     Authorizer,
@@ -25,7 +25,7 @@ from coordinator.wire.acls import (
     Permission,
     ResourceType,
 )
-from coordinator.wire.credentials import CredentialStore
+from coordinator.wire.security.credentials import CredentialStore
 
 GROUP, TOPIC, CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
 LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
@@ -366,7 +366,7 @@ async def test_topic_apis_need_their_operation_on_the_topic(node: RunningServer)
         },
     )
     assert named.topics[0].error_code == TOPIC_DENIED
-    from coordinator.testing import record_batch
+    from coordinator.testing.server import record_batch
 
     produced = await bob.request(
         PRODUCE,

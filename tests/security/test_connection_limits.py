@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator.config import ConfigError, parse_settings
-from coordinator.testing import RunningServer, running_server
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.testing.server import RunningServer, running_server
 from coordinator.wire.client import WireClient
-from coordinator.wire.connection_quotas import ConnectionQuotas, parse_overrides
+from coordinator.wire.transport.connection_quotas import ConnectionQuotas, parse_overrides
 
 API_VERSIONS = 18
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.testing import read_records, record_batch, running_server
+from coordinator.testing.server import read_records, record_batch, running_server
 from coordinator.wire.client import WireClient
 from rebalance.errors import ErrorCode
 
@@ -254,7 +254,7 @@ async def test_a_real_producer_rides_out_a_full_disk(small_disk: Path) -> None:
 def test_the_event_log_writes_again_when_space_returns_and_keeps_only_whole_lines(
     small_disk: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from coordinator.event_log import EventLog
+    from coordinator.groups.event_log.log import EventLog
     from rebalance.events import Event
 
     def event(ts: int) -> Event:  # ~3 KB a line: a page of space holds one and a torn one

@@ -1,7 +1,7 @@
 """Listeners with Kafka's settings: several at once, each advertising its own address, TLS with
 PEM stores and client authentication, and a one-line error for every setting that cannot work.
 
-Certificates are made by the suite (`coordinator.certificates`); clients here are this
+Certificates are made by the suite (`coordinator.testing.certificates`); clients here are this
 project's `WireClient` over Python's ssl module (the real client libraries are in
 test_tls_interop.py).
 """
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.certificates import CLIENT_DN, KEY_PASSWORD, Pki, make_pki
-from coordinator.config import ConfigError, parse_settings
 from coordinator.errors import OperationalError, UsageError
-from coordinator.testing import RunningServer, WireClient, running_server
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.testing.certificates import CLIENT_DN, KEY_PASSWORD, Pki, make_pki
+from coordinator.testing.server import RunningServer, WireClient, running_server
 
 API_VERSIONS, METADATA, FIND_COORDINATOR, DESCRIBE_CONFIGS = 18, 3, 10, 32
 

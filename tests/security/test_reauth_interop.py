@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from clients import LIBRARIES, Security, consume_and_commit, seed
 
-from coordinator.testing import RunningServer, server_in_thread
-from coordinator.wire.credentials import CredentialStore
+from coordinator.testing.server import RunningServer, server_in_thread
+from coordinator.wire.security.credentials import CredentialStore
 
 pytestmark = [
     pytest.mark.interop,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.cli import main as rebalance
-from coordinator.config import ConfigError, parse_settings
-from coordinator.testing import RunningServer, WireClient, running_server
-from coordinator.wire.credentials import CredentialStore
-from coordinator.wire.sasl import FailureLog
+from coordinator.cli.main import main as rebalance
+from coordinator.node.config import ConfigError, parse_settings
+from coordinator.testing.server import RunningServer, WireClient, running_server
+from coordinator.wire.security.credentials import CredentialStore
+from coordinator.wire.security.sasl import FailureLog
 
 API_VERSIONS, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 3, 17, 36
 NONE, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 0, 33, 34, 58

@@ -4,7 +4,7 @@ group, reads every record, commits and reads the commit back; each one's admin c
 topics (SCRAM-SHA-256); each is refused with a wrong password (SASL_AUTHENTICATION_FAILED,
 error 58, which every library reports). One server for the module (PLAINTEXT, SASL_PLAINTEXT
 and SASL_SSL listeners); users added with the credential store as `rebalance users add` does;
-certificates made by the suite (`coordinator.certificates`).
+certificates made by the suite (`coordinator.testing.certificates`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from clients import (
     seed,
 )
 
-from coordinator.certificates import Pki, make_pki
-from coordinator.testing import RunningServer, server_in_thread
-from coordinator.wire.credentials import CredentialStore
+from coordinator.testing.certificates import Pki, make_pki
+from coordinator.testing.server import RunningServer, server_in_thread
+from coordinator.wire.security.credentials import CredentialStore
 
 pytestmark = [
     pytest.mark.interop,

@@ -9,7 +9,7 @@ import hmac
 
 import pytest
 
-from coordinator.wire.scram import (
+from coordinator.wire.security.scram import (
     ScramCredential,
     ScramError,
     ScramExchange,

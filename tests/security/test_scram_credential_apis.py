@@ -18,10 +18,10 @@ from kio.static.primitive import i8, i32
 from test_acls import SASL_AUTHENTICATE, SASL_HANDSHAKE, acl_settings, add_users, client_of
 from test_scram import client_final
 
-from coordinator.apis.alter_user_scram_credentials import plan
-from coordinator.apis.describe_user_scram_credentials import describe
-from coordinator.testing import WireClient, running_server
-from coordinator.wire.scram import ScramExchange
+from coordinator.node.apis.alter_user_scram_credentials import plan
+from coordinator.node.apis.describe_user_scram_credentials import describe
+from coordinator.testing.server import WireClient, running_server
+from coordinator.wire.security.scram import ScramExchange
 
 DESCRIBE, ALTER = 50, 51
 NONE, CLUSTER_DENIED, UNSUPPORTED_MECHANISM = 0, 31, 33

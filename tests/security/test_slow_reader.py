@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from coordinator.testing import running_server
+from coordinator.testing.server import running_server
 from coordinator.wire.client import WireClient
 
 API_VERSIONS = 18

@@ -3,7 +3,7 @@ with `ssl.client.auth=required`: each joins a group with its client certificate,
 record, commits and reads the commit back; each one's admin client lists the topics; each is
 refused with a certificate from a CA the
 server does not trust. One server (PLAINTEXT and SSL listeners) for the module; certificates
-made by the suite (`coordinator.certificates`).
+made by the suite (`coordinator.testing.certificates`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from clients import LIBRARIES, Security, admin_topics, consume_and_commit, refused, seed
 
-from coordinator.certificates import KEY_PASSWORD, Pki, make_pki
-from coordinator.testing import RunningServer, server_in_thread
+from coordinator.testing.certificates import KEY_PASSWORD, Pki, make_pki
+from coordinator.testing.server import RunningServer, server_in_thread
 
 pytestmark = [
     pytest.mark.interop,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest_asyncio
 
+from coordinator.testing.zookeeper_plugin import zookeeper_connect, zookeeper_server
 from coordinator.zookeeper.client import ZooKeeper
-from coordinator.zookeeper.pytest_plugin import zookeeper_connect, zookeeper_server
 
 __all__ = ["zk", "zookeeper_connect", "zookeeper_server"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from kazoo.client import KazooClient
 
-from coordinator.testing import running_server
+from coordinator.testing.server import running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.options import BrokerRegistrationError
@@ -140,7 +140,8 @@ def expire_session(session: ZooKeeper) -> None:
 
 def test_serve_refuses_a_duplicate_broker_id_with_one_line(zookeeper_connect: str) -> None:
     """Two `rebalance serve` processes: the second exits 1 with 0.8's message."""
-    command = [sys.executable, "-m", "coordinator.cli", "serve", "--zookeeper", zookeeper_connect,
+    command = [sys.executable, "-m", "coordinator.cli.main", "serve", "--zookeeper",
+    zookeeper_connect,
                "--broker-id", "3"]  # fmt: skip
     with _serve(command, free_port()) as first:
         assert first.poll() is None

@@ -191,7 +191,7 @@ async def test_zk_offsets_shows_owners_offsets_and_lag(
 ) -> None:
     from zk_cluster import produce
 
-    from coordinator.cli import main
+    from coordinator.cli.main import main
 
     async with zk_broker(zookeeper_connect, [("t", 2)]) as node:
         await produce(node, "t", 2, 10)

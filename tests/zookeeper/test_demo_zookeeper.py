@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def test_the_zookeeper_demo_tells_its_story_and_leaves_nothing_running(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "demo", "--protocol", "zookeeper",
+        [sys.executable, "-m", "coordinator.cli.main", "demo", "--protocol", "zookeeper",
          "--output", str(tmp_path / "demo"), "--no-report"],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
         env=os.environ | {"PYTHONUNBUFFERED": "1"},

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from coordinator.testing import RunningServer, WireClient, record_batch, running_server
+from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
 from coordinator.zookeeper.server import die_with_parent, free_port

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -110,7 +111,7 @@ def run_report(args: argparse.Namespace) -> int:
     from coordinator.analytics.pipeline import run_pipeline
     from coordinator.analytics.session import build_session
 
-    spark = build_session(args.master, conf=conf)
+    spark = build_session(args.master, conf=conf, jvm_output=_jvm_output(args.quiet))
     try:
         counts = run_pipeline(
             spark, args.events, out, report_dir, show_progress=not args.quiet,
@@ -235,7 +236,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         for kind in args.subscriptions
         for racks in args.racks
     ]
-    spark = build_session(args.master, app_name="rebalance-sweep", conf=conf)
+    spark = build_session(
+        args.master, app_name="rebalance-sweep", conf=conf, jvm_output=_jvm_output(args.quiet)
+    )
     try:
         outputs = run_sweep_job(
             spark, scenarios, names, out, churn=args.churn, peers=not args.no_peers,
@@ -251,6 +254,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         f"summary in {outputs.summary_dir}; plot {outputs.plot}"
     )
     return 0
+
+
+def _jvm_output(quiet: bool) -> Path | None:
+    """With `--quiet`, where the Spark JVM's own output goes (shown only if it fails to start)."""
+    if not quiet:
+        return None
+    return Path(tempfile.gettempdir()) / f"rebalance-spark-{os.getpid()}.log"
 
 
 def build_parser(prog: str = "python -m coordinator.analytics") -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ from typing import Any
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:110em;color:#111}
 table{border-collapse:collapse;margin:.5em 0}
+.table-scroll{max-width:100%;overflow-x:auto}
 td,th{border:1px solid #bbb;padding:2px 6px;font-size:90%;text-align:left;vertical-align:top}
 th{background:#eee}img{max-width:100%;height:auto}
 .side-by-side{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}
@@ -32,7 +33,8 @@ def cell(value: Any) -> str:
 def html_table(headers: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    # A table wider than the window scrolls inside its box instead of being cut off at the edge.
+    return f'<div class="table-scroll"><table><tr>{head}</tr>{body}</table></div>'
 
 
 def page(title: str, body: str) -> str:

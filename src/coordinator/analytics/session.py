@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -62,37 +64,65 @@ def build_session(
     app_name: str = "rebalance-analytics",
     shuffle_partitions: int | None = None,
     conf: Mapping[str, str] | None = None,
+    jvm_output: Path | None = None,
 ) -> SparkSession:
     """A session for our jobs: no UI, UTC, code generation HotSpot can compile.
 
     `conf` (the user's `--conf` settings) is applied last, so it overrides our defaults.
+    `jvm_output`: when this call launches the JVM, its own stdout and stderr go to this file
+    rather than to ours, printed only if the start fails (`--quiet`: the JVM prints a module
+    warning before any logging starts; a job's errors still reach Python, through Py4J).
     """
-    builder = (
-        SparkSession.builder.master(check_master(master))
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
+    options = {
+        "spark.master": check_master(master),
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
         # Validation is one long CASE over every rule; inferring constraints from it through the
         # later filters and joins costs the optimizer minutes and gigabytes for nothing.
-        .config("spark.sql.constraintPropagation.enabled", "false")
+        "spark.sql.constraintPropagation.enabled": "false",
         # HotSpot does not compile methods over 8000 bytes of bytecode; a stage whose generated
         # method is larger would run in the bytecode interpreter. Spark's advice for HotSpot:
         # fall back to per-operator code (split into small methods) above that size.
-        .config("spark.sql.codegen.hugeMethodLimit", "8000")
+        "spark.sql.codegen.hugeMethodLimit": "8000",
         # The throughput collector: a report is a batch job whose pauses nobody waits on, and G1
         # (the JVM's default on two cores) spends more CPU on its concurrent work and barriers;
         # measured in benchmarks/RESULTS.md (analytics). Takes effect when this call launches the
         # JVM (local mode, a client driver); `conf` can set other options.
-        .config("spark.driver.extraJavaOptions", f"-XX:+UseParallelGC {_quiet_log4j()}")
-    )
+        "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {_quiet_log4j()}",
+    }
     if shuffle_partitions is not None:
-        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    for key, value in (conf or {}).items():
+        options["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    options.update(conf or {})
+    if jvm_output is not None and SparkContext._gateway is None:
+        _launch_jvm(options, jvm_output)
+    builder = SparkSession.builder
+    for key, value in options.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _launch_jvm(options: Mapping[str, str], output: Path) -> None:
+    """Start the driver JVM as PySpark would, its own output going to `output`: shown if the
+    start fails, else unlinked at once (the JVM writes on into the nameless file, gone when it
+    exits)."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf().setAll(list(options.items()))
+    launch: Any = launch_gateway  # untyped in PySpark
+    try:
+        with output.open("wb") as sink:  # the JVM keeps its own copy of the descriptor
+            gateway = launch(spark_conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    except Exception:
+        sys.stderr.write(output.read_text(errors="replace"))
+        raise
+    finally:
+        output.unlink(missing_ok=True)
+    SparkContext(conf=spark_conf, gateway=gateway)
 
 
 def _quiet_log4j() -> str:

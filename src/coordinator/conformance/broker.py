@@ -16,7 +16,7 @@ from typing import Any
 
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import kio_versions
-from rebalance.consumer_group.group import TopicInfo
+from rebalance.topics import TopicInfo
 
 API_VERSIONS = 18
 METADATA = 3

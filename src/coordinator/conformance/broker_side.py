@@ -24,9 +24,6 @@ from rebalance.commands import (
     OffsetCommit,
 )
 from rebalance.errors import ErrorCode
-from rebalance.replies import (
-    AnyReply,
-)
 
 CLIENT_ID = "rebalance-conformance"
 #: How long a FindCoordinator on a pooled connection may take before the connection is dropped.
@@ -90,7 +87,7 @@ class BrokerSide:
         self.broker = broker
         self.pool = pool
         self._connections: dict[str, tuple[tuple[str, int], WireClient]] = {}
-        self._pending: dict[str, asyncio.Task[AnyReply]] = {}
+        self._pending: dict[str, asyncio.Task[object]] = {}
 
     async def open(self, names: dict[str, str]) -> None:
         """Connect each name (a slot, or a group's admin) to its group's coordinator."""
@@ -101,7 +98,7 @@ class BrokerSide:
             address = addresses[group_id]
             self._connections[name] = (address, await self.pool.take(address))
 
-    async def send(self, connection: str, command: Command[Any]) -> asyncio.Task[AnyReply]:
+    async def send(self, connection: str, command: Command[Any]) -> asyncio.Task[object]:
         """Write the request now (it reaches the broker before anything sent later), and read
         its answer in a task: it may be parked."""
         _, client = self._connections[connection]
@@ -120,7 +117,7 @@ class BrokerSide:
     @staticmethod
     async def _answer(
         client: WireClient, command: Command[Any], api_key: int, version: int, sent_as: int
-    ) -> AnyReply:
+    ) -> object:
         correlation_id, response = await client.read_response(api_key, version)
         if correlation_id != sent_as:
             raise ConnectionError(f"correlation id {correlation_id}, expected {sent_as}")

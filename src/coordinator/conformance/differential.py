@@ -72,8 +72,8 @@ from coordinator.conformance.steps import (
 )
 from coordinator.conformance.timing import TimingInconclusive
 from rebalance.consumer_group.commands import ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import TopicInfo
-from rebalance.replies import ConsumerGroupHeartbeatReply
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
+from rebalance.topics import TopicInfo
 
 T = TypeVar("T")
 

@@ -63,20 +63,17 @@ from coordinator.conformance.steps import (
     instance_of,
 )
 from rebalance import commands
-from rebalance.commands import Command
-from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.replies import (
-    AnyReply,
-    ConsumerGroupDescribeReply,
-    ConsumerGroupHeartbeatReply,
-    DescribeGroupsReply,
+from rebalance.classic import commands as classic_commands
+from rebalance.classic.replies import (
     HeartbeatReply,
     JoinGroupReply,
     LeaveGroupReply,
-    OffsetCommitReply,
-    OffsetFetchReply,
     SyncGroupReply,
 )
+from rebalance.commands import Command
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from rebalance.consumer_group.replies import ConsumerGroupDescribeReply, ConsumerGroupHeartbeatReply
+from rebalance.replies import DescribeGroupsReply, OffsetCommitReply, OffsetFetchReply
 
 #: Session and rebalance timeout of every join: no session or rebalance timer fires in a run.
 LONG_MS = 600_000
@@ -140,7 +137,7 @@ class InFlight:
     number: int
     step: Step
     model_token: int
-    broker_task: asyncio.Task[AnyReply]
+    broker_task: asyncio.Task[object]
 
 
 class Lockstep:
@@ -277,11 +274,11 @@ class Lockstep:
                             broker_reply))  # fmt: skip
         self._compare(step, replies, f"waited {waited} ms")
 
-    async def _answered(self) -> list[tuple[InFlight, AnyReply, AnyReply]]:
+    async def _answered(self) -> list[tuple[InFlight, object, object]]:
         """The requests in flight the model has answered, with the broker's answers."""
         answered = [f for f in self.in_flight if self.model.answer(f.model_token) is not None]
         self.in_flight = [f for f in self.in_flight if f not in answered]
-        replies: list[tuple[InFlight, AnyReply, AnyReply]] = []
+        replies: list[tuple[InFlight, object, object]] = []
         for f in answered:
             model_reply = self.model.answer(f.model_token)
             assert model_reply is not None
@@ -347,7 +344,7 @@ class Lockstep:
             if step.fresh:
                 view.ids[slot] = ""
             view.offered[slot] = step.protocols[0]
-            return commands.JoinGroup(
+            return classic_commands.JoinGroup(
                 group_id=group_id,
                 member_id=view.ids[slot],
                 protocol_type="consumer",
@@ -365,7 +362,7 @@ class Lockstep:
                 for name in view.members.get(group, ())
                 if name in view.names.values()
             )
-            return commands.SyncGroup(
+            return classic_commands.SyncGroup(
                 group_id,
                 generation,
                 view.ids[slot],
@@ -377,12 +374,14 @@ class Lockstep:
                 version=v[SYNC_GROUP],
             )
         if isinstance(step, Heartbeat):
-            return commands.Heartbeat(
+            return classic_commands.Heartbeat(
                 group_id, generation - step.stale, view.ids[slot], instance, version=v[HEARTBEAT]
             )
         if isinstance(step, Leave):
-            return commands.LeaveGroup(
-                group_id, (commands.LeavingMember(view.ids[slot], instance),), v[LEAVE_GROUP]
+            return classic_commands.LeaveGroup(
+                group_id,
+                (classic_commands.LeavingMember(view.ids[slot], instance),),
+                v[LEAVE_GROUP],
             )
         simple = step.mode == "simple"
         partition = commands.CommitPartition(step.partition, step.offset)
@@ -434,7 +433,7 @@ class Lockstep:
 
     # -- comparing answers -------------------------------------------------------------------
     def _compare(
-        self, step: Step, replies: list[tuple[InFlight, AnyReply, AnyReply]], note: str = ""
+        self, step: Step, replies: list[tuple[InFlight, object, object]], note: str = ""
     ) -> None:
         model_view, broker_view = self.views["model"], self.views["broker"]
         for f, model_reply, broker_reply in replies:  # ids handed out first: names for both
@@ -470,7 +469,7 @@ class Lockstep:
         self.log.append(f"{self.steps:4}. {step!s:<36} -> " + ("; ".join(lines) or "(parked)"))
 
     def _adopt_leaders(
-        self, replies: list[tuple[InFlight, AnyReply, AnyReply]]
+        self, replies: list[tuple[InFlight, object, object]]
     ) -> dict[str, tuple[str, str]]:
         """Groups whose new leader the broker chose where Kafka's choice is free: the leader's
         name and the generation's member list as the model told it."""
@@ -506,7 +505,7 @@ class Lockstep:
             self.adoptions += 1
         return adopted
 
-    def _remember(self, f: InFlight, reply: AnyReply, view: View) -> None:
+    def _remember(self, f: InFlight, reply: object, view: View) -> None:
         """What a consumer keeps from an answer: its generation, the group's leader and
         members; and, as a consumer does, it forgets its member id once it has left or its
         join was refused as UNKNOWN_MEMBER_ID (`join a0 fresh` forgets it at any time)."""
@@ -538,7 +537,7 @@ class Lockstep:
         if reply.assignment is not None:
             view.owned[slot] = reply.assignment
 
-    def _normalise(self, f: InFlight, reply: AnyReply, view: View) -> Answer:
+    def _normalise(self, f: InFlight, reply: object, view: View) -> Answer:
         if isinstance(reply, JoinGroupReply):
             return {
                 "error": _err(reply.error),
@@ -660,7 +659,7 @@ class Lockstep:
         )
 
 
-def _left(reply: AnyReply) -> bool:
+def _left(reply: object) -> bool:
     """A LeaveGroup that removed its member."""
     if not isinstance(reply, LeaveGroupReply) or reply.error:
         return False

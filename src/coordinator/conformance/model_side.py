@@ -24,9 +24,8 @@ from coordinator.conformance.timing import RunClock
 from rebalance.classic.group import Group
 from rebalance.commands import Command
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import TopicInfo, TopicMetadata
-from rebalance.replies import AnyReply
 from rebalance.testing import GroupHarness
+from rebalance.topics import TopicInfo, TopicMetadata
 
 #: The broker settings the model takes over (Kafka's names; the others keep Kafka's defaults).
 MODEL_SETTINGS = (
@@ -87,7 +86,7 @@ class ModelSide:
         self._note_leaders()
         return waited
 
-    def answer(self, token: int) -> AnyReply | None:
+    def answer(self, token: int) -> object | None:
         return self.harness.reply(token)
 
     def group(self, group_id: str) -> Group | None:

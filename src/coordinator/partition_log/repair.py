@@ -11,9 +11,13 @@ the bad batch and fsyncs it: what Kafka's log recovery does to a segment, keepin
 before the first bad one. Consumers whose committed offsets lie past the new end are answered
 OFFSET_OUT_OF_RANGE and follow their `auto.offset.reset`.
 
+It also reports the data dir's other files (`topic.json`, `<partition>.start`, `producer-ids`
+and, from the command line, `groups.sqlite`), read only: what each holds, or the one line a
+start would refuse with; it never changes them (a backup is their remedy).
+
 It takes the data dir's lock first, so it never runs beside a server on the same dir. Exit
-status: 0 when nothing is damaged or everything damaged was cut, 1 when damage is reported but
-left in place (or the data dir cannot be used).
+status: 0 when nothing is damaged or every damaged log was cut and nothing else is damaged, 1
+when damage is reported but left in place (or the data dir cannot be used).
 """
 
 from __future__ import annotations
@@ -22,14 +26,16 @@ import dataclasses
 import datetime
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.data_dir import DirectoryLock
 from coordinator.errors import OperationalError
+from coordinator.node.data_dir import DirectoryLock
 from coordinator.partition_log.batch import BatchInfo
 from coordinator.partition_log.recovery import Damage, batch_to_end, scan_log
+from coordinator.partition_log.sealed import DamagedFileError, unseal_number
+from coordinator.partition_log.topics import read_topic_meta
 
 BACKUPS_DIR = "backups"
 
@@ -127,8 +133,48 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def repair(data_dir: Path, *, truncate: bool, say: Callable[[str], None] = print) -> int:
-    """Report (and with `truncate`, cut) the damaged partition logs of `data_dir`; exit status."""
+def other_files(
+    data_dir: Path, stores: Mapping[str, Callable[[Path], str]]
+) -> list[tuple[str, str, bool]]:
+    """(file, what it holds or what is wrong, damaged) for the data dir's files beside the
+    partition logs: every `topic.json` and `<partition>.start`, `producer-ids`, and each of
+    `stores` (file name -> its read-only inspection, which raises `OperationalError`)."""
+    checks: list[tuple[Path, Callable[[Path], object]]] = [
+        *((path, read_topic_meta) for path in sorted(data_dir.glob("topics/*/topic.json"))),
+        *((path, _read_number) for path in sorted(data_dir.glob("topics/*/*.start"))),
+        *((data_dir / name, inspect) for name, inspect in stores.items()),
+        (data_dir / "producer-ids", _read_number),
+    ]
+    found = []
+    for path, check in checks:
+        if not path.exists():
+            continue
+        name = str(path.relative_to(data_dir))
+        try:
+            result = check(path)
+        except OperationalError as exc:
+            found.append((name, str(exc).removeprefix(f"{path}: "), True))
+        else:
+            found.append((name, result if isinstance(result, str) else "intact", False))
+    return found
+
+
+def _read_number(path: Path) -> int:
+    try:
+        return unseal_number(path.read_bytes())
+    except DamagedFileError as exc:
+        raise OperationalError(f"{path}: damaged ({exc}); restore it from a backup") from None
+
+
+def repair(
+    data_dir: Path,
+    *,
+    truncate: bool,
+    say: Callable[[str], None] = print,
+    stores: Mapping[str, Callable[[Path], str]] | None = None,
+) -> int:
+    """Report (and with `truncate`, cut) the damaged partition logs of `data_dir`, and report
+    the damaged files beside them (`other_files`, never changed here); exit status."""
     if not data_dir.is_dir():
         raise OperationalError(
             f"data dir {os.path.abspath(data_dir)} does not exist; give the --data-dir of the "
@@ -144,8 +190,17 @@ def repair(data_dir: Path, *, truncate: bool, say: Callable[[str], None] = print
         )
         for report in damaged:
             say(f"  {report.describe(data_dir)}")
+        others = other_files(data_dir, stores or {})
+        broken = [(name, what) for name, what, bad in others if bad]
+        say(
+            f"{len(others)} other files: "
+            + (f"{len(broken)} damaged (repair does not change them)" if broken else "all intact")
+        )
+        for name, what, _bad in others:
+            say(f"  {name}: {what}")
+        status = 1 if broken else 0
         if not damaged:
-            return 0
+            return status
         if not truncate:
             say("nothing changed; add --truncate to cut each damaged log at its damage")
             return 1
@@ -159,6 +214,6 @@ def repair(data_dir: Path, *, truncate: bool, say: Callable[[str], None] = print
                 f"({report.damage.dropped_bytes} bytes dropped); the whole file is kept in "
                 f"{backup}"
             )
-        return 0
+        return status
     finally:
         lock.release()

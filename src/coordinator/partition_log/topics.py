@@ -75,21 +75,7 @@ class TopicStore:
             self._load(meta)
 
     def _load(self, meta_path: Path) -> None:
-        try:
-            meta = unseal_json(meta_path.read_bytes())
-            name, topic_id, count = meta["name"], uuid.UUID(meta["topic_id"]), meta["partitions"]
-            configs = {str(k): str(v) for k, v in meta.get("configs", {}).items()}
-            if name != meta_path.parent.name:
-                raise ValueError(f"names topic {name!r}")
-            if not isinstance(count, int) or count < 1:
-                raise ValueError(f"partition count {count!r}")
-            beyond = sorted(p.name for p in meta_path.parent.glob("*.log") if _index(p) >= count)
-            if beyond:
-                raise ValueError(f"{count} partitions, but {', '.join(beyond)} beside it")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise OperationalError(
-                f"{meta_path}: unreadable topic metadata ({exc}); restore it from a backup"
-            ) from exc
+        name, topic_id, count, configs = read_topic_meta(meta_path)
         logs = [PartitionLog(meta_path.parent / f"{i}.log") for i in range(count)]
         self._add(Topic(name, topic_id, logs, configs))
 
@@ -221,6 +207,27 @@ class TopicStore:
         for topic in self._by_name.values():
             for log in topic.partitions:
                 log.close()
+
+
+def read_topic_meta(meta_path: Path) -> tuple[str, uuid.UUID, int, dict[str, str]]:
+    """Name, topic id, partition count and config overrides of a `topic.json` (read only);
+    `OperationalError` naming the file if it is damaged or disagrees with its directory."""
+    try:
+        meta = unseal_json(meta_path.read_bytes())
+        name, topic_id, count = meta["name"], uuid.UUID(meta["topic_id"]), meta["partitions"]
+        configs = {str(k): str(v) for k, v in meta.get("configs", {}).items()}
+        if name != meta_path.parent.name:
+            raise ValueError(f"names topic {name!r}")
+        if not isinstance(count, int) or count < 1:
+            raise ValueError(f"partition count {count!r}")
+        beyond = sorted(p.name for p in meta_path.parent.glob("*.log") if _index(p) >= count)
+        if beyond:
+            raise ValueError(f"{count} partitions, but {', '.join(beyond)} beside it")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise OperationalError(
+            f"{meta_path}: unreadable topic metadata ({exc}); restore it from a backup"
+        ) from exc
+    return name, topic_id, count, configs
 
 
 def _index(log_path: Path) -> int:

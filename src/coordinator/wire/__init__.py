@@ -1,1 +1,5 @@
-"""The Kafka wire protocol server: kio-based codec, one module per API, asyncio server."""
+"""Bytes on the wire: the kio codec, generated encoders, message schemas, a minimal client;
+`transport/` (sockets, listeners, quotas) and `security/` (TLS, SASL, SCRAM, ACLs).
+
+May import: nothing of `coordinator` above it (only `coordinator.errors` and the pure packages).
+"""

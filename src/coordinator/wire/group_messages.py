@@ -1,8 +1,8 @@
 """The core's group commands as Kafka requests, and Kafka responses as the core's replies.
 
 Everything in this project that speaks to a group coordinator as a client does it with the core's
-own values: the member library (`coordinator.member`) sends what the pure member decides, the
-conformance run (`coordinator.conformance`) sends what it also hands to the core as its model.
+own values: the member library (`coordinator.clients.member`) sends what the pure member decides,
+the conformance run (`coordinator.conformance`) sends what it also hands to the core as its model.
 Both translate here, in one place, to the version-agnostic dicts `codec.build_request` fills a
 request class from (a field the version lacks is dropped there), and back from a decoded response
 (a field the version lacks reads as its default here).
@@ -15,36 +15,31 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Final
 
-from rebalance.commands import (
-    Command,
-    DescribeGroups,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    OffsetCommit,
-    OffsetFetch,
-    SyncGroup,
-)
-from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.errors import ErrorCode
-from rebalance.replies import (
-    AnyReply,
-    ConsumerGroupDescribeReply,
-    ConsumerGroupHeartbeatReply,
-    DescribedConsumerGroup,
-    DescribedConsumerMember,
-    DescribedGroup,
-    DescribedMember,
-    DescribeGroupsReply,
-    FetchedOffset,
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.replies import (
     HeartbeatReply,
     JoinGroupMember,
     JoinGroupReply,
     LeaveGroupReply,
     LeftMember,
+    SyncGroupReply,
+)
+from rebalance.commands import Command, DescribeGroups, OffsetCommit, OffsetFetch
+from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from rebalance.consumer_group.replies import (
+    ConsumerGroupDescribeReply,
+    ConsumerGroupHeartbeatReply,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+)
+from rebalance.errors import ErrorCode
+from rebalance.replies import (
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsReply,
+    FetchedOffset,
     OffsetCommitReply,
     OffsetFetchReply,
-    SyncGroupReply,
 )
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT = 8, 9, 11, 12
@@ -177,7 +172,7 @@ def _milliseconds(value: Any) -> int:
     return int(value / timedelta(milliseconds=1)) if isinstance(value, timedelta) else int(value)
 
 
-def reply_of(command: Command[Any], r: Any, error: ErrorReader = strict_error) -> AnyReply:
+def reply_of(command: Command[Any], r: Any, error: ErrorReader = strict_error) -> object:
     """The reply the core gives to `command`, read from the broker's decoded response `r`."""
     if isinstance(command, JoinGroup):
         return JoinGroupReply(

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
-from coordinator.apis.contract import Broker
+from coordinator.node.contract import Broker
 from coordinator.partition_log.topics import Topic
 from coordinator.zookeeper.client import ConnectTimeout, NodeExists, ZooKeeper
 from coordinator.zookeeper.options import BrokerRegistrationError, parse_zookeeper_connect

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from coordinator.errors import MissingExtraError, OperationalError
 
 if TYPE_CHECKING:
-    from coordinator.app import Extension
+    from coordinator.node.app import Extension
 
 
 class BrokerRegistrationError(OperationalError):

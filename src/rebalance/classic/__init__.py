@@ -1,5 +1,7 @@
 """The classic group type: Kafka's JoinGroup/SyncGroup protocol (spec §1-§2), one module a phase.
 
+* `commands`, `replies`, `records`, `timers`  the API's requests and answers, the durable
+               metadata snapshot, the timer keys;
 * `group`      the group and member data and their bookkeeping (`Group`, `Member`);
 * `join`       JoinGroup: admit, update or replace members (KIP-394, KIP-345, KIP-814);
 * `sync`       SyncGroup: the leader's assignment, persisted, handed out;
@@ -18,25 +20,23 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rebalance.classic import expiry, offsets
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import prepare_rebalance
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue
+from rebalance.classic.replies import JoinGroupReply, SyncGroupReply
 from rebalance.classic.routes import ClassicRoutes
-from rebalance.commands import Command, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
+from rebalance.classic.timers import JOIN, PENDING, SESSION, SYNC, session_key
+from rebalance.commands import Command, OffsetCommit
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import Trigger
 from rebalance.group_types import CommitPartitionValidator, GroupType, Route
 from rebalance.lifecycle import GroupState
-from rebalance.records import GroupMetadataRecord, GroupMetadataValue, Record
-from rebalance.replies import (
-    DescribedGroup,
-    DescribedMember,
-    JoinGroupReply,
-    ListedGroup,
-    SyncGroupReply,
-)
+from rebalance.records import Record
+from rebalance.replies import DescribedGroup, DescribedMember, ListedGroup
 from rebalance.state import CoordinatorState
-from rebalance.timers import JOIN, PENDING, SESSION, SYNC, TimerKey, session_key
+from rebalance.timers import TimerKey
 
 
 class ClassicGroupType(GroupType):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from rebalance.classic.group import Group
 from rebalance.classic.rebalance import complete_join, prepare_rebalance, remove_member
+from rebalance.classic.timers import join_key
 from rebalance.effects import Result
 from rebalance.event_schema import ExpiryReason, Trigger
 from rebalance.lifecycle import GroupState
 from rebalance.state import CoordinatorState
-from rebalance.timers import join_key
 
 
 def expire_session(state: CoordinatorState, group: Group, member_id: str, now_ms: int) -> Result:

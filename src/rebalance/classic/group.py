@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
-from rebalance.commands import JoinGroup
+from rebalance.classic.commands import JoinGroup
+from rebalance.classic.records import GroupMetadataValue, MemberMetadataValue
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.lifecycle import GroupState, fire, kafka_state_name
-from rebalance.records import GroupMetadataValue, MemberMetadataValue, OffsetAndMetadata
+from rebalance.records import OffsetAndMetadata
 
 #: A parked request's reply token: whatever the shell uses to route a reply back.
 Token = Hashable

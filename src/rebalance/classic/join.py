@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import replace
 
+from rebalance.classic.commands import JoinGroup
 from rebalance.classic.group import Group, Member, metadata_value
 from rebalance.classic.rebalance import (
     join_reply,
@@ -27,15 +28,14 @@ from rebalance.classic.rebalance import (
     rebalance_or_complete,
     remove_member,
 )
-from rebalance.commands import JoinGroup
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue
+from rebalance.classic.replies import JoinGroupReply, SyncGroupReply
+from rebalance.classic.timers import pending_key, session_key
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import EventType, ExpiryReason, Trigger
 from rebalance.lifecycle import GroupState
-from rebalance.records import GroupMetadataRecord, GroupMetadataValue
-from rebalance.replies import JoinGroupReply, SyncGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import pending_key, session_key
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member with a parked join is
 #: evicted after this long, whatever its session timeout.

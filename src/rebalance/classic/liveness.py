@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from rebalance.classic.commands import Heartbeat, LeaveGroup
 from rebalance.classic.group import Group
 from rebalance.classic.rebalance import (
     maybe_complete_join,
@@ -18,14 +19,13 @@ from rebalance.classic.rebalance import (
     rearm_session,
     remove_member,
 )
-from rebalance.commands import Heartbeat, LeaveGroup
+from rebalance.classic.replies import HeartbeatReply, LeaveGroupReply, LeftMember
+from rebalance.classic.timers import pending_key
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import LeaveReason, Trigger
 from rebalance.lifecycle import GroupState
-from rebalance.replies import HeartbeatReply, LeaveGroupReply, LeftMember
 from rebalance.state import CoordinatorState
-from rebalance.timers import pending_key
 
 
 def heartbeat(state: CoordinatorState, cmd: Heartbeat, now_ms: int, token: Hashable) -> Result:

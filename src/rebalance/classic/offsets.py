@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from assignors.consumer_protocol import ConsumerProtocolError, decode_subscription
 from rebalance.classic.group import Group
+from rebalance.classic.timers import session_key
 from rebalance.commands import OffsetCommit
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.lifecycle import GroupState
 from rebalance.state import CoordinatorState
 from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
-from rebalance.timers import session_key
 
 
 def validate_commit(

@@ -20,14 +20,14 @@ Deliberate differences from Kafka (each marked `DIFFERS` where it is made):
 from __future__ import annotations
 
 from rebalance.classic.group import Group, Member, metadata_value
+from rebalance.classic.records import GroupMetadataRecord
+from rebalance.classic.replies import JoinGroupMember, JoinGroupReply, SyncGroupReply
+from rebalance.classic.timers import join_key, session_key, sync_key
 from rebalance.effects import Result
 from rebalance.errors import ErrorCode
 from rebalance.event_schema import EventType, ExpiryReason, LeaveReason, Trigger
 from rebalance.lifecycle import GroupState
-from rebalance.records import GroupMetadataRecord
-from rebalance.replies import JoinGroupMember, JoinGroupReply, SyncGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import join_key, session_key, sync_key
 
 #: (An alias for `join_reply`, made once per member of a round: on Python 3.11 reading an enum
 #: member goes through the enum class's `__getattr__` hook, four times a global's cost.)

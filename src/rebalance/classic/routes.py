@@ -18,11 +18,11 @@ from collections.abc import Hashable
 from typing import Any
 
 from rebalance.classic import join, liveness, sync
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.classic.group import Group
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.replies import HeartbeatReply, JoinGroupReply, LeaveGroupReply, LeftMember
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
-from rebalance.replies import HeartbeatReply, JoinGroupReply, LeaveGroupReply, LeftMember
 from rebalance.state import CoordinatorState, PartitionStatus
 
 #: (An alias: read on every JoinGroup, SyncGroup and Heartbeat, and on Python 3.11 an enum

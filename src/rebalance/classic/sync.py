@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from rebalance.classic.commands import SyncGroup
 from rebalance.classic.group import Group, Member
 from rebalance.classic.rebalance import complete_sync, rearm_session
-from rebalance.commands import SyncGroup
+from rebalance.classic.replies import SyncGroupReply
+from rebalance.classic.timers import sync_key
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.lifecycle import GroupState
-from rebalance.replies import SyncGroupReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import sync_key
 
 _SUPERSEDED_SYNC = SyncGroupReply(ErrorCode.REBALANCE_IN_PROGRESS)
 #: (An alias for the replies of a round, one per member: on Python 3.11 reading an enum member

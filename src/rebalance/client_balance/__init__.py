@@ -9,9 +9,15 @@ partition exclusive (PARTITION_OCCUPIED while its holder's session is live).
 
 * `records`     the durable state, one keyed record per fact, replayed on load;
 * `commands`    the requests as the core sees them (heartbeat with join/leave, register,
-                release, describe) and their replies;
+                release, describe); `replies` their answers;
 * `group`       group and node data, the partition holders;
-* `group_type`  `ClientBalanceGroupType`, what the core sees: requests, timers, replay, views.
-
-This module imports nothing, so `rebalance.records` can name the record class.
+* `timers`      the node session's timer key;
+* `heartbeat`   a node joins, leaves or proves it is alive;
+* `partitions`  a partition registered and released, the bootstrap offset;
+* `membership`  the node a request comes from, stale nodes removed, nodes leaving;
+* `replay`      records written (with their events) and replayed, the group's tombstones;
+* `views`       DescribeGroups, ListGroups, ClientBalanceDescribe;
+* `offsets`     the commit fence: a node commits what it holds;
+* `routes`      the core's dispatch to these, the coordinator-level checks first;
+* `group_type`  `ClientBalanceGroupType`, what the core sees of all this.
 """

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rebalance.commands import Command
-from rebalance.errors import ErrorCode
-from rebalance.replies import (
+from rebalance.client_balance.replies import (
     ClientBalanceDescribeReply,
     ClientBalanceHeartbeatReply,
     DescribedClientBalanceGroup,
@@ -26,6 +24,8 @@ from rebalance.replies import (
     ReleasedPartition,
     ReleasePartitionsReply,
 )
+from rebalance.commands import Command
+from rebalance.errors import ErrorCode
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1

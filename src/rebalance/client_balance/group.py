@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rebalance.client_balance.records import NodeValue
+from rebalance.client_balance.replies import HeldPartitions
 from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
-from rebalance.replies import HeldPartitions
 
 TopicPartition = tuple[str, int]
 

@@ -14,9 +14,9 @@ from rebalance.client_balance.commands import (
     RegisterPartitions,
     ReleasePartitions,
 )
+from rebalance.client_balance.replies import ClientBalanceDescribeReply
 from rebalance.effects import Result, single_reply
 from rebalance.errors import ErrorCode
-from rebalance.replies import ClientBalanceDescribeReply
 from rebalance.state import CoordinatorState
 
 

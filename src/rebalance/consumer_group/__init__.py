@@ -4,7 +4,8 @@ Seed 001's design made real: members register and ping with one heartbeat, the c
 computes the assignment and tells each member what to stop and what to start, one member at a
 time, without a global barrier.
 
-* `commands`    the ConsumerGroupHeartbeat command (its reply is in `rebalance.replies`);
+* `commands`    the ConsumerGroupHeartbeat and ConsumerGroupDescribe commands; `replies`
+                their answers; `timers` the session, revocation and classic members' keys;
 * `records`     the durable state, one keyed record per fact, replayed on load;
 * `group`       group and member data, the topic metadata snapshot, the partition owners;
 * `validation`  Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR, ...);
@@ -15,7 +16,7 @@ time, without a global barrier.
 * `epochs`      group epoch bumps, the target assignment, one member's reconciliation step;
 * `replay`      writing a record and replaying it, the tombstones of a deleted group;
 * `heartbeat`   one ConsumerGroupHeartbeat from validation to reply, in Kafka's order;
+* `offsets`     who may commit and fetch, the topics the members consume;
+* `routes`      the core's dispatch, and the classic requests naming a consumer group;
 * `group_type`  `ConsumerGroupType`, what the core sees: heartbeats, timers, replay, views.
-
-This module imports nothing, so `rebalance.records` can name the record class.
 """

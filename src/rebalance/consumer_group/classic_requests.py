@@ -33,16 +33,19 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from assignors.consumer_protocol import ConsumerProtocolError, Subscription, decode_subscription
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue
+from rebalance.classic.replies import (
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    LeftMember,
+    SyncGroupReply,
+)
 from rebalance.consumer_group import migration
 from rebalance.consumer_group.departure import remove
 from rebalance.consumer_group.epochs import maybe_bump, reconcile
-from rebalance.consumer_group.group import (
-    ConsumerGroup,
-    ConsumerMember,
-    MemberState,
-    TopicMetadata,
-)
+from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, MemberState
 from rebalance.consumer_group.membership import member_joined_event, member_replaced_event
 from rebalance.consumer_group.migration import encode_partitions, protocol_version, to_ids
 from rebalance.consumer_group.records import (
@@ -55,26 +58,19 @@ from rebalance.consumer_group.records import (
     Tombstone,
 )
 from rebalance.consumer_group.replay import remove_member, write
-from rebalance.effects import Result, single_reply
-from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.event_schema import ConsumerTrigger, LeaveReason
-from rebalance.records import GroupMetadataRecord, GroupMetadataValue
-from rebalance.replies import (
-    HeartbeatReply,
-    JoinGroupReply,
-    LeaveGroupReply,
-    LeftMember,
-    SyncGroupReply,
-)
-from rebalance.state import CoordinatorState
-from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
-from rebalance.timers import (
+from rebalance.consumer_group.timers import (
     CONSUMER_CLASSIC_JOIN,
     CONSUMER_CLASSIC_SYNC,
-    TimerKey,
     consumer_revocation_key,
     consumer_session_key,
 )
+from rebalance.effects import Result, single_reply
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import ConsumerTrigger, LeaveReason
+from rebalance.state import CoordinatorState
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
+from rebalance.timers import TimerKey
+from rebalance.topics import TopicMetadata
 
 #: JoinGroup v4+ (KIP-394): a dynamic member first gets an id and must rejoin with it.
 MEMBER_ID_REQUIRED_VERSION = 4

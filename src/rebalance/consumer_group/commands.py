@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rebalance.commands import Command
-from rebalance.errors import ErrorCode
-from rebalance.replies import (
+from rebalance.consumer_group.replies import (
     ConsumerGroupDescribeReply,
     ConsumerGroupHeartbeatReply,
     DescribedConsumerGroup,
 )
+from rebalance.errors import ErrorCode
 
 #: Kafka's special member epochs.
 JOIN_EPOCH = 0

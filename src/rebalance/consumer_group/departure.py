@@ -14,29 +14,24 @@ from rebalance.consumer_group.commands import (
     ConsumerGroupHeartbeat,
 )
 from rebalance.consumer_group.epochs import maybe_bump
-from rebalance.consumer_group.group import (
-    GROUP_TYPE,
-    ConsumerGroup,
-    ConsumerMember,
-    MemberState,
-    TopicMetadata,
-)
+from rebalance.consumer_group.group import GROUP_TYPE, ConsumerGroup, ConsumerMember, MemberState
 from rebalance.consumer_group.membership import static_holder
 from rebalance.consumer_group.records import CurrentAssignmentValue
 from rebalance.consumer_group.replay import remove_member, write
-from rebalance.effects import Result
-from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason, LeaveReason
-from rebalance.replies import ConsumerGroupHeartbeatReply
-from rebalance.state import CoordinatorState
-from rebalance.timers import (
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
+from rebalance.consumer_group.timers import (
     CONSUMER_CLASSIC_JOIN,
     CONSUMER_CLASSIC_SYNC,
     CONSUMER_SESSION,
-    TimerKey,
     consumer_revocation_key,
     consumer_session_key,
 )
+from rebalance.effects import Result
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason, LeaveReason
+from rebalance.state import CoordinatorState
+from rebalance.timers import TimerKey
+from rebalance.topics import TopicMetadata
 
 
 def leave(

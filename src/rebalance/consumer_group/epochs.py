@@ -15,7 +15,6 @@ from rebalance.consumer_group.group import (
     ConsumerMember,
     MemberState,
     Partitions,
-    TopicMetadata,
     count,
 )
 from rebalance.consumer_group.reconcile import next_assignment
@@ -27,10 +26,11 @@ from rebalance.consumer_group.target import (
     compute_target,
     target_inputs,
 )
+from rebalance.consumer_group.timers import consumer_revocation_key
 from rebalance.effects import Result
 from rebalance.event_schema import ConsumerTrigger, EventType
 from rebalance.state import CoordinatorState
-from rebalance.timers import consumer_revocation_key
+from rebalance.topics import TopicMetadata
 
 
 def subscribed_metadata(

@@ -30,8 +30,7 @@ from rebalance.consumer_group.records import (
 )
 from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
-from rebalance.topics import TopicInfo as TopicInfo
-from rebalance.topics import TopicMetadata as TopicMetadata
+from rebalance.topics import TopicMetadata
 
 if TYPE_CHECKING:
     from rebalance.consumer_group.target import MemberInputs

@@ -20,15 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rebalance.commands import (
-    Command,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    OffsetCommit,
-    OffsetFetch,
-    SyncGroup,
-)
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from rebalance.commands import Command, OffsetCommit, OffsetFetch
 from rebalance.consumer_group import departure, epochs, offsets, replay
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from rebalance.consumer_group.epochs import subscribed_metadata
@@ -37,10 +30,14 @@ from rebalance.consumer_group.group import (
     ConsumerGroup,
     MemberState,
     Partitions,
-    TopicMetadata,
     freeze,
 )
 from rebalance.consumer_group.records import ConsumerGroupRecord, ConsumerValue
+from rebalance.consumer_group.replies import (
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    NamedAssignment,
+)
 from rebalance.consumer_group.routes import ConsumerRoutes
 from rebalance.consumer_group.target import (
     ComputedTarget,
@@ -48,27 +45,22 @@ from rebalance.consumer_group.target import (
     chosen_assignor,
     target_inputs,
 )
-from rebalance.effects import Offload, Result
-from rebalance.errors import ErrorCode
-from rebalance.group_types import CommitPartitionValidator, GroupRoute, GroupType, Route
-from rebalance.records import Record
-from rebalance.replies import (
-    DescribedConsumerGroup,
-    DescribedConsumerMember,
-    DescribedGroup,
-    ListedGroup,
-    NamedAssignment,
-)
-from rebalance.state import CoordinatorState
-from rebalance.timers import (
+from rebalance.consumer_group.timers import (
     CONSUMER_CLASSIC_JOIN,
     CONSUMER_CLASSIC_SYNC,
     CONSUMER_REVOCATION,
     CONSUMER_SESSION,
-    TimerKey,
     consumer_revocation_key,
     consumer_session_key,
 )
+from rebalance.effects import Offload, Result
+from rebalance.errors import ErrorCode
+from rebalance.group_types import CommitPartitionValidator, GroupRoute, GroupType, Route
+from rebalance.records import Record
+from rebalance.replies import DescribedGroup, ListedGroup
+from rebalance.state import CoordinatorState
+from rebalance.timers import TimerKey
+from rebalance.topics import TopicMetadata
 
 
 class ConsumerGroupType(GroupType):

@@ -20,14 +20,15 @@ from rebalance.consumer_group.commands import (
 )
 from rebalance.consumer_group.departure import leave
 from rebalance.consumer_group.epochs import maybe_bump, reconcile
-from rebalance.consumer_group.group import TopicMetadata, freeze, thaw
+from rebalance.consumer_group.group import freeze, thaw
 from rebalance.consumer_group.membership import find_group, find_member, update_subscription
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
+from rebalance.consumer_group.timers import consumer_session_key
 from rebalance.consumer_group.validation import validate
 from rebalance.effects import Result, single_reply
 from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.replies import ConsumerGroupHeartbeatReply
 from rebalance.state import CoordinatorState
-from rebalance.timers import consumer_session_key
+from rebalance.topics import TopicMetadata
 
 
 def heartbeat(

@@ -11,6 +11,7 @@ replaced (Kafka's `GroupMetadataManager.consumerGroupHeartbeat`, steps before th
 
 from __future__ import annotations
 
+from rebalance.classic.records import GroupMetadataRecord
 from rebalance.consumer_group import migration
 from rebalance.consumer_group.commands import (
     JOIN_EPOCH,
@@ -22,7 +23,6 @@ from rebalance.consumer_group.group import (
     NEW_GROUP_EPOCH,
     ConsumerGroup,
     ConsumerMember,
-    TopicMetadata,
     thaw,
 )
 from rebalance.consumer_group.records import (
@@ -32,12 +32,12 @@ from rebalance.consumer_group.records import (
     TargetMemberValue,
 )
 from rebalance.consumer_group.replay import remove_member, write
+from rebalance.consumer_group.timers import consumer_revocation_key, consumer_session_key
 from rebalance.effects import Result
 from rebalance.errors import CoordinatorError, ErrorCode
 from rebalance.event_schema import ConsumerTrigger, EventType, ExpiryReason
-from rebalance.records import GroupMetadataRecord
 from rebalance.state import CoordinatorState
-from rebalance.timers import consumer_revocation_key, consumer_session_key
+from rebalance.topics import TopicMetadata
 
 
 def find_group(

@@ -41,13 +41,15 @@ from assignors.consumer_protocol import (
 )
 from rebalance.classic.group import Group
 from rebalance.classic.rebalance import prepare_rebalance
+from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadataValue
+from rebalance.classic.replies import JoinGroupReply, SyncGroupReply
+from rebalance.classic.timers import join_key, pending_key, session_key, sync_key
 from rebalance.consumer_group.epochs import subscribed_metadata
 from rebalance.consumer_group.group import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,
     Partitions,
-    TopicMetadata,
     freeze,
 )
 from rebalance.consumer_group.records import (
@@ -62,28 +64,19 @@ from rebalance.consumer_group.records import (
     Tombstone,
 )
 from rebalance.consumer_group.replay import remove_member, write
-from rebalance.effects import Result
-from rebalance.errors import CoordinatorError, ErrorCode
-from rebalance.event_schema import Trigger
-from rebalance.lifecycle import GroupState
-from rebalance.records import (
-    GroupMetadataRecord,
-    GroupMetadataValue,
-    MemberMetadataValue,
-)
-from rebalance.replies import JoinGroupReply, SyncGroupReply
-from rebalance.state import CoordinatorState
-from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
-from rebalance.timers import (
+from rebalance.consumer_group.timers import (
     CONSUMER_CLASSIC_JOIN,
     CONSUMER_CLASSIC_SYNC,
     CONSUMER_REVOCATION,
     CONSUMER_SESSION,
-    join_key,
-    pending_key,
-    session_key,
-    sync_key,
 )
+from rebalance.effects import Result
+from rebalance.errors import CoordinatorError, ErrorCode
+from rebalance.event_schema import Trigger
+from rebalance.lifecycle import GroupState
+from rebalance.state import CoordinatorState
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE
+from rebalance.topics import TopicMetadata
 
 #: The ConsumerProtocol versions an assignment can be written in.
 _HIGHEST_ASSIGNMENT_VERSION = 3

@@ -4,13 +4,14 @@ The assignors speak sorted lists of (topic name, partition) pairs; the consumer 
 speak topic ids (`Assignment`: sorted (topic id, sorted partitions) tuples); the target event
 speaks [[topic name, [partitions]]]. A 10,000-member group over a million partitions usually
 gives each member one partition of each of 100 topics, so a conversion walks a million
-(member, topic) entries per target: at a Python-level step of ~0.5 us each that is the bulk of
-the target's cost. Here each conversion is a few passes of C-level `map`/`zip`/`sorted` for that
+(member, topic) entries per target: at a Python-level step each, that is the bulk of the
+target's cost. Here each conversion is a few passes of C-level `map`/`zip`/`sorted` for that
 shape (one partition per topic), with a general per-topic path for the rest; both give the same
 result (`tests/rebalance/test_consumer_group_pair_forms.py`). What depends only on which topics
 a member holds (their order in the other form, their ids or names) is worked out once per
-distinct list of topics (`_Layout`), not once per member: sorting each member's 100 topics by id
-cost ~1 s of a 10,000-member target. And the entries themselves, ``(topic, (p,))``, are shared
+distinct list of topics (`_Layout`), not once per member, where sorting each member's 100 topics
+by id was a large part of a 10,000-member target. And the entries themselves, ``(topic, (p,))``,
+are shared
 tuples (`topic_entries`), as the assignors share their pairs: a member's record is one tuple of
 references, not a hundred new tuples for the garbage collector to walk.
 """
@@ -24,8 +25,8 @@ from typing import Any
 
 from assignors import TopicPartition
 from assignors.pairs import topic_pairs
-from rebalance.consumer_group.group import TopicMetadata
 from rebalance.consumer_group.records import Assignment
+from rebalance.topics import TopicMetadata
 
 _first = itemgetter(0)
 _second = itemgetter(1)
@@ -189,7 +190,8 @@ class PairForms:
         assignment = tuple(map(getitem, layout.tables, map(_second, ordered)))
         # The event's entries are new tuples, not shared ones: `marshal` (the event log's
         # hand-over) keeps a table of every object referenced more than once, and a million
-        # shared entries made it 4-10x slower (0.6 s on the loop). Their (p,) are shared.
+        # shared entries made it several times slower (RESULTS.md: figures behind the code). Their
+        # (p,) are shared.
         return assignment, list(zip(layout.names, map(_second, assignment), strict=True))
 
     def _result_layout(self, pairs: list[TopicPartition]) -> _Layout | None:

@@ -13,19 +13,20 @@ from collections.abc import Hashable
 from typing import Protocol
 
 from rebalance.classic import join
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.classic.group import Group
-from rebalance.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from rebalance.consumer_group import classic_requests, heartbeat
 from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.group import GROUP_TYPE, ConsumerGroup, TopicMetadata
-from rebalance.effects import Result, single_reply
-from rebalance.errors import ErrorCode
-from rebalance.replies import (
+from rebalance.consumer_group.group import GROUP_TYPE, ConsumerGroup
+from rebalance.consumer_group.replies import (
     ConsumerGroupDescribeReply,
     ConsumerGroupHeartbeatReply,
     DescribedConsumerGroup,
 )
+from rebalance.effects import Result, single_reply
+from rebalance.errors import ErrorCode
 from rebalance.state import CoordinatorState
+from rebalance.topics import TopicMetadata
 
 #: The types a consumer heartbeat may name: its own, and classic groups (an empty one is
 #: converted, one with members upgraded online).

@@ -4,7 +4,7 @@
 cooperative), `consumer.ConsumerMember` KIP-848's; what they share with the shell (one request
 in flight, backoff, the lease, announced changes) is `base.MemberBase`. Their lifecycle is one
 table (`lifecycle`), their reactions to errors another (`actions`).
-`coordinator.member.GroupMember` is the asyncio shell that runs one on a socket.
+`coordinator.clients.member.GroupMember` is the asyncio shell that runs one on a socket.
 """
 
 from rebalance.member.actions import Action, Api, action_for

@@ -38,14 +38,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from assignors.spec import TopicPartition
-from rebalance.commands import (
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    LeavingMember,
-    OffsetCommit,
-    SyncGroup,
+from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, LeavingMember, SyncGroup
+from rebalance.classic.replies import (
+    HeartbeatReply,
+    JoinGroupReply,
+    LeaveGroupReply,
+    SyncGroupReply,
 )
+from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member.actions import Action, Api, action_for
 from rebalance.member.base import DONE, MemberBase
@@ -62,17 +62,18 @@ from rebalance.member.messages import (
     Revoked,
     TopicsDescribed,
 )
-from rebalance.replies import (
-    AnyReply,
-    HeartbeatReply,
-    JoinGroupReply,
-    LeaveGroupReply,
-    OffsetCommitReply,
-    SyncGroupReply,
-)
+from rebalance.replies import OffsetCommitReply
 
 Request = FindCoordinator | DescribeTopics | JoinGroup | SyncGroup | Heartbeat | LeaveGroup
-Reply = AnyReply | FindCoordinatorReply | TopicsDescribed
+#: The answers to `Request`s.
+Reply = (
+    JoinGroupReply
+    | SyncGroupReply
+    | HeartbeatReply
+    | LeaveGroupReply
+    | FindCoordinatorReply
+    | TopicsDescribed
+)
 
 
 @dataclass(frozen=True)

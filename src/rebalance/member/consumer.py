@@ -36,6 +36,7 @@ from rebalance.consumer_group.commands import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroupHeartbeat,
 )
+from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.errors import ErrorCode
 from rebalance.member.actions import Action, Api, action_for
 from rebalance.member.base import DONE, MemberBase
@@ -52,7 +53,7 @@ from rebalance.member.messages import (
     Revoked,
     TopicsDescribed,
 )
-from rebalance.replies import ConsumerGroupHeartbeatReply, OffsetCommitReply
+from rebalance.replies import OffsetCommitReply
 
 ConsumerRequest = FindCoordinator | DescribeTopics | ConsumerGroupHeartbeat
 ConsumerReply = FindCoordinatorReply | TopicsDescribed | ConsumerGroupHeartbeatReply

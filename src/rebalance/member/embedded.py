@@ -33,7 +33,7 @@ from assignors.consumer_protocol import (
     encode_subscription,
 )
 from assignors.spec import GroupSpec, MemberSubscription, StaticTopics, TopicPartition
-from rebalance.replies import JoinGroupMember
+from rebalance.classic.replies import JoinGroupMember
 
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 """Assignors that support Kafka's COOPERATIVE rebalance protocol (withhold moving partitions)."""

@@ -1,6 +1,6 @@
 """What a member says and hears besides the coordinator's own commands and replies.
 
-The group requests a member sends are the core's commands (`rebalance.commands.JoinGroup`,
+The group requests a member sends are the core's commands (`rebalance.classic.commands.JoinGroup`,
 `SyncGroup`, `Heartbeat`, `LeaveGroup`, `OffsetCommit`) and it is answered with the core's replies:
 one vocabulary for both ends, so a pure member can be wired straight to a pure coordinator in
 tests. Two more requests are the member's own: finding the coordinator and, for a leader, the

@@ -32,8 +32,8 @@ from typing import Any
 
 from assignors import registry
 from assignors.spec import GroupSpec, MemberSubscription, StaticTopics, TopicPartition
+from rebalance.classic.replies import JoinGroupMember
 from rebalance.member.embedded import EmbeddedProtocolError
-from rebalance.replies import JoinGroupMember
 
 PROTOCOL_NAME = "weighted-sticky"
 VERSION = 1

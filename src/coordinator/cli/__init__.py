@@ -1,0 +1,4 @@
+"""The `rebalance` command line: `main` wires the subcommands, one module per subcommand.
+
+May import every layer.
+"""

@@ -1,0 +1,441 @@
+"""`GroupMember`: a classic-protocol group member for asyncio services.
+
+The protocol lives in the pure `rebalance.member.ClassicMember`; this is its shell. One task
+runs the loop: ask the member what to send (`poll`), send it on the right connection (the
+bootstrap servers for FindCoordinator and Metadata, the coordinator for the group requests),
+hand back the reply or the failure, and sleep until the member's next wake-up, a reply, or a
+callback finishing. Callbacks run in their own task and are awaited before the member goes on
+(the pure member sends no JoinGroup or LeaveGroup while they run, as Kafka's listener contract
+requires); heartbeats continue meanwhile.
+
+Usage::
+
+    async with GroupMember("localhost:9092", "billing", ["orders"],
+                           on_assigned=start, on_revoked=stop, on_lost=drop) as member:
+        async for change in member.changes():
+            ...
+
+`commit()` is fenced by the generation that gave the partitions; `committed()` reads the
+group's offsets. Leaving the `async with` revokes everything (callbacks awaited), sends
+LeaveGroup (dynamic members; a static member keeps its place until its session times out, as
+KIP-345 intends) and closes the connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from assignors.spec import TopicPartition
+from coordinator.clients.member import wire
+from coordinator.clients.member.connection import Connection, ConnectionLost
+from rebalance.commands import OffsetCommit
+from rebalance.errors import ErrorCode
+from rebalance.member import (
+    Assigned,
+    Change,
+    ClassicMember,
+    ConsumerEmbedded,
+    DescribeTopics,
+    EmbeddedProtocol,
+    FindCoordinator,
+    Lost,
+    MemberConfig,
+    MemberState,
+    Revoked,
+)
+from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
+from rebalance.member.messages import MemberFailed
+
+log = logging.getLogger(__name__)
+
+Callback = Callable[[frozenset[TopicPartition]], Awaitable[None]]
+
+
+class CommitFailed(Exception):
+    """The offsets were not committed (the member lost the partitions, or the error is final)."""
+
+    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out: list[tuple[str, int]] = []
+    for item in items:
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"bootstrap server must be HOST:PORT, not {item!r}")
+        out.append((host, int(port)))
+    if not out:
+        raise ValueError("no bootstrap servers")
+    return out
+
+
+class GroupMember:
+    """One member of a Kafka group (classic protocol), for asyncio; see the module docstring."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        group_id: str,
+        topics: Iterable[str] = (),
+        *,
+        topic_regex: str | None = None,
+        protocol: EmbeddedProtocol | None = None,
+        group_protocol: str = "classic",
+        assignors: Sequence[str] = ("cooperative-sticky",),
+        server_assignor: str | None = None,
+        group_instance_id: str | None = None,
+        session_timeout_ms: int = 45_000,
+        rebalance_timeout_ms: int = 300_000,
+        heartbeat_interval_ms: int = 3_000,
+        retry_backoff_ms: int = 100,
+        request_timeout_ms: int = 30_000,
+        client_id: str = "rebalance-member",
+        on_assigned: Callback | None = None,
+        on_revoked: Callback | None = None,
+        on_lost: Callback | None = None,
+    ) -> None:
+        self._servers = parse_servers(bootstrap_servers)
+        self.member: ClassicMember | ConsumerMember
+        if group_protocol == "consumer":
+            # KIP-848: the session timeout is the coordinator's (group.consumer.session.timeout.ms);
+            # the value given here is what the member assumes for its ownership lease.
+            self.member = ConsumerMember(
+                ConsumerMemberConfig(
+                    group_id,
+                    str(uuid.uuid4()),
+                    tuple(topics),
+                    topic_regex=topic_regex,
+                    group_instance_id=group_instance_id,
+                    server_assignor=server_assignor,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    session_timeout_ms=session_timeout_ms,
+                    retry_backoff_ms=retry_backoff_ms,
+                    client_id=client_id,
+                )
+            )
+        elif group_protocol == "classic":
+            if topic_regex is not None:
+                # DIFFERS: Java's classic consumer matches a pattern against its own metadata
+                # and subscribes to the names; here a regex is the consumer protocol's (KIP-848,
+                # matched by the coordinator) only.
+                raise ValueError("topic_regex needs group_protocol='consumer'")
+            if protocol is None:
+                protocol = ConsumerEmbedded(tuple(topics), tuple(assignors))
+            self.member = ClassicMember(
+                MemberConfig(
+                    group_id,
+                    session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    heartbeat_interval_ms=heartbeat_interval_ms,
+                    retry_backoff_ms=retry_backoff_ms,
+                    group_instance_id=group_instance_id,
+                    client_id=client_id,
+                ),
+                protocol,
+            )
+        else:
+            raise ValueError(
+                f"group_protocol must be 'classic' or 'consumer', not {group_protocol!r}"
+            )
+        self._client_id = client_id
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._callbacks: dict[type, Callback | None] = {
+            Assigned: on_assigned,
+            Revoked: on_revoked,
+            Lost: on_lost,
+        }
+        self._bootstrap: Connection | None = None
+        self._bootstrap_index = 0
+        self._coordinator: Connection | None = None
+        self._coordinator_address: tuple[str, int] | None = None
+        self._wake = asyncio.Event()
+        self._subscribers: list[asyncio.Queue[Change | None]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._in_flight: asyncio.Task[Any] | None = None
+        self._callback_task: asyncio.Task[None] | None = None
+        self._stable = asyncio.Event()
+        #: Requests sent, by type name (FindCoordinator, JoinGroup, Heartbeat, ...).
+        self.sent: Counter[str] = Counter()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> GroupMember:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self, timeout_s: float | None = None) -> None:
+        """Revoke (callbacks awaited), leave the group, close the connections; after
+        `timeout_s` (default: the request timeout) stop without waiting any longer."""
+        self.member.close()
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(
+                    asyncio.shield(self._task), timeout_s or self._request_timeout_s
+                )
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+            finally:
+                await self._shutdown()
+
+    def kill(self) -> None:
+        """Stop at once without leaving (tests: what a crashed process looks like to the group)."""
+        if self._task is not None:
+            self._task.cancel()
+        for connection in (self._bootstrap, self._coordinator):
+            if connection is not None:
+                connection.close()
+
+    # -- what the application sees --------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
+
+    @property
+    def generation(self) -> int:
+        return self.member.generation
+
+    @property
+    def failure(self) -> MemberFailed | None:
+        return self.member.failure
+
+    def owned(self) -> frozenset[TopicPartition]:
+        """What this member may work on now: assigned, and its ownership lease not expired."""
+        return self.member.owns(self._now_ms())
+
+    async def changes(self) -> AsyncIterator[Change]:
+        """Every assignment change from now on, in order, until the member stops."""
+        queue: asyncio.Queue[Change | None] = asyncio.Queue()
+        self._subscribers.append(queue)
+        try:
+            while (change := await queue.get()) is not None:
+                yield change
+        finally:
+            self._subscribers.remove(queue)
+
+    async def wait_stable(self, timeout_s: float | None = None) -> frozenset[TopicPartition]:
+        """Wait until the member holds its assignment with every callback done (classic: a
+        synced generation, no rebalance pending; consumer protocol: reconciled)."""
+        await asyncio.wait_for(self._stable.wait(), timeout_s)
+        return self.owned()
+
+    async def commit(self, offsets: Mapping[TopicPartition, int], *, metadata: str = "") -> None:
+        """Commit offsets of owned partitions, fenced by the generation that gave them.
+
+        Retriable errors (coordinator moving or loading) are retried after the backoff with a
+        fresh check of ownership; CommitFailed otherwise.
+        """
+        backoff = self.member.config.retry_backoff_ms / 1000
+        deadline = asyncio.get_running_loop().time() + self._request_timeout_s
+        while True:
+            try:
+                request: OffsetCommit = self.member.commit(offsets, metadata=metadata)
+            except Exception as exc:
+                raise CommitFailed(str(exc)) from None
+            try:
+                connection = await self._coordinator_connection(deadline)
+                (api, values) = wire.to_wire(request)
+                response = await connection.request(*api, values, self._request_timeout_s)
+            except ConnectionLost:
+                self.member.on_commit_failure()
+                self._wake.set()
+                if asyncio.get_running_loop().time() > deadline:
+                    raise CommitFailed("coordinator unreachable") from None
+                await asyncio.sleep(backoff)
+                continue
+            outcome = self.member.on_commit_reply(request, wire.from_wire(request, response))
+            self._wake.set()
+            if outcome.ok:
+                return
+            if not outcome.retriable or asyncio.get_running_loop().time() > deadline:
+                raise CommitFailed(f"commit failed: {outcome.error.name}", outcome.error)
+            await asyncio.sleep(backoff)
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets (-1: none) for `partitions`."""
+        deadline = asyncio.get_running_loop().time() + self._request_timeout_s
+        api, values = wire.offset_fetch(self.member.config.group_id, list(partitions))
+        connection = await self._coordinator_connection(deadline)
+        response = await connection.request(*api, values, self._request_timeout_s)
+        code = wire.error(response.error_code)
+        if code is not ErrorCode.NONE:
+            raise CommitFailed(f"offset fetch failed: {code.name}", code)
+        return {
+            (t.name, int(p.partition_index)): int(p.committed_offset)
+            for t in response.topics
+            for p in t.partitions
+        }
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _now_ms(self) -> int:
+        return int(asyncio.get_running_loop().time() * 1000)
+
+    async def _run(self) -> None:
+        member = self.member
+        try:
+            while member.state not in (MemberState.LEFT, MemberState.FAILED):
+                self._run_callbacks()
+                if self._in_flight is None:
+                    request = member.poll(self._now_ms())
+                    if request is not None:
+                        self._in_flight = asyncio.get_running_loop().create_task(
+                            self._exchange(request)
+                        )
+                        continue
+                    if member.state in (MemberState.LEFT, MemberState.FAILED):
+                        continue  # done without a request (a static member's close): stop
+                self._run_callbacks()
+                wakeup = member.next_wakeup_ms(self._now_ms())
+                timeout = None if wakeup is None else max(wakeup - self._now_ms(), 0) / 1000
+                waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._wake.wait())}
+                if self._in_flight is not None:
+                    waiters.add(self._in_flight)
+                if self._callback_task is not None:
+                    waiters.add(self._callback_task)
+                done, _ = await asyncio.wait(
+                    waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+                for waiter in waiters:
+                    if waiter is not self._in_flight and waiter is not self._callback_task:
+                        waiter.cancel()
+                self._wake.clear()
+                if self._in_flight is not None and self._in_flight in done:
+                    task, self._in_flight = self._in_flight, None
+                    request, reply = task.result()
+                    if reply is None:
+                        member.on_failure(self._now_ms())
+                    else:
+                        member.on_reply(reply, self._now_ms())
+                    self._stable_changed()
+                if self._callback_task is not None and self._callback_task.done():
+                    self._callback_task = None
+                    member.changes_done()
+                    self._stable_changed()
+            while self._callback_task is not None or member.has_changes:
+                self._run_callbacks()
+                if self._callback_task is not None:
+                    await self._callback_task
+                    self._callback_task = None
+                    member.changes_done()
+        finally:
+            for queue in self._subscribers:
+                queue.put_nowait(None)
+            if member.failure is not None:
+                log.error("group member %s failed: %s", member.member_id, member.failure)
+
+    def _stable_changed(self) -> None:
+        if self.member.settled:
+            self._stable.set()
+        else:
+            self._stable.clear()
+
+    def _run_callbacks(self) -> None:
+        """Start the callbacks of the announced changes, unless earlier ones still run."""
+        if self._callback_task is not None:
+            return
+        changes = self.member.take_changes()
+        if changes:
+            self._callback_task = asyncio.get_running_loop().create_task(self._announce(changes))
+
+    async def _announce(self, changes: list[Change]) -> None:
+        for change in changes:
+            callback = self._callbacks[type(change)]
+            if callback is not None:
+                try:
+                    await callback(change.partitions)
+                except Exception:
+                    # DIFFERS: Java rethrows a listener's exception from poll() after the
+                    # rebalance; a service has no poll(), so it is logged and the protocol goes on.
+                    log.exception("%s callback failed", type(change).__name__)
+            for queue in self._subscribers:
+                queue.put_nowait(change)
+
+    async def _exchange(self, request: Any) -> tuple[Any, Any]:
+        """Send one member request; (request, reply) or (request, None) when it failed."""
+        try:
+            if isinstance(request, (FindCoordinator, DescribeTopics)):
+                connection = await self._bootstrap_connection()
+            else:
+                connection = await self._connect_coordinator()
+            (api, values) = wire.to_wire(request)
+            self.sent[type(request).__name__] += 1
+            timeout = self._request_timeout_s
+            if api == wire.JOIN_GROUP:
+                timeout = max(timeout, self.member.config.rebalance_timeout_ms / 1000)
+                timeout += wire.JOIN_EXTRA_S
+            response = await connection.request(*api, values, timeout)
+        except ConnectionLost as exc:
+            log.info("%s failed: %s", type(request).__name__, exc)
+            return request, None
+        except Exception:
+            log.exception("%s: unreadable response", type(request).__name__)
+            return request, None
+        return request, wire.from_wire(request, response)
+
+    async def _bootstrap_connection(self) -> Connection:
+        if self._bootstrap is None or self._bootstrap.closed:
+            host, port = self._servers[self._bootstrap_index % len(self._servers)]
+            self._bootstrap_index += 1
+            self._bootstrap = await Connection.open(
+                host, port, self._client_id, self._request_timeout_s
+            )
+        return self._bootstrap
+
+    async def _connect_coordinator(self) -> Connection:
+        address = self.member.coordinator
+        if address is None:
+            raise ConnectionLost("coordinator unknown")
+        if (
+            self._coordinator is None
+            or self._coordinator.closed
+            or self._coordinator_address != address
+        ):
+            if self._coordinator is not None:
+                self._coordinator.close()
+            self._coordinator = await Connection.open(
+                *address, self._client_id, self._request_timeout_s
+            )
+            self._coordinator_address = address
+        return self._coordinator
+
+    async def _coordinator_connection(self, deadline: float) -> Connection:
+        """The coordinator's connection, waiting (until `deadline`) while it is rediscovered."""
+        loop = asyncio.get_running_loop()
+        while self.member.coordinator is None:
+            if loop.time() > deadline or self.member.state in (
+                MemberState.LEFT,
+                MemberState.FAILED,
+            ):
+                raise ConnectionLost("coordinator unknown")
+            await asyncio.sleep(self.member.config.retry_backoff_ms / 1000)
+        return await self._connect_coordinator()
+
+    async def _shutdown(self) -> None:
+        for task in (self._in_flight, self._callback_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for connection in (self._bootstrap, self._coordinator):
+            if connection is not None:
+                await connection.wait_closed()

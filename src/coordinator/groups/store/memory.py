@@ -1,0 +1,32 @@
+"""An in-memory `RecordStore` for tests and benchmarks: same semantics, no durability."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from coordinator.groups.store.base import StoredRecord, StoreError
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        # dicts keep insertion order; re-inserting on update makes it last-write order.
+        self._records: dict[tuple[str, str], bytes] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<MemoryStore records={len(self._records)}>"
+
+    async def append(self, records: Sequence[StoredRecord]) -> None:
+        if self._closed:
+            raise StoreError("memory store is closed")
+        for record in records:
+            self._records.pop((record.kind, record.key), None)
+            if record.value is not None:
+                self._records[(record.kind, record.key)] = record.value
+
+    def load(self) -> Iterator[StoredRecord]:
+        for (kind, key), value in list(self._records.items()):
+            yield StoredRecord(kind, key, value)
+
+    def close(self) -> None:
+        self._closed = True

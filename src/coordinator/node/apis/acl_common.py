@@ -1,0 +1,66 @@
+"""What the ACL APIs (CreateAcls, DescribeAcls, DeleteAcls) share: reading a filter off the
+wire, and the answer when the node has no authorizer or the client may not change ACLs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.node.access_control import AccessControl
+from coordinator.node.contract import RequestContext
+from coordinator.wire.security.acls import (
+    CLUSTER_NAME,
+    Acl,
+    AclFilter,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+
+NO_AUTHORIZER = "No Authorizer is configured on the broker"
+
+
+def refusal(ctx: RequestContext, operation: Operation) -> tuple[ErrorCode, str] | None:
+    """Why this request may not read (DESCRIBE) or change (ALTER) the ACLs, or None."""
+    access = ctx.broker.access
+    if access is None:
+        return ErrorCode.security_disabled, NO_AUTHORIZER
+    if not access.allowed(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        return ErrorCode.cluster_authorization_failed, f"{operation.name} on the cluster is denied"
+    return None
+
+
+def access_of(ctx: RequestContext) -> AccessControl:
+    access = ctx.broker.access
+    assert access is not None  # `refusal` said so
+    return access
+
+
+def read_filter(wire: Any) -> AclFilter:
+    """A DescribeAcls/DeleteAcls filter; `ValueError` for codes Kafka does not define."""
+    return AclFilter(
+        ResourceType(wire.resource_type_filter),
+        wire.resource_name_filter,
+        PatternType(getattr(wire, "pattern_type_filter", PatternType.LITERAL)),
+        wire.principal_filter,
+        wire.host_filter,
+        Operation(wire.operation),
+        Permission(wire.permission_type),
+    )
+
+
+def binding(acl: Acl) -> dict[str, Any]:
+    """An ACL as DeleteAcls' matching_acls lists it."""
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resource_type": int(acl.resource_type),
+        "resource_name": acl.resource_name,
+        "pattern_type": int(acl.pattern_type),
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": int(acl.operation),
+        "permission_type": int(acl.permission),
+    }

@@ -1,0 +1,38 @@
+"""DeleteAcls (key 31): remove the ACLs each filter matches, durable before the answer.
+
+v1 added pattern types; v2 flexible; v3 same. Needs ALTER on the cluster. Each filter's result
+lists the ACLs it removed. Without an authorizer: SECURITY_DISABLED.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.node.apis.acl_common import access_of, binding, read_filter, refusal
+from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.security.acls import Operation
+
+API_KEY = 31
+VERSIONS = range(1, 4)
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    refused = refusal(ctx, Operation.ALTER)
+    results: list[dict[str, Any]] = []
+    for wire in request.filters:
+        if refused is not None:
+            code, message = refused
+            results.append({"error_code": code, "error_message": message, "matching_acls": []})
+            continue
+        try:
+            selector = read_filter(wire)
+        except ValueError as exc:
+            results.append({"error_code": ErrorCode.invalid_request, "error_message": str(exc),
+                            "matching_acls": []})  # fmt: skip
+            continue
+        removed = access_of(ctx).acls.remove(selector)
+        results.append({"error_code": ErrorCode.none, "error_message": None,
+                        "matching_acls": [binding(acl) for acl in removed]})  # fmt: skip
+    return {"throttle_time": 0, "filter_results": results}

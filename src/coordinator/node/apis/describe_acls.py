@@ -1,0 +1,57 @@
+"""DescribeAcls (key 29): the ACLs a filter matches, grouped by resource pattern.
+
+v1 added pattern types; v2 flexible; v3 same. Needs DESCRIBE on the cluster. Without an
+authorizer: SECURITY_DISABLED, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.node.apis.acl_common import access_of, read_filter, refusal
+from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.wire.security.acls import Acl, Operation
+
+API_KEY = 29
+VERSIONS = range(1, 4)
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    refused = refusal(ctx, Operation.DESCRIBE)
+    if refused is None:
+        try:
+            selector = read_filter(request)
+        except ValueError as exc:
+            refused = ErrorCode.invalid_request, str(exc)
+    if refused is not None:
+        code, message = refused
+        return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
+    by_pattern: dict[tuple[int, str, int], list[Acl]] = {}
+    for acl in access_of(ctx).acls.all():
+        if selector.matches(acl):
+            key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
+            by_pattern.setdefault(key, []).append(acl)
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resources": [
+            {
+                "resource_type": kind,
+                "resource_name": name,
+                "pattern_type": pattern,
+                "acls": [
+                    {
+                        "principal": a.principal,
+                        "host": a.host,
+                        "operation": int(a.operation),
+                        "permission_type": int(a.permission),
+                    }
+                    for a in acls
+                ],
+            }
+            for (kind, name, pattern), acls in by_pattern.items()
+        ],
+    }

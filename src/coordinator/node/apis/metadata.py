@@ -1,0 +1,131 @@
+"""Metadata (key 3): this node as the only broker, leader of every partition.
+
+Versions: v1 `topics=null` means all topics (v0: empty list means all), adds controller_id and
+is_internal; v2 cluster_id; v3 throttle_time; v4 allow_auto_topic_creation; v5
+offline_replicas; v7 leader_epoch; v8 authorized-operations flags; v9 flexible; v10 topic_id in
+both directions; v12 topic name nullable in requests (lookup by id only); v13 top-level
+error_code. aiokafka sends v5, kafka-python and librdkafka v13. Authorized operations (v8+,
+cluster only to v10) are every operation, as without an authorizer
+(`coordinator.node.apis.operations`).
+
+Unknown topics are created when `auto.create.topics.enable` is true and the request allows it
+(always below v4; aiokafka/kafka-python allow it, librdkafka does not). Topic ids are real and
+stable; an unknown id answers UNKNOWN_TOPIC_ID. Internal topics (`__consumer_offsets`, see
+`coordinator.partition_log.internal`) are listed with `is_internal` set, found by name or id, and
+never auto-created.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.constants import uuid_zero
+
+from coordinator.node.apis.operations import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    if_requested,
+)
+from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.partition_log.internal import InternalTopic
+from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
+
+API_KEY = 3
+VERSIONS = range(0, 14)
+
+NO_AUTHORIZED_OPERATIONS = NOT_REQUESTED
+LEADER_EPOCH = 0
+
+
+def describe_topic(topic: Topic | InternalTopic, node_id: int) -> dict[str, Any]:
+    internal = isinstance(topic, InternalTopic)
+    count = topic.partition_count if isinstance(topic, InternalTopic) else len(topic.partitions)
+    return {
+        "error_code": ErrorCode.none,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": internal,
+        "partitions": [
+            {
+                "error_code": ErrorCode.none,
+                "partition_index": index,
+                "leader_id": node_id,
+                "leader_epoch": LEADER_EPOCH,
+                "replica_nodes": [node_id],
+                "isr_nodes": [node_id],
+                "offline_replicas": [],
+            }
+            for index in range(count)
+        ],
+        "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _missing(code: ErrorCode, name: str | None, topic_id: uuid.UUID | None) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": topic_id or uuid_zero,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _requested_topic(
+    name: str | None, topic_id: uuid.UUID | None, may_create: bool, ctx: RequestContext
+) -> dict[str, Any]:
+    broker = ctx.broker
+    if name is None:
+        found: Topic | InternalTopic | None = None
+        if topic_id:
+            found = broker.internal_topics.by_id(topic_id) or broker.topics.by_id(topic_id)
+        if found is None:
+            return _missing(ErrorCode.unknown_topic_id, None, topic_id)
+        return describe_topic(found, broker.node_id)
+    internal = broker.internal_topics.get(name)
+    if internal is not None:
+        return describe_topic(internal, broker.node_id)
+    topic = broker.topics.get(name)
+    if topic is None:
+        try:
+            check_topic_name(name)
+        except InvalidTopicError:
+            return _missing(ErrorCode.invalid_topic_exception, name, None)
+        if not (may_create and broker.config.auto_create_topics_enable):
+            return _missing(ErrorCode.unknown_topic_or_partition, name, None)
+        topic = broker.topics.create(name, broker.config.num_partitions)
+    return describe_topic(topic, broker.node_id)
+
+
+async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
+    broker = ctx.broker
+    requested = request.topics
+    wants_all = requested is None or (api_version == 0 and not requested)
+    may_create = api_version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
+    if wants_all:
+        every: list[Topic | InternalTopic] = [*broker.internal_topics, *broker.topics]
+        topics = [describe_topic(topic, broker.node_id) for topic in every]
+    else:
+        topics = [
+            _requested_topic(t.name, getattr(t, "topic_id", None), may_create, ctx)
+            for t in requested
+        ]
+    if getattr(request, "include_topic_authorized_operations", False):
+        for topic in topics:
+            if topic["name"] is not None:  # Kafka leaves unknown topic ids out
+                topic["topic_authorized_operations"] = TOPIC_OPERATIONS
+    asked_cluster = getattr(request, "include_cluster_authorized_operations", False)
+    host, port = ctx.advertised_address()
+    return {
+        "throttle_time": 0,
+        "brokers": [{"node_id": broker.node_id, "host": host, "port": port}],
+        "cluster_id": broker.config.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": if_requested(asked_cluster, CLUSTER_OPERATIONS),
+        "error_code": ErrorCode.none,
+    }
