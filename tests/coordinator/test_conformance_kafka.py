@@ -15,8 +15,8 @@ from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.differential import run_differential
 from coordinator.conformance.runner import Outcome, run_scenarios
 from coordinator.conformance.scenarios import SCENARIOS
-from coordinator.peers.kafka_broker import KafkaBroker
-from coordinator.peers.pytest_plugin import KafkaBrokers
+from coordinator.testing.peers.kafka_broker import KafkaBroker
+from coordinator.testing.peers.pytest_plugin import KafkaBrokers
 
 #: The rules that need an initial delay, a small group.max.size, or a quick offsets cleanup.
 SLOW_SETTINGS = {"join.initial_delay", "join.max_size_refused", "retention.explicit_expiry"}

@@ -20,18 +20,19 @@ from coordinator.conformance.consumer_scenarios import (
     ConsumerMember,
 )
 from coordinator.conformance.scenarios import error_name
-from coordinator.peers.pytest_plugin import KafkaBrokers
-from coordinator.pytest_plugin import ServerFactory
+from coordinator.testing.peers.pytest_plugin import KafkaBrokers
+from coordinator.testing.pytest_plugin import ServerFactory
 
 
 @pytest.fixture(params=["kafka", "ours"])
 def broker_of(
-    request: pytest.FixtureRequest,
+    request: pytest.FixtureRequest, kafka_brokers: KafkaBrokers
 ) -> Iterator[Callable[[dict[str, object]], str]]:
-    """HOST:PORT of a broker with the given settings: Kafka's (shared per settings) or ours."""
+    """HOST:PORT of a broker with the given settings: Kafka's (shared per settings) or ours.
+    Both ask for `kafka_brokers` (it starts nothing until asked), so all of these tests are in
+    the Kafka broker's xdist group."""
     if request.param == "kafka":
-        brokers: KafkaBrokers = request.getfixturevalue("kafka_brokers")
-        yield lambda settings: brokers.get(settings).bootstrap
+        yield lambda settings: kafka_brokers.get(settings).bootstrap
     else:
         factory: ServerFactory = request.getfixturevalue("kafka_server_factory")
         yield lambda settings: factory(topics=[], settings=settings).bootstrap

@@ -69,8 +69,9 @@ KAFKA_DEFAULTS: Mapping[str, str] = {
     "group.consumer.min.heartbeat.interval.ms": "5000",
     "group.consumer.max.heartbeat.interval.ms": "15000",
     "group.consumer.max.size": "2147483647",
-    # Kafka 4.3's batching of target assignments (absent before: one per epoch bump, as 0).
-    "group.consumer.assignment.interval.ms": "0",
+    # Kafka 4.3's batching of target assignments, 1 s by default in 4.4 (absent before: one
+    # target per epoch bump, as 0).
+    "group.consumer.assignment.interval.ms": "1000",
 }
 
 
