@@ -141,7 +141,8 @@ def group_member(bootstrap: str, group: str, name: str, timeline: Timeline, prot
 
     return GroupMember(
         bootstrap, group, [TOPIC], group_protocol=protocol, session_timeout_ms=SESSION_MS,
-        heartbeat_interval_ms=HEARTBEAT_MS, rebalance_timeout_ms=60_000, client_id=name,
+        heartbeat_interval_ms=None if protocol == "consumer" else HEARTBEAT_MS,
+        rebalance_timeout_ms=60_000, client_id=name,
         on_assigned=assigned, on_revoked=gone, on_lost=gone,
     )  # fmt: skip
 

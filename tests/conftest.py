@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from _pytest.nodeid import NodeId
 from hypothesis import settings
 
 from coordinator.testing.server import RunningServer, WireClient, running_server
@@ -28,19 +29,29 @@ settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (worker side)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.get_closest_marker("xdist_group") is not None:
+        return
+    used = getattr(item, "fixturenames", ())
+    group = next((g for fixture, g in SHARED_JVMS.items() if fixture in used), None)
+    if group is None and item.get_closest_marker("spark") is not None:
+        group = SHARED_JVMS["spark"]  # a Spark command in a process of its own
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(trylast=True)  # after every hook that adds groups (the peers plugin's too)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
+    """What pytest-xdist 3.8's worker does for `--dist loadgroup`, for pytest 9: it appends
+    "@GROUP" to the node ids of grouped tests, and its scheduler sends each group to one worker;
+    but it writes `item._nodeid`, which pytest 9 no longer reads (the id is `item._id`)."""
+    if not getattr(config.option, "loadgroup", False):  # set in xdist workers only
         return
     for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        used = getattr(item, "fixturenames", ())
-        group = next((g for fixture, g in SHARED_JVMS.items() if fixture in used), None)
-        if group is None and item.get_closest_marker("spark") is not None:
-            group = SHARED_JVMS["spark"]  # a Spark command in a process of its own
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        marks = item.iter_markers("xdist_group")
+        names = sorted({str(m.args[0] if m.args else m.kwargs["name"]) for m in marks})
+        if names and "@" not in item.nodeid:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ aiokafka calls four things on each configured assignor: ``name``, ``metadata(top
 every JoinGroup, ``assign(cluster, members)`` on the leader, and ``on_assignment(assignment)``
 after SyncGroup. Pass an *instance* (as above): all state lives in the instance, so several
 consumers in one process never share it (unlike aiokafka's own sticky assignor, whose class
-attributes are shared).
+attributes are shared). The class itself, as aiokafka's own assignors are passed, is refused
+where aiokafka first reads it: `start()` fails with a line saying to pass an instance.
 
 What aiokafka (0.14) cannot do, and what this plug-in does about it:
 
@@ -99,7 +100,27 @@ class ClusterTopics:
         return frozenset(racks)
 
 
-class AiokafkaAssignor:
+class _InstancesOnly(type):
+    """aiokafka's own assignors are passed as classes; ours hold per-consumer state, so the class
+    itself is refused, clearly, where aiokafka first touches it (it reads `name` and calls
+    `metadata` on each configured assignor before its first JoinGroup)."""
+
+    def _refuse(cls) -> TypeError:
+        return TypeError(
+            f"pass an instance, assignors.aiokafka.assignor('sticky'), not the class "
+            f"{cls.__name__}, in partition_assignment_strategy"
+        )
+
+    @property
+    def name(cls) -> str:
+        raise cls._refuse()
+
+    @property
+    def metadata(cls) -> Any:
+        raise cls._refuse()
+
+
+class AiokafkaAssignor(metaclass=_InstancesOnly):
     """aiokafka's assignor interface around one of our assignors, with per-instance state."""
 
     def __init__(self, assignor: PartitionAssignor, *, client_rack: str | None = None) -> None:

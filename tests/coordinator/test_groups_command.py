@@ -78,7 +78,7 @@ def test_describe_a_consumer_group(node: RunningServer, capsys: pytest.CaptureFi
     async def scenario() -> None:
         members = [
             GroupMember(node.bootstrap, "kip848", ["t"], group_protocol="consumer",
-                        client_id=f"c{i}", heartbeat_interval_ms=200)
+                        client_id=f"c{i}")
             for i in range(2)
         ]  # fmt: skip
         for m in members:

@@ -74,8 +74,9 @@ async def run_group_member(args: argparse.Namespace) -> None:
     consumer = Reporting(
         AIOKafkaConsumer(bootstrap_servers=args.bootstrap, enable_auto_commit=False),
         args.bootstrap, args.group, [args.topic], group_protocol=args.protocol,
-        session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.session_ms // 5,
-        rebalance_timeout_ms=args.session_ms * 2, client_id=args.name,
+        session_timeout_ms=args.session_ms, rebalance_timeout_ms=args.session_ms * 2,
+        heartbeat_interval_ms=None if args.protocol == "consumer" else args.session_ms // 5,
+        client_id=args.name,
     )  # fmt: skip
     async with consumer:
         while not stop.is_set():

@@ -48,7 +48,8 @@ def incremental(bootstrap: str, name: str, protocol: str) -> IncrementalConsumer
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     return IncrementalConsumer(
         consumer, bootstrap, "incremental", [TOPIC], group_protocol=protocol,
-        session_timeout_ms=3000, heartbeat_interval_ms=200, client_id=name,
+        session_timeout_ms=3000, client_id=name,
+        heartbeat_interval_ms=None if protocol == "consumer" else 200,
     )  # fmt: skip
 
 

@@ -47,6 +47,7 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, OFFSET_DELETE = 29, 30, 31, 47
+DESCRIBE_TOPIC_PARTITIONS = 75
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
 GROUP_ID_NOT_FOUND = 69
 
@@ -366,6 +367,16 @@ async def test_topic_apis_need_their_operation_on_the_topic(node: RunningServer)
         },
     )
     assert named.topics[0].error_code == TOPIC_DENIED
+    every_partition = {"topics": [], "response_partition_limit": 2000, "cursor": None}
+    paged = await bob.request(DESCRIBE_TOPIC_PARTITIONS, 0, every_partition)
+    assert [t.name for t in paged.topics] == ["visible"]  # hidden and __consumer_offsets left out
+    assert paged.topics[0].topic_authorized_operations == TOPIC_OPERATIONS  # ALL for User:*
+    paged = await bob.request(
+        DESCRIBE_TOPIC_PARTITIONS, 0, every_partition | {"topics": [{"name": "hidden"}]}
+    )
+    assert [(t.name, t.error_code, t.partitions) for t in paged.topics] == [
+        ("hidden", TOPIC_DENIED, ())
+    ]
     from coordinator.testing.server import record_batch
 
     produced = await bob.request(

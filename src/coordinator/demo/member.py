@@ -134,7 +134,7 @@ async def run_cooperative(args: argparse.Namespace) -> None:
     revocation, so a SIGKILLed member leaves at most half a second of records to be read again."""
     from aiokafka import AIOKafkaConsumer
 
-    from coordinator.clients.member import CommitFailed
+    from coordinator.clients.member import CommitError
     from coordinator.clients.member.aiokafka import IncrementalConsumer
     from rebalance.member import Revoked
 
@@ -169,7 +169,9 @@ async def run_cooperative(args: argparse.Namespace) -> None:
             batch = await consumer.getmany(timeout_ms=200)
             consumed += sum(len(records) for records in batch.values())
             if time.monotonic() - committed > 0.5:
-                with contextlib.suppress(CommitFailed):  # mid-rebalance: the next one will do
+                with contextlib.suppress(
+                    CommitError
+                ):  # mid-rebalance or lost: the next one will do
                     await consumer.commit()
                 committed = time.monotonic()
             if time.monotonic() - reported > 0.5:

@@ -5,6 +5,14 @@ runs or once the member is done, the ownership lease checked before anything is 
 assignment changes announced are taken by the shell, and the member goes on only once their
 callbacks returned (`changes_done`). Each protocol says what to send (`_next_request`) and when
 its lease runs out (`_check_lease`).
+
+The ownership lease has two parts, as the coordinator has two deadlines for a member: its
+session, re-armed by every heartbeat it accepts for the member's generation (or epoch), and the
+rebalance (classic: the join deadline; KIP-848: the revocation deadline), which starts only
+after the last heartbeat answered while no rebalance concerned the member. The lease ends at
+the earlier of `session_ms` after the send time of the last accepted heartbeat and
+`rebalance_ms` after the send time of the last settled one: a member whose `on_revoked` drains
+for longer than its session keeps what it owns while it heartbeats, up to the rebalance timeout.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import Generic, TypeVar
 from assignors.spec import TopicPartition
 from rebalance.commands import LATEST_COMMIT_VERSION, CommitPartition, CommitTopic, OffsetCommit
 from rebalance.member.lifecycle import MemberState
-from rebalance.member.messages import Change, CommitRefused, MemberFailed
+from rebalance.member.messages import Change, CommitRefused, MemberFailed, Revoked
 
 RequestT = TypeVar("RequestT")
 
@@ -26,7 +34,7 @@ DONE = (MemberState.LEAVING, MemberState.LEFT, MemberState.FAILED)
 class MemberBase(Generic[RequestT]):
     """The state both members keep, and the shell-facing calls whose rules they share."""
 
-    def __init__(self, lease_ms: int) -> None:
+    def __init__(self, session_ms: int, rebalance_ms: int) -> None:
         self.state = MemberState.UNJOINED
         #: What this member believes it owns.
         self.owned: frozenset[TopicPartition] = frozenset()
@@ -34,13 +42,16 @@ class MemberBase(Generic[RequestT]):
         self.revoking: frozenset[TopicPartition] = frozenset()
         self.coordinator: tuple[str, int] | None = None
         self.failure: MemberFailed | None = None
-        self._lease_ms = lease_ms
+        self._session_ms = session_ms
+        self._rebalance_ms = rebalance_ms
         self._in_flight: RequestT | None = None
         self._sent_ms = 0
         self._retry_at_ms = 0
         self._next_heartbeat_ms = 0
-        #: When the last proof of membership was sent (None: the member holds no lease).
+        #: When the last heartbeat the coordinator accepted was sent (None: no lease held).
         self._lease_from_ms: int | None = None
+        #: When the last one accepted while no rebalance concerned the member was sent.
+        self._settled_from_ms: int | None = None
         self._changes: list[Change] = []
         self._unacknowledged = 0
         self._closing = False
@@ -60,10 +71,30 @@ class MemberBase(Generic[RequestT]):
         return request
 
     def owns(self, now_ms: int) -> frozenset[TopicPartition]:
-        """What the member may act on at `now_ms`: its partitions while the lease holds."""
-        if self._lease_from_ms is None or now_ms >= self._lease_from_ms + self._lease_ms:
+        """What the member may act on at `now_ms`, while its lease holds: what it owns, and what
+        it is revoking until the `on_revoked` callback returned (`changes_done`)."""
+        end = self._lease_end_ms()
+        if end is None or now_ms >= end:
             return frozenset()
-        return self.owned
+        return self.owned | self.revoking
+
+    def _lease_end_ms(self) -> int | None:
+        """When the ownership lease runs out (None: no lease held); see the module docstring."""
+        if self._lease_from_ms is None or self._settled_from_ms is None:
+            return None
+        return min(
+            self._lease_from_ms + self._session_ms, self._settled_from_ms + self._rebalance_ms
+        )
+
+    def _prove(self, sent_ms: int, *, settled: bool) -> None:
+        """A heartbeat sent at `sent_ms` was accepted (`settled`: no rebalance concerned the
+        member when it was answered): the lease counts from there."""
+        self._lease_from_ms = sent_ms
+        if settled:
+            self._settled_from_ms = sent_ms
+
+    def _drop_lease(self) -> None:
+        self._lease_from_ms = self._settled_from_ms = None
 
     @property
     def has_changes(self) -> bool:
@@ -75,10 +106,18 @@ class MemberBase(Generic[RequestT]):
         changes, self._changes = self._changes, []
         return changes
 
+    def revocation_done(self, change: Revoked) -> None:
+        """`on_revoked` for `change` returned: its partitions are no longer owned or committable
+        (the member still waits for `changes_done` before it goes on with the protocol)."""
+        self.revoking -= change.partitions
+
     def changes_done(self) -> None:
         """The application's callbacks for every taken change have returned."""
         self._unacknowledged = len(self._changes)
-        self.revoking = frozenset()
+        # what later revocations, announced meanwhile and not yet handled, give back stays
+        self.revoking = frozenset().union(
+            *(c.partitions for c in self._changes if isinstance(c, Revoked))
+        )
 
     def close(self) -> None:
         """Leave: revoke what is owned, then leave the group (classic: LeaveGroup, dynamic
@@ -111,6 +150,8 @@ class MemberBase(Generic[RequestT]):
         is still revoking (what it gave back is committable until its callbacks returned)."""
         foreign = set(offsets) - self.owned - self.revoking
         if foreign:
+            # DIFFERS: Kafka's coordinator takes any partition from a member of the generation;
+            # here a commit is refused locally for what the member does not hold (no code).
             raise CommitRefused(f"not owned by this member: {sorted(foreign)}")
         by_topic: dict[str, list[CommitPartition]] = {}
         for (topic, partition), offset in sorted(offsets.items()):

@@ -21,15 +21,18 @@ Errors go through `actions.action_for` (Kafka's Java client's choices, one table
 Ownership lease (not in Kafka's classic client, added here on purpose). Kafka's Java consumer
 keeps believing it owns its partitions while its heartbeats fail, until it hears an error; by
 then the coordinator may have given them away. This member gives them up as *lost* once
-`min(session_timeout_ms, rebalance_timeout_ms)` has passed since it *sent* the last heartbeat
-the coordinator accepted (NONE) for the generation the member holds. The coordinator cannot
-remove it earlier: an accepted heartbeat re-armed its session when it arrived, after it was
-sent, and a rebalance the member has not heard of began after that heartbeat was answered.
-Only heartbeats count: a JoinGroup or SyncGroup answered at once (the group already Stable)
-re-arms nothing at the coordinator. So partitions new in a SyncGroup are owned (and announced)
-once the heartbeat sent right after it is accepted. With clocks that run at the same rate, no
-two members ever believe they own the same partition (tests/rebalance/test_member_properties.py,
-which found the SyncGroup case).
+`session_timeout_ms` has passed since it *sent* the last heartbeat the coordinator accepted for
+the generation the member holds (NONE, or REBALANCE_IN_PROGRESS: both re-arm the session), or
+`rebalance_timeout_ms` since it sent the last one answered NONE (in Stable, or while its own
+callbacks run before it rejoins), whichever comes first. The coordinator cannot remove it
+earlier: an accepted heartbeat re-armed its session when it arrived, after it was sent, and a
+rebalance the member has not heard of began after the last NONE was answered, so its join
+deadline falls at least the rebalance timeout later. A drain in `on_revoked` may therefore run
+up to the rebalance timeout while heartbeats go on. Only heartbeats count: a JoinGroup or
+SyncGroup answered at once (the group already Stable) re-arms nothing at the coordinator. So
+partitions new in a SyncGroup are owned (and announced) once the heartbeat sent right after it
+is accepted. With clocks that run at the same rate, no two members ever believe they own the
+same partition (tests/rebalance/test_member_properties.py, which found the SyncGroup case).
 """
 
 from __future__ import annotations
@@ -94,10 +97,6 @@ class MemberConfig:
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
 
-    @property
-    def lease_ms(self) -> int:
-        return min(self.session_timeout_ms, self.rebalance_timeout_ms)
-
 
 @dataclass(frozen=True)
 class CommitOutcome:
@@ -105,6 +104,8 @@ class CommitOutcome:
 
     error: ErrorCode
     action: Action | None  # None when every partition was committed
+    #: The commit raced a rebalance (its generation was superseded meanwhile): commit again.
+    rebalancing: bool = False
 
     @property
     def ok(self) -> bool:
@@ -119,7 +120,7 @@ class ClassicMember(MemberBase[Request]):
     """One member of a classic group; see the module docstring."""
 
     def __init__(self, config: MemberConfig, protocol: EmbeddedProtocol) -> None:
-        super().__init__(config.lease_ms)
+        super().__init__(config.session_timeout_ms, config.rebalance_timeout_ms)
         self.config = config
         self.protocol = protocol
         self.member_id = ""
@@ -143,15 +144,14 @@ class ClassicMember(MemberBase[Request]):
         if self.state in (MemberState.LEFT, MemberState.FAILED):
             return None
         candidates: list[int] = []
-        if self.owned and self._lease_from_ms is not None:
-            candidates.append(self._lease_from_ms + self._lease_ms)
+        lease_end = self._lease_end_ms()
+        if self.owned and lease_end is not None:
+            candidates.append(lease_end)
         if self._in_flight is None:
             settled = self._unacknowledged == 0 and not self._changes
             if (
                 self.coordinator is None
-                # Closing, the SyncGroup is not sent any more: the LeaveGroup waits for the
-                # revocation callbacks (`changes_done`), so waking now would only spin.
-                or (self.state is MemberState.SYNCING and not self._closing)
+                or self.state is MemberState.SYNCING
                 or (self._closing and settled)
                 or (
                     self._join_due() and (settled or (not self.protocol.cooperative and self.owned))
@@ -214,15 +214,20 @@ class ClassicMember(MemberBase[Request]):
 
         Refused (CommitRefused) unless the member is in the generation that gave it these
         partitions: never with a generation it has already left or not yet been assigned in.
+        While the member rejoins, before its JoinGroup is answered, the generation is still the
+        coordinator's (it takes commits while preparing a rebalance, as Kafka's does); between
+        the JoinGroup's answer and the SyncGroup's the refusal is retriable, as Java's
+        RebalanceInProgressException.
         """
         if self.failure is not None:
             raise self.failure
-        if self.generation < 0 or self.generation != self.owned_generation:
+        if self.generation < 0 or self.owned_generation < 0:
             raise CommitRefused(
                 f"not in a synced generation (generation {self.generation}, "
-                f"assignment of {self.owned_generation})"
+                f"assignment of {self.owned_generation})",
+                ErrorCode.ILLEGAL_GENERATION,
             )
-        return self._offset_commit(
+        request = self._offset_commit(
             offsets,
             metadata,
             group_id=self.config.group_id,
@@ -230,6 +235,13 @@ class ClassicMember(MemberBase[Request]):
             member_id=self.member_id,
             group_instance_id=self.config.group_instance_id,
         )
+        if self.generation != self.owned_generation:
+            raise CommitRefused(
+                f"rebalance in progress (generation {self.generation} joined, not yet synced)",
+                ErrorCode.REBALANCE_IN_PROGRESS,
+                retriable=True,
+            )
+        return request
 
     def on_commit_reply(self, request: OffsetCommit, reply: OffsetCommitReply) -> CommitOutcome:
         """Act on a commit's answer (Kafka: a stale answer must not reset a newer generation)."""
@@ -245,7 +257,16 @@ class ClassicMember(MemberBase[Request]):
             self.coordinator = None
         elif action is Action.REJOIN and self.state is MemberState.STABLE:
             self._rejoin()
-        elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER_ID) and current:
+        elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER_ID):
+            if not current or self.state in (MemberState.JOINING, MemberState.SYNCING):
+                # Java's OffsetCommitResponseHandler: the generation moved on since the commit
+                # was sent, or the member is rebalancing: RebalanceInProgressException, no
+                # reset (the JoinGroup under way decides the membership). DIFFERS: Java sends
+                # no commit while rejoining, so it cannot race a join completing; this member
+                # does (the coordinator takes them until then). And Java says CommitFailed for
+                # a moved-on generation once stable again; here always retriable, since what
+                # owned() lists in the new generation may be committed.
+                return CommitOutcome(error, action, rebalancing=True)
             self._reset(forget_member_id=action is Action.RESET_MEMBER_ID)
         elif action is Action.FATAL and current:
             self._fail(error, "OffsetCommit")
@@ -260,6 +281,11 @@ class ClassicMember(MemberBase[Request]):
     def _next_request(self, now_ms: int) -> Request | None:
         if self.coordinator is None:
             return FindCoordinator(self.config.group_id)
+        if self._closing and self.state is MemberState.SYNCING:
+            # DIFFERS: Java's close fails the revocation's commits mid-rebalance; here the member
+            # first completes the rebalance under way (SyncGroup), so that `on_revoked` commits
+            # in the generation the coordinator is in, then revokes and leaves.
+            return self._sync_or_describe()
         if self._closing:
             leave = self._leave_request()
             if leave is not None or not self._can_heartbeat():
@@ -422,16 +448,21 @@ class ClassicMember(MemberBase[Request]):
 
     def _on_heartbeat(self, request: Heartbeat, reply: HeartbeatReply, now_ms: int) -> None:
         self._next_heartbeat_ms = self._sent_ms + self.config.heartbeat_interval_ms
+        unchanged = request.generation_id == self.generation and request.member_id == self.member_id
         if reply.error is ErrorCode.NONE:
-            if request.generation_id == self.generation and self.state is MemberState.STABLE:
-                self._prove(now_ms)
-                if self._pending is not None:
-                    self.owned |= self._pending
-                    self._announce(Assigned(self._pending, self.generation))
+            # STABLE, or JOINING while callbacks run before the JoinGroup: the generation holds
+            if unchanged and self.state in (MemberState.STABLE, MemberState.JOINING):
+                self._prove(self._sent_ms, settled=True)
+                if self._pending is not None and self.state is MemberState.STABLE:
+                    if self._pending:
+                        self.owned |= self._pending
+                        # DIFFERS: Java calls onPartitionsAssigned with an empty set too
+                        self._announce(Assigned(self._pending, self.generation))
                     self._pending = None
             return
+        if reply.error is ErrorCode.REBALANCE_IN_PROGRESS and unchanged:
+            self._prove(self._sent_ms, settled=False)  # the session was re-armed, not the rest
         action = action_for(Api.HEARTBEAT, reply.error)
-        unchanged = request.generation_id == self.generation and request.member_id == self.member_id
         if action is Action.REJOIN:
             if self.state is MemberState.STABLE:
                 self._rejoin()  # otherwise already rejoining: Java ignores it
@@ -462,14 +493,9 @@ class ClassicMember(MemberBase[Request]):
 
     # -- state changes -----------------------------------------------------------------------
 
-    def _prove(self, now_ms: int) -> None:
-        """A heartbeat sent at `_sent_ms` was accepted: the ownership lease starts there."""
-        self._lease_from_ms = self._sent_ms
-
     def _check_lease(self, now_ms: int) -> None:
-        if not self.owned or self._lease_from_ms is None:
-            return
-        if now_ms < self._lease_from_ms + self._lease_ms:
+        end = self._lease_end_ms()
+        if not self.owned or end is None or now_ms < end:
             return
         self._announce(Lost(self.owned, self.owned_generation))
         self.owned = frozenset()
@@ -501,7 +527,7 @@ class ClassicMember(MemberBase[Request]):
         self.generation = -1
         if forget_member_id:
             self.member_id = ""
-        self._lease_from_ms = None
+        self._drop_lease()
         if self.state in DONE:
             return
         if self.state is not MemberState.UNJOINED:

@@ -15,10 +15,11 @@ member -> LEFT); errors through the same table (`Api.CONSUMER_GROUP_HEARTBEAT` r
 The member id is the client's (ConsumerGroupHeartbeat v1, KIP-1082): the shell draws a UUID and
 passes it in, so that this module stays deterministic.
 
-Ownership lease, as in the classic member: partitions are given up as lost once
-`min(session_timeout_ms, rebalance_timeout_ms)` has passed since the send time of the last
-heartbeat answered NONE whose owned partitions were all in the assignment (a heartbeat while a
-revocation is pending does not count: the coordinator's revocation timer runs from before it).
+Ownership lease, as in the classic member (`base`): partitions are given up as lost once
+`session_timeout_ms` has passed since the send time of the last heartbeat answered NONE, or
+`rebalance_timeout_ms` since the send time of the last one whose owned partitions were all in
+the assignment (while a revocation is pending, heartbeats re-arm the session but not the
+coordinator's revocation timer, which runs from before them).
 The session timeout is the coordinator's `group.consumer.session.timeout.ms`: a consumer-protocol
 member does not send it, so it is configured here (Kafka's default 45 s).
 """
@@ -82,16 +83,12 @@ class ConsumerMemberConfig:
         if self.topic_regex is not None and self.topics:
             raise ValueError("subscribe to topics or to a topic regex, not both")
 
-    @property
-    def lease_ms(self) -> int:
-        return min(self.session_timeout_ms, self.rebalance_timeout_ms)
-
 
 class ConsumerMember(MemberBase[ConsumerRequest]):
     """One member of a KIP-848 consumer group; see the module docstring."""
 
     def __init__(self, config: ConsumerMemberConfig) -> None:
-        super().__init__(config.lease_ms)
+        super().__init__(config.session_timeout_ms, config.rebalance_timeout_ms)
         self.config = config
         self.member_id = config.member_id
         self.epoch = JOIN_EPOCH
@@ -128,8 +125,9 @@ class ConsumerMember(MemberBase[ConsumerRequest]):
         if self.state in (MemberState.LEFT, MemberState.FAILED):
             return None
         candidates: list[int] = []
-        if self.owned and self._lease_from_ms is not None:
-            candidates.append(self._lease_from_ms + self._lease_ms)
+        lease_end = self._lease_end_ms()
+        if self.owned and lease_end is not None:
+            candidates.append(lease_end)
         if self._in_flight is None:
             settled = self._unacknowledged == 0 and not self._changes
             if settled and (
@@ -187,7 +185,9 @@ class ConsumerMember(MemberBase[ConsumerRequest]):
         if self.failure is not None:
             raise self.failure
         if self.epoch <= 0 or self.state is not MemberState.STABLE:
-            raise CommitRefused(f"not a member with an epoch (epoch {self.epoch})")
+            raise CommitRefused(
+                f"not a member with an epoch (epoch {self.epoch})", ErrorCode.FENCED_MEMBER_EPOCH
+            )
         return self._offset_commit(
             offsets,
             metadata,
@@ -306,9 +306,9 @@ class ConsumerMember(MemberBase[ConsumerRequest]):
                 self._target = frozenset(
                     (topic_id, p) for topic_id, ps in reply.assignment for p in ps
                 )
-            sent = frozenset((self._ids[t], p) for t, p in self._sent_owned)
-            if self._target is not None and sent <= self._target:
-                self._lease_from_ms = self._sent_ms  # no revocation pending: a proof
+            if self._target is not None:
+                sent = frozenset((self._ids[t], p) for t, p in self._sent_owned)
+                self._prove(self._sent_ms, settled=sent <= self._target)
             self._reconcile()
             return
         action = action_for(Api.CONSUMER_GROUP_HEARTBEAT, reply.error)
@@ -356,14 +356,13 @@ class ConsumerMember(MemberBase[ConsumerRequest]):
         self.owned = frozenset()
         self.epoch = JOIN_EPOCH
         self._target = None
-        self._lease_from_ms = None
+        self._drop_lease()
         if self.state not in DONE and self.state is not MemberState.UNJOINED:
             fire(self, "reset")
 
     def _check_lease(self, now_ms: int) -> None:
-        if not self.owned or self._lease_from_ms is None:
-            return
-        if now_ms < self._lease_from_ms + self._lease_ms:
+        end = self._lease_end_ms()
+        if not self.owned or end is None or now_ms < end:
             return
         self._announce(Lost(self.owned, self.epoch))
         self.owned = frozenset()

@@ -49,7 +49,7 @@ class TopicsDescribed:
 
 @dataclass(frozen=True, slots=True)
 class Assigned:
-    """Partitions that became this member's (`on_assigned`); may be empty after a rebalance."""
+    """Partitions that became this member's (`on_assigned`); never empty."""
 
     partitions: frozenset[TopicPartition]
     generation: int
@@ -75,7 +75,17 @@ Change = Assigned | Revoked | Lost
 
 
 class CommitRefused(Exception):
-    """The member cannot commit these offsets now (not in a generation, or not the owner)."""
+    """The member cannot commit these offsets now: `retriable` when a rebalance is under way
+    (commit again once it is done), final otherwise (not the owner, the generation is gone).
+    `code` is the Kafka error the coordinator would answer, None when Kafka has none (Kafka's
+    coordinator does not check who owns a partition)."""
+
+    def __init__(
+        self, message: str, code: ErrorCode | None = None, *, retriable: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retriable = retriable
 
 
 class MemberFailed(Exception):

@@ -105,9 +105,9 @@ class IncrementalConsumer:
         self._assigned |= partitions
         self._apply()
         for tp in partitions:
-            offset = committed.get(tp, -1)
+            offset = committed.get(tp)
             structure = self._tp(tp)
-            if offset >= 0:
+            if offset is not None:
                 self.consumer.seek(structure, offset)
                 self._positions[tp] = offset
             elif self._reset == "earliest":

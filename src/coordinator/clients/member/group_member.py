@@ -15,16 +15,19 @@ Usage::
         async for change in member.changes():
             ...
 
-`commit()` is fenced by the generation that gave the partitions; `committed()` reads the
-group's offsets. Leaving the `async with` revokes everything (callbacks awaited), sends
-LeaveGroup (dynamic members; a static member keeps its place until its session times out, as
-KIP-345 intends) and closes the connections.
+`commit()` is fenced by the generation that gave the partitions and raises the
+`coordinator.clients.member.errors` hierarchy (retriable `RebalanceInProgress` while the member
+rejoins, final `CommitFailed` once the generation is gone); `committed()` reads the group's
+offsets. Callbacks may be coroutine functions or plain functions. Leaving the `async with`
+revokes everything (callbacks awaited), sends LeaveGroup (dynamic members; a static member keeps
+its place until its session times out, as KIP-345 intends) and closes the connections.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import uuid
 from collections import Counter
@@ -34,6 +37,12 @@ from typing import Any
 from assignors.spec import TopicPartition
 from coordinator.clients.member import wire
 from coordinator.clients.member.connection import Connection, ConnectionLost
+from coordinator.clients.member.errors import (
+    CommitFailed,
+    CommitTimedOut,
+    OffsetFetchFailed,
+    RebalanceInProgress,
+)
 from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member import (
@@ -50,19 +59,18 @@ from rebalance.member import (
     Revoked,
 )
 from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
-from rebalance.member.messages import MemberFailed
+from rebalance.member.messages import CommitRefused, MemberFailed
 
 log = logging.getLogger(__name__)
 
-Callback = Callable[[frozenset[TopicPartition]], Awaitable[None]]
+Callback = Callable[[frozenset[TopicPartition]], Awaitable[None] | None]
+"""`on_assigned`, `on_revoked`, `on_lost`: a coroutine function or a plain function."""
 
 
-class CommitFailed(Exception):
-    """The offsets were not committed (the member lost the partitions, or the error is final)."""
-
-    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+def require_callable(name: str, callback: object) -> None:
+    """Refuse a callback that cannot be called at construction, not at the first rebalance."""
+    if callback is not None and not callable(callback):
+        raise TypeError(f"{name} must be a function or a coroutine function, not {callback!r}")
 
 
 def parse_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
@@ -95,7 +103,7 @@ class GroupMember:
         group_instance_id: str | None = None,
         session_timeout_ms: int = 45_000,
         rebalance_timeout_ms: int = 300_000,
-        heartbeat_interval_ms: int = 3_000,
+        heartbeat_interval_ms: int | None = None,
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 30_000,
         client_id: str = "rebalance-member",
@@ -106,6 +114,11 @@ class GroupMember:
         self._servers = parse_servers(bootstrap_servers)
         self.member: ClassicMember | ConsumerMember
         if group_protocol == "consumer":
+            if heartbeat_interval_ms is not None:
+                raise ValueError(
+                    "heartbeat_interval_ms is the coordinator's under group_protocol='consumer' "
+                    "(group.consumer.heartbeat.interval.ms, sent in each heartbeat's answer)"
+                )
             # KIP-848: the session timeout is the coordinator's (group.consumer.session.timeout.ms);
             # the value given here is what the member assumes for its ownership lease.
             self.member = ConsumerMember(
@@ -135,7 +148,9 @@ class GroupMember:
                     group_id,
                     session_timeout_ms=session_timeout_ms,
                     rebalance_timeout_ms=rebalance_timeout_ms,
-                    heartbeat_interval_ms=heartbeat_interval_ms,
+                    heartbeat_interval_ms=3_000
+                    if heartbeat_interval_ms is None
+                    else heartbeat_interval_ms,
                     retry_backoff_ms=retry_backoff_ms,
                     group_instance_id=group_instance_id,
                     client_id=client_id,
@@ -148,6 +163,9 @@ class GroupMember:
             )
         self._client_id = client_id
         self._request_timeout_s = request_timeout_ms / 1000
+        for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked),
+                               ("on_lost", on_lost)):  # fmt: skip
+            require_callable(name, callback)
         self._callbacks: dict[type, Callback | None] = {
             Assigned: on_assigned,
             Revoked: on_revoked,
@@ -219,7 +237,9 @@ class GroupMember:
         return self.member.failure
 
     def owned(self) -> frozenset[TopicPartition]:
-        """What this member may work on now: assigned, and its ownership lease not expired."""
+        """What this member may work on now, while its ownership lease holds: a partition is in
+        it from just before `on_assigned` is called with it until `on_revoked` for it returned,
+        or until just before `on_lost` is called (docs/member.md, "What owned() means")."""
         return self.member.owns(self._now_ms())
 
     async def changes(self) -> AsyncIterator[Change]:
@@ -242,15 +262,22 @@ class GroupMember:
         """Commit offsets of owned partitions, fenced by the generation that gave them.
 
         Retriable errors (coordinator moving or loading) are retried after the backoff with a
-        fresh check of ownership; CommitFailed otherwise.
+        fresh check of ownership until the request timeout (then CommitTimedOut). While the
+        member rejoins (joined, not yet synced; or answered REBALANCE_IN_PROGRESS):
+        RebalanceInProgress, commit again once it is done. CommitFailed when the partitions are
+        not this member's any more (or never were), with Kafka's error code when there is one.
         """
         backoff = self.member.config.retry_backoff_ms / 1000
         deadline = asyncio.get_running_loop().time() + self._request_timeout_s
         while True:
             try:
                 request: OffsetCommit = self.member.commit(offsets, metadata=metadata)
-            except Exception as exc:
-                raise CommitFailed(str(exc)) from None
+            except CommitRefused as refused:
+                if refused.retriable:
+                    raise RebalanceInProgress(str(refused), refused.code) from None
+                raise CommitFailed(str(refused), refused.code) from None
+            except MemberFailed as failed:
+                raise CommitFailed(str(failed), failed.code) from None
             try:
                 connection = await self._coordinator_connection(deadline)
                 (api, values) = wire.to_wire(request)
@@ -259,31 +286,45 @@ class GroupMember:
                 self.member.on_commit_failure()
                 self._wake.set()
                 if asyncio.get_running_loop().time() > deadline:
-                    raise CommitFailed("coordinator unreachable") from None
+                    raise CommitTimedOut("coordinator unreachable") from None
                 await asyncio.sleep(backoff)
                 continue
             outcome = self.member.on_commit_reply(request, wire.from_wire(request, response))
             self._wake.set()
             if outcome.ok:
                 return
-            if not outcome.retriable or asyncio.get_running_loop().time() > deadline:
-                raise CommitFailed(f"commit failed: {outcome.error.name}", outcome.error)
+            message = f"commit failed: {outcome.error.name}"
+            if outcome.error is ErrorCode.REBALANCE_IN_PROGRESS or outcome.rebalancing:
+                raise RebalanceInProgress(message, outcome.error)
+            if not outcome.retriable:
+                raise CommitFailed(message, outcome.error)
+            if asyncio.get_running_loop().time() > deadline:
+                raise CommitTimedOut(message, outcome.error)
             await asyncio.sleep(backoff)
 
-    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The group's committed offsets (-1: none) for `partitions`."""
+    async def committed(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets for `partitions` (None: nothing committed, as
+        aiokafka's `committed()`). The member must be started (it finds the coordinator)."""
+        if self._task is None:
+            raise OffsetFetchFailed("start the member first: it finds the group's coordinator")
         deadline = asyncio.get_running_loop().time() + self._request_timeout_s
         api, values = wire.offset_fetch(self.member.config.group_id, list(partitions))
-        connection = await self._coordinator_connection(deadline)
-        response = await connection.request(*api, values, self._request_timeout_s)
+        try:
+            connection = await self._coordinator_connection(deadline)
+            response = await connection.request(*api, values, self._request_timeout_s)
+        except ConnectionLost as exc:
+            raise OffsetFetchFailed(f"offset fetch failed: {exc}") from None
         code = wire.error(response.error_code)
         if code is not ErrorCode.NONE:
-            raise CommitFailed(f"offset fetch failed: {code.name}", code)
-        return {
-            (t.name, int(p.partition_index)): int(p.committed_offset)
-            for t in response.topics
-            for p in t.partitions
-        }
+            raise OffsetFetchFailed(f"offset fetch failed: {code.name}", code)
+        found: dict[TopicPartition, int | None] = {}
+        for topic in response.topics:
+            for partition in topic.partitions:
+                offset = int(partition.committed_offset)
+                found[(topic.name, int(partition.partition_index))] = None if offset < 0 else offset
+        return found
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -362,11 +403,15 @@ class GroupMember:
             callback = self._callbacks[type(change)]
             if callback is not None:
                 try:
-                    await callback(change.partitions)
+                    outcome = callback(change.partitions)
+                    if inspect.isawaitable(outcome):
+                        await outcome
                 except Exception:
                     # DIFFERS: Java rethrows a listener's exception from poll() after the
                     # rebalance; a service has no poll(), so it is logged and the protocol goes on.
                     log.exception("%s callback failed", type(change).__name__)
+            if isinstance(change, Revoked):
+                self.member.revocation_done(change)
             for queue in self._subscribers:
                 queue.put_nowait(change)
 
