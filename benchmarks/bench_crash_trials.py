@@ -36,7 +36,7 @@ async def run_kind(name: str, trials: int, seed: int) -> None:
             started = time.monotonic()
             try:
                 checked.append(await trial(KINDS[name], Path(data_dir), rng))
-            except AssertionError as exc:
+            except AssertionError as exc:  # a loss, or a server that did not start again
                 losses.append(f"trial {number}: {exc}")
             seconds.append(time.monotonic() - started)
         loads.append(os.getloadavg()[0])

@@ -1,4 +1,8 @@
-"""The node around the core: wire protocol, storage, command line, analytics.
+"""The node around the core, in folders that form a ladder (each imports only those below it):
+`wire` (bytes) <- `partition_log` <- `node` (a running broker) <- `groups` (the group coordinator)
+<- `clients` <- `zookeeper`, `conformance`, `analytics` <- `testing` <- `demo` <- `cli`.
+`errors` and `command_line` (how every layer fails) stand under all of them
+(`tests/test_layering.py` holds the rule).
 
 Importing this package first loads kio's phantom types with Hypothesis hidden. kio registers a
 Hypothesis strategy for each of its phantom types whenever Hypothesis can be imported, which

@@ -40,3 +40,8 @@ def install_hint(extra: str) -> str:
     """The command that adds an extra to this installation (the distribution's own name: PyPI's
     `rebalance` is another project)."""
     return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+class StoreError(OperationalError):
+    """The group store cannot be opened or written; the message names the file (raised by
+    `coordinator.groups.store`, mapped to an error code by the node's server)."""

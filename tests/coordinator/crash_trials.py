@@ -8,7 +8,7 @@ Three kinds, each a `Kind` (the server's arguments, the clients, the check after
 - `client_balance`: client-balance groups: nodes joining, registering partitions one at a
   time, committing with their epochs;
 - `topic_admin`: topics created, grown, written to, their records deleted, and deleted.
-Used by tests/coordinator/test_crash_trials.py (a few trials) and by
+Used by tests/coordinator/node/test_crash_trials.py (a few trials) and by
 benchmarks/bench_crash_trials.py (a hundred per kind).
 """
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import assignors
-from rebalance.consumer_group.group import freeze, subscribed_topics
+from rebalance.consumer_group.group import MemberInputs, freeze, subscribed_topics
 from rebalance.consumer_group.records import Assignment
-from rebalance.consumer_group.target import MemberInputs, TargetInputs, compute_target, reads_owned
+from rebalance.consumer_group.target import TargetInputs, compute_target, reads_owned
 from rebalance.topics import TopicInfo, TopicMetadata
 
 # Topic ids sort in another order than the names, as random UUIDs do; "gone" is a topic id a

@@ -1,4 +1,4 @@
 """The `rebalance` command line: `main` wires the subcommands, one module per subcommand.
 
-May import every layer.
+May import: every folder (it is the top rung).
 """

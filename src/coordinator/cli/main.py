@@ -19,6 +19,12 @@ from pathlib import Path
 
 from coordinator.cli.serve import add_serve_arguments
 from coordinator.cli.users import add_users_arguments
+from coordinator.cli.zookeeper import (
+    add_zk_offsets_arguments,
+    add_zookeeper_arguments,
+    run_zk_offsets,
+    zookeeper_extensions,
+)
 from coordinator.command_line import (
     OneLineParser,
     add_debug_argument,
@@ -26,12 +32,6 @@ from coordinator.command_line import (
     usage_error,
 )
 from coordinator.errors import MissingExtraError, UsageError
-from coordinator.zookeeper.options import (
-    add_zk_offsets_arguments,
-    add_zookeeper_arguments,
-    run_zk_offsets,
-    zookeeper_extensions,
-)
 from rebalance.distribution import DISTRIBUTION, __version__
 
 ANALYTICS = {
@@ -243,9 +243,9 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_users(args)
     if args.command == "repair":
+        from coordinator.cli.repair import repair
         from coordinator.groups.extension import STORE_FILE
         from coordinator.groups.store.sqlite import inspect_store
-        from coordinator.partition_log.repair import repair
 
         return repair(args.data_dir, truncate=args.truncate, stores={STORE_FILE: inspect_store})
     if args.command == "serve":

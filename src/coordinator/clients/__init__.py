@@ -1,4 +1,5 @@
 """Client libraries that talk to a coordinator: `member/` (a group member) and `client_balance/`.
 
-May import: `coordinator.wire` and what is below it (no node, no demos).
+May import: the folders under it on the ladder (`coordinator.groups`, `node`, `partition_log`,
+`wire`); its libraries use only `coordinator.wire`.
 """

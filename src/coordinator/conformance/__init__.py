@@ -19,4 +19,7 @@ and the differential run (scenario `differential.lockstep`, needs Hypothesis):
 * `broker_side`  the same commands over the wire, the answers read back as the core's replies;
 * `lockstep`     one run: each step to both sides, answers normalised and compared;
 * `differential` Hypothesis drives and shrinks runs; `replay` runs printed steps again.
+
+May import: the folders under it on the ladder (`coordinator.clients`, `groups`, `node`,
+`partition_log`, `wire`); it speaks to a broker over `coordinator.wire` only.
 """

@@ -1,4 +1,4 @@
 """`rebalance demo` and `rebalance walkthrough`: the stories and their shared helpers.
 
-May import every layer below it: clients, zookeeper, analytics, groups, node, wire, testing.
+May import: every folder but `coordinator.cli`.
 """

@@ -23,7 +23,7 @@ from typing import Any
 from coordinator.clients.client_balance.allocation import modulo_assigned
 from coordinator.clients.client_balance.consumer import ClientBalanceConfig, ClientBalanceConsumer
 from coordinator.clients.client_balance.errors import ClientBalanceError
-from coordinator.demo.story import STORY_CONFIG, Say, supervised
+from coordinator.demo.common import STORY_CONFIG, Say, supervised
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
 from coordinator.wire import client_balance_schema as schema

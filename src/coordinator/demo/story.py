@@ -16,7 +16,6 @@ in `demo-output/`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shlex
@@ -24,23 +23,27 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from assignors.consumer_protocol import decode_assignment
+from coordinator.demo.common import (
+    GROUP,
+    PARTITIONS,
+    RECORDS,
+    SESSION_MS,
+    STORY_CONFIG,
+    TOPIC,
+    Say,
+    produce,
+    produce_confluent,
+    supervised,
+)
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, WireClient, running_server
 from rebalance.config import CoordinatorConfig
 from rebalance.consumer_group.group import ConsumerGroup
-
-GROUP = "demo-billing"
-TOPIC = "orders"
-PARTITIONS = 12
-RECORDS = 1200
-SESSION_MS = 6000
-Say = Callable[[str], None]
 
 
 @dataclass
@@ -85,33 +88,6 @@ async def start_member(server: RunningServer, name: str, protocol: str) -> DemoM
     member = DemoMember(name, process)
     member.reader = asyncio.create_task(member.follow())
     return member
-
-
-async def produce(bootstrap: str) -> None:
-    from aiokafka import AIOKafkaProducer
-
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    await producer.start()
-    try:
-        for i in range(RECORDS):
-            await producer.send(TOPIC, f"order-{i}".encode(), partition=i % PARTITIONS)
-        await producer.flush()
-    finally:
-        await producer.stop()
-
-
-async def produce_confluent(bootstrap: str) -> None:
-    """The records, written with librdkafka (the `consumer` extra's client)."""
-    from confluent_kafka import Producer
-
-    def write() -> None:
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        for i in range(RECORDS):
-            producer.produce(TOPIC, f"order-{i}".encode(), partition=i % PARTITIONS)
-        if producer.flush(30) != 0:
-            raise RuntimeError("records were left unsent")
-
-    await asyncio.to_thread(write)
 
 
 class Stage:
@@ -227,37 +203,6 @@ async def fenced_commit(
     finally:
         await client.close()
     return str(response.topics[0].partitions[0].error_code.name)
-
-
-class Supervised(Protocol):
-    """A member process and the task that reads its reports."""
-
-    process: asyncio.subprocess.Process
-    reader: asyncio.Task[None] | None
-
-
-@contextlib.asynccontextmanager
-async def supervised(members: Sequence[Supervised]) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:
-        for m in members:
-            if m.process.returncode is None:
-                m.process.kill()
-                await m.process.wait()
-            if m.reader is not None:
-                m.reader.cancel()
-
-
-#: The server's settings for the story: sessions short enough to watch one expire.
-STORY_CONFIG = {
-    "group.initial.rebalance.delay.ms": "1000",
-    "group.min.session.timeout.ms": "1000",
-    "group.consumer.min.session.timeout.ms": "1000",
-    "group.consumer.session.timeout.ms": str(SESSION_MS),
-    "group.consumer.min.heartbeat.interval.ms": "100",
-    "group.consumer.heartbeat.interval.ms": str(SESSION_MS // 6),
-}
 
 
 async def run_group_story(data_dir: Path, say: Say, protocol: str = "classic") -> None:

@@ -174,7 +174,7 @@ async def zookeeper_and_node(
 
 
 async def run_zookeeper_story(data_dir: Path, say: Say) -> None:
-    from coordinator.demo.story import produce, supervised
+    from coordinator.demo.common import produce, supervised
 
     events = data_dir / "events"
     async with zookeeper_and_node(data_dir) as (connect, node):

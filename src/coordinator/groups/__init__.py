@@ -6,6 +6,6 @@ pure core (`rebalance`) on the event loop with `timer_wheel` and the `assignor_w
 `store/` and `record_codec` keep its records durable; `event_log/` writes its events; `apis/`
 are the group APIs.
 
-May import: `coordinator.node`, `coordinator.wire`, `coordinator.partition_log` (and the pure
-packages).
+May import: `coordinator.node`, `coordinator.partition_log`, `coordinator.wire` and the root
+modules.
 """

@@ -85,11 +85,11 @@ from assignors.spec import StaticTopics
 from assignors.uniform import UniformAssignor
 from coordinator.groups import record_codec
 from coordinator.groups.store.base import StoredRecord
+from rebalance.consumer_group.group import MemberInputs
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment, ConsumerGroupRecord, TargetMemberValue
 from rebalance.consumer_group.target import (
     ComputedTarget,
-    MemberInputs,
     TargetInputs,
     compute_target,
 )

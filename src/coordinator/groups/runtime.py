@@ -389,17 +389,12 @@ class GroupRuntime:
         assert done is not None
         self._batch, self._batch_future = [], None
         self._last_write = done
-        append_then = getattr(self.store, "append_then", None)
-        if append_then is None:  # a store with only the coroutine (`RecordStore`)
-            write = self._running_loop().create_task(self.store.append(batch))
-            write.add_done_callback(lambda task: _settle(task, done))
-            return
         # Straight to the store's queue, and `done` settled from the loop callback that the
         # store's writer makes once per transaction: the replies a write releases go out
         # in the loop iteration after its fsync, not several iterations (of other requests'
         # work) later behind a task, a shield and their futures.
         try:
-            append_then(batch, functools.partial(_written, done))
+            self.store.append_then(batch, functools.partial(_written, done))
         except Exception as exc:  # a closed store: the same as a failed write
             done.set_exception(exc)
 
@@ -476,15 +471,7 @@ def _written(done: asyncio.Future[None], error: BaseException | None) -> None:
         return
     if error is None:
         done.set_result(None)
-    else:
-        done.set_exception(error)
-
-
-def _settle(task: asyncio.Task[None], done: asyncio.Future[None]) -> None:
-    """Pass a store append's outcome on to the future the batch's results wait on."""
-    if task.cancelled():
+    elif isinstance(error, asyncio.CancelledError):
         done.cancel()
-    elif (error := task.exception()) is not None:
-        done.set_exception(error)
     else:
-        done.set_result(None)
+        done.set_exception(error)

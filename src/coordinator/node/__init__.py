@@ -6,5 +6,5 @@ control.
 (settings), `access_control`/`acl_store`/`authorization` (who may do what), `data_dir`;
 `apis/` holds the APIs every node answers.
 
-May import: `coordinator.wire` (and the pure packages), nothing above it.
+May import: `coordinator.partition_log`, `coordinator.wire` and the root modules.
 """

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from coordinator.node.acl_store import AclStore
 from coordinator.wire.security.acls import Authorizer, Operation, ResourceType
+from coordinator.wire.security.session import Session
 from coordinator.wire.security.tls import ANONYMOUS
 
-if TYPE_CHECKING:
-    from coordinator.node.contract import RequestContext
+
+class RequestContext(Protocol):
+    """What a decision reads of a request (`coordinator.node.contract.RequestContext`, whose
+    module imports this one): the connection's session."""
+
+    @property
+    def session(self) -> Session | None: ...
+
 
 AUTHORIZERS: Final = (
     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

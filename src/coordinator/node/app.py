@@ -28,8 +28,6 @@ from coordinator.node.contract import Broker
 from coordinator.node.data_dir import DirectoryLock
 from coordinator.node.described_configs import (
     BrokerSettings,
-    ConfigEntry,
-    ConfigType,
     given_entry,
     model_entries,
     table_entries,
@@ -40,6 +38,7 @@ from coordinator.node.server import WireServer
 from coordinator.partition_log.partition import LogCorruptError
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
+from coordinator.wire.config_entries import ConfigEntry, ConfigType
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.sasl import SaslAuthority, parse_mechanisms
 from coordinator.wire.security.session import ServedListener

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from coordinator.node.described_configs import ConfigType
+from coordinator.wire.config_entries import ConfigType
 
 INT16 = (-(2**15), 2**15 - 1)
 INT32 = (-(2**31), 2**31 - 1)

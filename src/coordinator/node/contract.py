@@ -45,7 +45,6 @@ from coordinator.wire.transport.listener import advertisable_host
 from rebalance.quick_init import quick_init
 
 if TYPE_CHECKING:
-    from coordinator.groups.runtime import GroupRuntime
     from coordinator.node.access_control import AccessControl
     from coordinator.node.described_configs import BrokerSettings
     from coordinator.partition_log.producer_ids import ProducerIdAllocator
@@ -167,8 +166,9 @@ class Broker:
     producer_ids: ProducerIdAllocator
     #: What DescribeConfigs shows for the broker; extensions add their own settings.
     settings: BrokerSettings
-    #: The group coordinator's runtime, when its extension runs (`coordinator.groups.extension`).
-    groups: GroupRuntime | None = None
+    #: The group coordinator's runtime, when its extension runs (`coordinator.groups.extension`);
+    #: the group APIs read it through `coordinator.groups.apis.common.group_runtime`.
+    groups: object | None = None
     internal_topics: InternalTopics = field(default_factory=InternalTopics)
     """Topics the node's services own (`__consumer_offsets`): see
     `coordinator.partition_log.internal`."""
@@ -189,12 +189,6 @@ class Broker:
             return internal.partition_count
         found = self.topics.get(topic)
         return None if found is None else len(found.partitions)
-
-    def group_runtime(self) -> GroupRuntime:
-        """The group runtime; only the group APIs ask, and only its extension registers them."""
-        if self.groups is None:
-            raise LookupError("the group coordinator is not running on this broker")
-        return self.groups
 
     def begin_closing(self) -> None:
         """From now on handlers finish quickly: long-polling fetches wake up and return."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Final
 
-from coordinator.node.described_configs import ConfigEntry, ConfigSource, ConfigType
+from coordinator.wire.config_entries import ConfigEntry, ConfigSource, ConfigType
 
 KAFKA_VERSION: Final = "4.4.0"
 """The Kafka release the table was read from (scripts/ensure-kafka pins the same)."""

@@ -29,7 +29,7 @@ incomplete, fails its CRC or breaks the offset sequence, and looks past it. If n
 follows (a write torn by a crash), the tail is truncated with a warning. If one does, the file
 is corrupt in the middle and `LogCorruptError` is raised rather than dropping records that may
 be valid; `rebalance repair` reports such damage and, when asked, cuts the file there after
-keeping a copy (`coordinator.partition_log.repair`).
+keeping a copy (`coordinator.cli.repair`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ logger = logging.getLogger("coordinator.partition_log")
 
 class LogCorruptError(OperationalError):
     """A partition file is damaged before its tail; it is left untouched for inspection (and
-    for `rebalance repair`, see `coordinator.partition_log.repair`)."""
+    for `rebalance repair`, see `coordinator.cli.repair`)."""
 
 
 def write_atomically(path: Path, data: bytes) -> None:

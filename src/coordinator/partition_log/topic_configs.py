@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from coordinator.node.described_configs import ConfigEntry, ConfigSource, ConfigType
+from coordinator.wire.config_entries import ConfigEntry, ConfigSource, ConfigType
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1

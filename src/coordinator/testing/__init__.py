@@ -1,5 +1,5 @@
 """Test support shipped in the package: servers in-process, the pytest plugins, certificates,
 node processes.
 
-May import every layer below the demos (it runs nodes, groups and clients).
+May import: every folder but `coordinator.demo` and `coordinator.cli`.
 """

@@ -1,5 +1,5 @@
 """Bytes on the wire: the kio codec, generated encoders, message schemas, a minimal client;
-`transport/` (sockets, listeners, quotas) and `security/` (TLS, SASL, SCRAM, ACLs).
+`transport/` (sockets, listeners, quotas) and `security/` (TLS, SASL, SCRAM, ACLs, sessions).
 
-May import: nothing of `coordinator` above it (only `coordinator.errors` and the pure packages).
+May import: the root modules (`coordinator.errors`) only: it is the bottom rung.
 """

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kio.records.readers import read_batch
 from kio.records.schema import Record
+from kio.schema.errors import ErrorCode
 
 from coordinator.wire.codec import FRAME_LENGTH, build_request, decode_response, encode_request
 
@@ -98,3 +99,25 @@ def read_records(data: bytes) -> list[Record]:
         records.extend(batch.records)
         position += size
     return records
+
+
+async def list_offsets(
+    client: WireClient, partitions: Sequence[tuple[str, int]], timestamp: int
+) -> dict[tuple[str, int], int]:
+    """ListOffsets v1: the earliest (-2) or latest (-1, the log end) offset of each partition."""
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "timestamp": timestamp}
+        )
+    response = await client.request(2, 1, {
+        "replica_id": -1,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    })  # fmt: skip
+    offsets = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            if p.error_code != ErrorCode.none:
+                raise OSError(f"list offsets {topic.name}-{p.partition_index}: {p.error_code}")
+            offsets[(topic.name, p.partition_index)] = int(p.offset)
+    return offsets

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import struct
-import types
 import typing
 import uuid
 from collections.abc import Callable, Mapping
@@ -29,11 +28,11 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
-from kio.static.constants import uuid_zero
-from kio.static.primitive import Records, i32, i32Timedelta, i64Timedelta
+from kio.static.primitive import i32
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from coordinator.wire import fast_encode
+from coordinator.wire.field_types import split_optional, zero_value
 from rebalance.quick_init import quick_init
 
 FRAME_LENGTH: Final = struct.Struct(">i")
@@ -232,7 +231,8 @@ def _header_tail(cls: type[ResponsePayload]) -> bytes:
 @cache
 def body_encoder(cls: type[ResponsePayload]) -> Callable[[Any], bytes]:
     """The generated encoder of a response class, or kio's writer for a schema the generator
-    does not cover (none of the advertised responses: see tests/coordinator/test_fast_encode)."""
+    does not cover (none of the advertised responses: see
+    tests/coordinator/wire/test_fast_encode)."""
     try:
         return fast_encode.encoder(cls)
     except fast_encode.UnsupportedSchema:
@@ -378,16 +378,8 @@ def _field_plans(cls: type[Any]) -> tuple[_FieldPlan, ...]:
     return result
 
 
-def _split_optional(annotation: Any) -> tuple[Any, bool]:
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        nullable = len(args) < len(typing.get_args(annotation))
-        return args[0], nullable
-    return annotation, False
-
-
 def _converter(annotation: Any) -> Callable[[Any], Any]:
-    inner, nullable = _split_optional(annotation)
+    inner, nullable = split_optional(annotation)
     if typing.get_origin(inner) is tuple:
         item_convert = _converter(typing.get_args(inner)[0])
 
@@ -408,7 +400,7 @@ def _converter(annotation: Any) -> Callable[[Any], Any]:
             return value
 
         return convert_entity
-    zero = _zero_value(inner)
+    zero = zero_value(inner)
     make = _scalar_maker(inner)
 
     def convert_scalar(value: Any) -> Any:
@@ -427,28 +419,6 @@ def _scalar_maker(kind: Any) -> Callable[[Any], Any]:
     if kind is uuid.UUID:
         return lambda v: v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))
     return lambda v: v
-
-
-def _zero_value(kind: Any) -> Any:
-    if not isinstance(kind, type):
-        return None
-    if issubclass(kind, ErrorCode):
-        return ErrorCode.none
-    if issubclass(kind, i32Timedelta | i64Timedelta | timedelta):
-        return timedelta(0)
-    if kind is uuid.UUID:
-        return uuid_zero
-    if issubclass(kind, bool):
-        return False
-    if issubclass(kind, Records | bytes):
-        return b""
-    if issubclass(kind, str):
-        return ""
-    if issubclass(kind, int):
-        return 0
-    if issubclass(kind, float):
-        return 0.0
-    return None
 
 
 __all__ = [

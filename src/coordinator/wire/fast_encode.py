@@ -21,7 +21,7 @@ error codes and durations), without building an object per response and per nest
 nested value that is already a kio entity is written by the entity encoder. Classes with tagged
 fields are left to `build_response` and `encoder` (`UnsupportedSchema`).
 
-`tests/coordinator/test_fast_encode.py` checks, for every response version the server
+`tests/coordinator/wire/test_fast_encode.py` checks, for every response version the server
 advertises, that the bytes are identical to kio's and decode with kio to the same response, and
 that a dict written by `values_encoder` gives the bytes of the response `build_response` makes
 from it.
@@ -53,6 +53,8 @@ from kio.serial._introspect import (
 from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_tagged_field
 from kio.static.constants import uuid_zero
+
+from coordinator.wire.field_types import split_optional, zero_value
 
 Encoder = Callable[[Any], bytes]
 
@@ -464,8 +466,6 @@ class _ValuesGenerator(_Generator):
 
     def _fetch(self, field: Field[Any], local: str) -> list[str]:
         """Lines setting `local` to the field's value as `build_entity` would fill it."""
-        from coordinator.wire import codec  # (codec imports this module)
-
         if field.default is not MISSING:
             missing: Any = field.default
         elif field.default_factory is not MISSING:
@@ -473,7 +473,7 @@ class _ValuesGenerator(_Generator):
         else:
             missing = None
         fetched = f"v.get({field.name!r}, {self._literal(missing)})"
-        inner, nullable = codec._split_optional(field.type)
+        inner, nullable = split_optional(field.type)
         if nullable:
             return [f"    {local} = {fetched}"]
         if typing.get_origin(inner) is tuple:
@@ -481,7 +481,7 @@ class _ValuesGenerator(_Generator):
         elif is_dataclass(inner):
             zero = {}
         else:
-            zero = codec._zero_value(inner)
+            zero = zero_value(inner)
             if zero is None:
                 return [f"    {local} = {fetched}"]
         return [

@@ -32,7 +32,7 @@ from typing import Any
 from coordinator.node.contract import Broker
 from coordinator.partition_log.topics import Topic
 from coordinator.zookeeper.client import ConnectTimeout, NodeExists, ZooKeeper
-from coordinator.zookeeper.options import BrokerRegistrationError, parse_zookeeper_connect
+from coordinator.zookeeper.connect import BrokerRegistrationError, parse_zookeeper_connect
 from coordinator.zookeeper.recipes import create_ephemeral_expect_conflict
 from rebalance.zookeeper.formats import (
     BrokerRegistration,

@@ -31,7 +31,7 @@ from typing import Any
 from kio.records.schema import Record
 from kio.schema.errors import ErrorCode
 
-from coordinator.wire.client import WireClient, read_records
+from coordinator.wire.client import WireClient, list_offsets, read_records
 from coordinator.zookeeper.client import ZooKeeperError
 from rebalance.zookeeper.config import ZooKeeperConsumerConfig
 from rebalance.zookeeper.formats import BrokerRegistration
@@ -245,25 +245,3 @@ async def find_leaders(
             raise OSError(f"no leader known for {sorted(missing)}")
         return leaders
     raise problem
-
-
-async def list_offsets(
-    client: WireClient, partitions: Sequence[TopicPartition], timestamp: int
-) -> dict[TopicPartition, int]:
-    """ListOffsets v1: the earliest (-2) or latest (-1, the log end) offset of each partition."""
-    by_topic: dict[str, list[dict[str, int]]] = {}
-    for topic, partition in partitions:
-        by_topic.setdefault(topic, []).append(
-            {"partition_index": partition, "timestamp": timestamp}
-        )
-    response = await client.request(2, 1, {
-        "replica_id": -1,
-        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-    })  # fmt: skip
-    offsets = {}
-    for topic in response.topics:
-        for p in topic.partitions:
-            if p.error_code != ErrorCode.none:
-                raise OSError(f"list offsets {topic.name}-{p.partition_index}: {p.error_code}")
-            offsets[(topic.name, p.partition_index)] = int(p.offset)
-    return offsets

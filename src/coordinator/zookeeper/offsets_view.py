@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from coordinator.wire.client import WireClient
+from coordinator.wire.client import WireClient, list_offsets
 from coordinator.zookeeper.client import ZooKeeper
-from coordinator.zookeeper.fetcher import LATEST, find_leaders, list_offsets
+from coordinator.zookeeper.fetcher import LATEST, find_leaders
 from rebalance.zookeeper.formats import (
     BROKER_IDS,
     BrokerRegistration,

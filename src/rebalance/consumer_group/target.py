@@ -15,11 +15,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import assignors
 from rebalance.config import CoordinatorConfig
-from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, subscribed_topics
+from rebalance.consumer_group.group import (
+    ConsumerGroup,
+    ConsumerMember,
+    MemberInputs,
+    subscribed_topics,
+)
 from rebalance.consumer_group.pair_forms import PairForms
 from rebalance.consumer_group.records import Assignment
 from rebalance.topics import TopicMetadata
@@ -34,19 +39,6 @@ def chosen_assignor(group: ConsumerGroup, config: CoordinatorConfig) -> str:
         return configured[0]
     best = max(votes.values())
     return next(name for name in configured if votes.get(name) == best)
-
-
-class MemberInputs(NamedTuple):
-    """A member's part of the inputs. A named tuple, kept by the member until its subscription
-    changes: the worker process's deltas compare 10,000 of them in one C-level pass, where a
-    dataclass's Python-level `__eq__` is an order of magnitude slower (RESULTS.md: figures behind
-    the code)."""
-
-    member_id: str
-    topic_names: tuple[str, ...]
-    topic_regex: str | None
-    rack_id: str | None
-    instance_id: str | None
 
 
 @dataclass(frozen=True, slots=True)

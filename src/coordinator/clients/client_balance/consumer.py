@@ -36,8 +36,7 @@ from typing import Any, Final
 
 from coordinator.clients.client_balance.errors import ClientBalanceError, ClientCode
 from coordinator.wire import client_balance_schema as schema
-from coordinator.wire.client import WireClient, read_records
-from coordinator.zookeeper.fetcher import list_offsets
+from coordinator.wire.client import WireClient, list_offsets, read_records
 from rebalance.errors import ErrorCode
 
 log = logging.getLogger("coordinator.client_balance")

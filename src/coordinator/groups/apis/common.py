@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from coordinator.groups.runtime import GroupRuntime
-from coordinator.node.contract import RequestContext
+from coordinator.node.contract import Broker, RequestContext
 from rebalance.errors import ErrorCode
 
 
+def group_runtime(broker: Broker) -> GroupRuntime:
+    """The group runtime; only the group APIs ask, and only its extension registers them."""
+    if broker.groups is None:
+        raise LookupError("the group coordinator is not running on this broker")
+    return cast(GroupRuntime, broker.groups)
+
+
 def runtime(ctx: RequestContext) -> GroupRuntime:
-    return ctx.broker.group_runtime()
+    return group_runtime(ctx.broker)
 
 
 _MILLISECOND = timedelta(milliseconds=1)

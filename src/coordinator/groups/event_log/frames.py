@@ -11,8 +11,8 @@ the interpreter can hand the GIL to the loop.
 
 The pieces are written in marshal's format version 2, which has no back-references: pieces
 marshalled apart then concatenate into one valid stream, byte for byte what
-`marshal.dumps(value, 2)` writes for the whole (`tests/coordinator/test_event_frames.py`). The
-writer reads it with `marshal.loads`, which reads every version.
+`marshal.dumps(value, 2)` writes for the whole (`tests/coordinator/groups/test_event_frames.py`).
+The writer reads it with `marshal.loads`, which reads every version.
 """
 
 from __future__ import annotations

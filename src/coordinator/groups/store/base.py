@@ -10,11 +10,11 @@ state, so records come back in the order they were last written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from coordinator.errors import OperationalError
+from coordinator.errors import StoreError as StoreError  # raised by every store
 from rebalance.quick_init import quick_init
 
 
@@ -31,14 +31,18 @@ class StoredRecord:
         return self.value is None
 
 
-class StoreError(OperationalError):
-    """The store cannot be opened or written; the message names the file."""
-
-
 @runtime_checkable
 class RecordStore(Protocol):
     async def append(self, records: Sequence[StoredRecord]) -> None:
         """Apply the records atomically; they are durable when this returns."""
+        ...
+
+    def append_then(
+        self, records: Sequence[StoredRecord], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """`append` without awaiting it (how the group runtime writes): `done` is called on the
+        running loop once the records are durable (with None) or could not be written (with
+        the error; `asyncio.CancelledError` if the write was cancelled)."""
         ...
 
     def load(self) -> Iterator[StoredRecord]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
 
 from coordinator.groups.store.base import StoredRecord, StoreError
 
@@ -24,9 +25,21 @@ class MemoryStore:
             if record.value is not None:
                 self._records[(record.kind, record.key)] = record.value
 
+    def append_then(
+        self, records: Sequence[StoredRecord], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """`append` on a task of the running loop (so a subclass's `append` is what runs), its
+        outcome passed to `done`."""
+        write = asyncio.get_running_loop().create_task(self.append(records))
+        write.add_done_callback(lambda task: done(_outcome(task)))
+
     def load(self) -> Iterator[StoredRecord]:
         for (kind, key), value in list(self._records.items()):
             yield StoredRecord(kind, key, value)
 
     def close(self) -> None:
         self._closed = True
+
+
+def _outcome(task: asyncio.Task[None]) -> BaseException | None:
+    return asyncio.CancelledError() if task.cancelled() else task.exception()

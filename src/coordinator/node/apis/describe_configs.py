@@ -27,8 +27,8 @@ from coordinator.node.apis.config_resources import (
     unsupported,
 )
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
-from coordinator.node.described_configs import ConfigEntry, ConfigType
 from coordinator.partition_log.topic_configs import describe_topic_configs
+from coordinator.wire.config_entries import ConfigEntry, ConfigType
 
 API_KEY = 32
 VERSIONS = range(1, 5)

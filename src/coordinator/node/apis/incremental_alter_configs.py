@@ -18,7 +18,6 @@ from kio.schema.errors import ErrorCode
 from coordinator.node.apis.config_resources import ResourceError
 from coordinator.node.apis.topic_config_changes import alter_each
 from coordinator.node.contract import RequestContext, ResponseValue
-from coordinator.node.described_configs import ConfigType
 from coordinator.partition_log.topic_configs import (
     TOPIC_CONFIGS,
     InvalidConfigError,
@@ -26,6 +25,7 @@ from coordinator.partition_log.topic_configs import (
     validate_topic_config,
 )
 from coordinator.partition_log.topics import Topic
+from coordinator.wire.config_entries import ConfigType
 
 API_KEY = 44
 VERSIONS = range(0, 2)

@@ -38,7 +38,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.wire.security.credentials import CredentialStore
 from coordinator.wire.security.scram import MECHANISMS, ScramError, ScramExchange, password_matches
-from coordinator.wire.security.session import Session
+from coordinator.wire.security.session import Authenticated, Session
 
 logger = logging.getLogger("coordinator.wire.sasl")
 
@@ -61,16 +61,6 @@ def parse_mechanisms(text: str) -> tuple[str, ...]:
         if name not in SUPPORTED_MECHANISMS:
             raise ValueError(f"{name} is not supported ({', '.join(SUPPORTED_MECHANISMS)} are)")
     return names
-
-
-@dataclass(frozen=True, slots=True)
-class Authenticated:
-    """SaslAuthenticate's answer."""
-
-    error_code: ErrorCode
-    error_message: str | None = None
-    auth_bytes: bytes = b""
-    session_lifetime_ms: int = 0
 
 
 @dataclass(eq=False, slots=True)

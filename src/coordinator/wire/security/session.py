@@ -12,12 +12,33 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
 
 from coordinator.wire.security.tls import ANONYMOUS
 
-if TYPE_CHECKING:
-    from coordinator.wire.security.sasl import SaslAuthority
+
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    """SaslAuthenticate's answer."""
+
+    error_code: ErrorCode
+    error_message: str | None = None
+    auth_bytes: bytes = b""
+    session_lifetime_ms: int = 0
+
+
+class SaslSide(Protocol):
+    """What a SASL listener's requests ask of the node's SASL side
+    (`coordinator.wire.security.sasl.SaslAuthority`, which imports this module)."""
+
+    @property
+    def mechanisms(self) -> tuple[str, ...]: ...
+
+    def handshake(self, session: Session, mechanism: str) -> ErrorCode: ...
+
+    def authenticate(self, session: Session, token: bytes) -> Authenticated: ...
 
 
 @dataclass(eq=False, slots=True)
@@ -30,7 +51,7 @@ class ServedListener:
     advertised: tuple[str, int]
     tls: ssl.SSLContext | None = None
     #: The node's SASL side, on SASL_PLAINTEXT and SASL_SSL listeners (set at start).
-    sasl: SaslAuthority | None = None
+    sasl: SaslSide | None = None
 
     @property
     def uses_sasl(self) -> bool:

@@ -1,4 +1,4 @@
 """Sockets and connections: listening, accepting within quotas, transports, read readiness.
 
-May import: nothing of `coordinator` but `coordinator.errors`.
+May import: `coordinator.wire` and the root modules.
 """

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from coordinator.groups.apis.common import group_runtime
 from coordinator.node.app import ServerApp
 from coordinator.node.config import parse_settings
 from coordinator.node.contract import ApiSpec, Broker, RequestContext, ResponseValue
@@ -60,7 +61,7 @@ async def test_extension_registers_apis_and_is_closed(tmp_path: Path) -> None:
 async def test_missing_group_runtime_is_a_clear_error() -> None:
     async with running_server(groups=False) as node:
         with pytest.raises(LookupError, match="group coordinator is not running"):
-            node.broker.group_runtime()
+            group_runtime(node.broker)
 
 
 async def test_start_up_topics_keep_existing_partition_counts(

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spark
 INDEX_SECTIONS = ["summary", "groups", "ownership", "protocols", "timeline", "durations",
                   "partitions-moved", "zookeeper", "quarantine"]  # fmt: skip
 GROUP_SECTIONS = ["episodes", "timeline", "partitions"]
-TEST_OUTPUT = Path(__file__).parents[2] / "test-output"
+TEST_OUTPUT = Path(__file__).parents[3] / "test-output"
 """Kept after the run (not a pytest temporary directory, which later runs remove)."""
 
 

@@ -228,7 +228,7 @@ def test_the_consumer_demo_without_its_extra_says_which_to_install(
 def test_an_unexpected_failure_is_one_line_that_points_at_debug(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from coordinator.partition_log import repair
+    from coordinator.cli import repair
 
     def broken(*args: Any, **kwargs: Any) -> int:
         raise ValueError("bug\nwith two lines")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from serve_process import one_line, run_rebalance, snapshot, start_serve, stop
 
+from coordinator.cli.repair import inspect_partition, repair
 from coordinator.groups.extension import STORE_FILE
 from coordinator.groups.store.base import StoredRecord
 from coordinator.groups.store.sqlite import SqliteStore, inspect_store
 from coordinator.partition_log.batch import iter_batches
 from coordinator.partition_log.partition import PartitionLog
-from coordinator.partition_log.repair import inspect_partition, repair
 from coordinator.partition_log.sealed import seal_number
 from coordinator.partition_log.topics import TopicStore
 from coordinator.testing.server import WireClient, read_records, record_batch

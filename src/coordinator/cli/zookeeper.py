@@ -7,26 +7,11 @@ import argparse
 import importlib.util
 from typing import TYPE_CHECKING
 
-from coordinator.errors import MissingExtraError, OperationalError
+from coordinator.errors import MissingExtraError
+from coordinator.zookeeper.connect import parse_zookeeper_connect
 
 if TYPE_CHECKING:
     from coordinator.node.app import Extension
-
-
-class BrokerRegistrationError(OperationalError):
-    """The node could not register in ZooKeeper (message as 0.8 words it)."""
-
-
-def parse_zookeeper_connect(text: str) -> str:
-    """`HOST:PORT[,HOST:PORT...][/chroot]`, as 0.8's `zookeeper.connect`."""
-    hosts, _, _chroot = text.partition("/")
-    for host in hosts.split(","):
-        name, sep, port = host.rpartition(":")
-        if not sep or not name or not port.isdigit() or not 0 < int(port) < 65536:
-            raise argparse.ArgumentTypeError(
-                f"--zookeeper expects HOST:PORT[,HOST:PORT...][/chroot], got {text!r}"
-            )
-    return text
 
 
 def add_zookeeper_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,8 +2,9 @@
 frozen consumer costs failed claim rounds, every event it logs is one the report reads, and
 nothing the demo started (consumers, ZooKeeper's JVM) outlives it.
 
-The story runs without the Spark report (`--no-report`): tests/coordinator/test_demo.py covers a
-demo's report, and tests/analytics/test_zookeeper_groups.py the report's ZooKeeper section."""
+The story runs without the Spark report (`--no-report`): tests/coordinator/demo/test_demo.py covers
+a demo's report, and tests/coordinator/analytics/test_zookeeper_groups.py the report's ZooKeeper
+section."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kio.schema.errors import ErrorCode
 
+from coordinator.groups.apis.common import group_runtime
 from coordinator.testing.pytest_plugin import ServerFactory
 from coordinator.testing.server import RunningServer, WireClient, server_in_thread
 from rebalance.config import CoordinatorConfig
@@ -25,7 +26,7 @@ async def topics_of(server: RunningServer) -> list[tuple[str, int]]:
 
 
 def group_config(server: RunningServer) -> CoordinatorConfig:
-    return server.broker.group_runtime().core.config
+    return group_runtime(server.broker).core.config
 
 
 async def test_the_default_server(kafka_server: RunningServer) -> None:

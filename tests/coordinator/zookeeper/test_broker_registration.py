@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from coordinator.testing.server import running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
-from coordinator.zookeeper.options import BrokerRegistrationError
+from coordinator.zookeeper.connect import BrokerRegistrationError
 from coordinator.zookeeper.server import free_port
 from rebalance.zookeeper.formats import BrokerRegistration, encode_topic
 
