@@ -25,7 +25,10 @@ and error codes follow Kafka's KafkaApis:
 - CreateAcls, DeleteAcls / DescribeAcls: ALTER / DESCRIBE on the cluster, else
   CLUSTER_AUTHORIZATION_FAILED (checked in their own modules);
 - AlterUserScramCredentials / DescribeUserScramCredentials: ALTER / DESCRIBE on the cluster,
-  else CLUSTER_AUTHORIZATION_FAILED.
+  else CLUSTER_AUTHORIZATION_FAILED;
+- DescribeLogDirs, ListPartitionReassignments: DESCRIBE, ListConfigResources: DESCRIBE_CONFIGS,
+  AlterReplicaLogDirs, ElectLeaders, AlterPartitionReassignments: ALTER on the cluster, else
+  CLUSTER_AUTHORIZATION_FAILED (for every partition named, where the answer has partitions).
 
 A request naming several groups or topics is split: the allowed part goes to the handler, the
 denied part is answered with the error (after the allowed entries, or in the request's order for
@@ -49,7 +52,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.node.access_control import AccessControl
-from coordinator.node.apis import find_coordinator
+from coordinator.node.apis import (
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
+    describe_log_dirs,
+    elect_leaders,
+    find_coordinator,
+    list_config_resources,
+    list_partition_reassignments,
+)
 from coordinator.node.apis.operations import (
     CLUSTER_OPERATIONS,
     GROUP_OPERATIONS,
@@ -659,6 +670,72 @@ def _scram_alter(request: Any, version: int, ctx: RequestContext, access: Access
     return {"throttle_time": 0, "results": results}
 
 
+# -- cluster admin APIs -----------------------------------------------------------------------
+def _on_cluster(op: Operation, denied: Callable[[Any], dict[str, Any]]) -> Before:
+    def before(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
+        return None if _may(access, ctx, op, _CLUSTER, CLUSTER_NAME) else denied(request)
+
+    return before
+
+
+def _reassignments_denied(request: Any) -> dict[str, Any]:
+    responses = [
+        {
+            "name": t.name,
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": CLUSTER_DENIED,
+                    "error_message": _CLUSTER_DENIED_MESSAGE,
+                }
+                for p in t.partitions
+            ],
+        }
+        for t in request.topics
+    ]
+    answer = alter_partition_reassignments.answer(request, responses, CLUSTER_DENIED)
+    return {**answer, "error_message": _CLUSTER_DENIED_MESSAGE}
+
+
+_CLUSTER_ADMIN_RULES: dict[int, Rule] = {
+    describe_log_dirs.API_KEY: Rule(
+        _on_cluster(
+            Operation.DESCRIBE,
+            lambda r: {"throttle_time": 0, "error_code": CLUSTER_DENIED, "results": []},
+        )
+    ),
+    list_partition_reassignments.API_KEY: Rule(
+        _on_cluster(
+            Operation.DESCRIBE,
+            lambda r: {
+                "throttle_time": 0,
+                "error_code": CLUSTER_DENIED,
+                "error_message": _CLUSTER_DENIED_MESSAGE,
+                "topics": [],
+            },
+        )
+    ),
+    list_config_resources.API_KEY: Rule(
+        _on_cluster(
+            Operation.DESCRIBE_CONFIGS,
+            lambda r: {"throttle_time": 0, "error_code": CLUSTER_DENIED, "config_resources": []},
+        )
+    ),
+    alter_replica_log_dirs.API_KEY: Rule(
+        _on_cluster(
+            Operation.ALTER,
+            lambda r: alter_replica_log_dirs.results(r, lambda *_: CLUSTER_DENIED),
+        )
+    ),
+    elect_leaders.API_KEY: Rule(
+        _on_cluster(Operation.ALTER, lambda r: elect_leaders.refused(r, CLUSTER_DENIED, None))
+    ),
+    alter_partition_reassignments.API_KEY: Rule(
+        _on_cluster(Operation.ALTER, _reassignments_denied)
+    ),
+}
+
+
 # -- the client-balance extension APIs (ours, not Kafka's) --------------------------------------
 # They follow the Kafka APIs they stand beside: a node's heartbeat and its partition releases
 # are ConsumerGroupHeartbeat's READ on the group; registering partitions is consuming them,
@@ -907,4 +984,5 @@ RULES: dict[int, Rule] = {
     client_balance.REGISTER_KEY: Rule(_partition_register),
     client_balance.RELEASE_KEY: Rule(_partition_release),
     client_balance.DESCRIBE_KEY: Rule(_client_balance_describe),
+    **_CLUSTER_ADMIN_RULES,
 }

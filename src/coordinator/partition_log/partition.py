@@ -161,6 +161,11 @@ class PartitionLog:
         return self._log_start_offset
 
     @property
+    def size_bytes(self) -> int:
+        """The bytes of record batches this log holds (what DescribeLogDirs reports)."""
+        return self._end_position
+
+    @property
     def high_watermark(self) -> int:
         """One past the last durable offset; Fetch never serves beyond it."""
         return self._high_watermark

@@ -31,7 +31,8 @@ def heartbeat_module(versions: range) -> types.ModuleType:
 
 def test_builtin_registry_has_the_server_apis() -> None:
     assert [spec.api_key for spec in builtin_registry()] == [
-        0, 1, 2, 3, 10, 17, 18, 19, 20, 21, 22, 29, 30, 31, 32, 33, 36, 37, 44, 50, 51, 60, 75,
+        0, 1, 2, 3, 10, 17, 18, 19, 20, 21, 22, 29, 30, 31, 32, 33, 34, 35, 36, 37, 43, 44, 45, 46,
+        50, 51, 60, 74, 75,
     ]  # fmt: skip
 
 

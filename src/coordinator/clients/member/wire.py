@@ -25,6 +25,9 @@ from rebalance.member.messages import (
 METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (3, 12), (8, 8), (9, 7), (10, 3)
 CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT_EPOCH = (68, 1), (8, 9)
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (11, 7), (12, 4), (13, 4), (14, 5)
+DESCRIBE_CONFIGS = (32, 1)
+BROKER_RESOURCE: Final = 4
+CONSUMER_SESSION: Final = "group.consumer.session.timeout.ms"
 JOIN_EXTRA_S: Final = 5.0
 """A JoinGroup may be parked for the rebalance timeout: Java waits that long plus 5 s."""
 
@@ -85,3 +88,26 @@ def offset_fetch(group_id: str, partitions: list[tuple[str, int]]) -> WireReques
         "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
         "require_stable": True,
     }
+
+
+def describe_broker_config(node_id: int, name: str) -> WireRequest:
+    """DescribeConfigs of one setting of broker `node_id` (KIP-848's group settings are the
+    broker's; a group's own overrides, Kafka 4.x GROUP resources, are not asked for)."""
+    return DESCRIBE_CONFIGS, {
+        "resources": [
+            {"resource_type": BROKER_RESOURCE, "resource_name": str(node_id),
+             "configuration_keys": [name]}
+        ],
+        "include_synonyms": False,
+    }  # fmt: skip
+
+
+def config_value(response: Any, name: str) -> int | None:
+    """The integer value of `name` in a DescribeConfigs response (None: not answered)."""
+    for result in response.results:
+        if error(result.error_code) is not ErrorCode.NONE:
+            return None
+        for entry in result.configs:
+            if entry.name == name and entry.value is not None and str(entry.value).isdigit():
+                return int(entry.value)
+    return None

@@ -64,6 +64,15 @@ def describe_topic(topic: Topic | InternalTopic, node_id: int) -> dict[str, Any]
     }
 
 
+def partition_count(name: str, ctx: RequestContext) -> int | None:
+    """How many partitions the topic `name` has (an internal one too), None if there is none."""
+    internal = ctx.broker.internal_topics.get(name)
+    if internal is not None:
+        return internal.partition_count
+    topic = ctx.broker.topics.get(name)
+    return None if topic is None else len(topic.partitions)
+
+
 def _missing(code: ErrorCode, name: str | None, topic_id: uuid.UUID | None) -> dict[str, Any]:
     return {
         "error_code": code,

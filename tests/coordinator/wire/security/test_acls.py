@@ -48,6 +48,8 @@ CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, OFFSET_DELETE = 29, 30, 31, 47
 DESCRIBE_TOPIC_PARTITIONS = 75
+ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS, LIST_CONFIG_RESOURCES = 34, 35, 43, 74
+ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 45, 46
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
 GROUP_ID_NOT_FOUND = 69
 
@@ -710,3 +712,38 @@ async def test_client_balance_apis_need_read_on_the_group_and_topics_they_regist
     assert (await alice.request(schema.RELEASE_KEY, 0, released)).error_code == 0
     await alice.close()
     await bob.close()
+
+
+async def test_cluster_admin_apis_need_their_operation_on_the_cluster(
+    node: RunningServer,
+) -> None:
+    """DescribeLogDirs, ListPartitionReassignments: DESCRIBE; ListConfigResources:
+    DESCRIBE_CONFIGS; AlterReplicaLogDirs, ElectLeaders, AlterPartitionReassignments: ALTER."""
+    bob, admin = await client_of(node, "bob"), await client_of(node, "admin")
+    timeout = {"timeout": 5000}
+    partition = [{"partition_index": 0, "replicas": [1]}]
+    asked = [
+        (DESCRIBE_LOG_DIRS, 4, {"topics": None}),
+        (LIST_REASSIGNMENTS, 0, {**timeout, "topics": None}),
+        (LIST_CONFIG_RESOURCES, 1, {"resource_types": ()}),
+        (ELECT_LEADERS, 2, {**timeout, "election_type": 0,
+                            "topic_partitions": [{"topic": "visible", "partitions": [0]}]}),
+        (ALTER_REASSIGNMENTS, 1, {**timeout, "allow_replication_factor_change": True,
+                                  "topics": [{"name": "visible", "partitions": partition}]}),
+    ]  # fmt: skip
+    for api_key, version, body in asked:
+        refused = await bob.request(api_key, version, body)
+        allowed = await admin.request(api_key, version, body)
+        assert (refused.error_code, allowed.error_code) == (CLUSTER_DENIED, 0), api_key
+    refused = await bob.request(ELECT_LEADERS, 2, asked[3][2])
+    assert refused.replica_election_results[0].partition_result[0].error_code == CLUSTER_DENIED
+    refused = await bob.request(ALTER_REASSIGNMENTS, 1, asked[4][2])
+    assert refused.responses[0].partitions[0].error_code == CLUSTER_DENIED
+    moved = {"dirs": [{"path": str(node.data_dir),
+                       "topics": [{"name": "visible", "partitions": [0]}]}]}  # fmt: skip
+    refused = await bob.request(ALTER_REPLICA_LOG_DIRS, 2, moved)
+    allowed = await admin.request(ALTER_REPLICA_LOG_DIRS, 2, moved)
+    assert refused.results[0].partitions[0].error_code == CLUSTER_DENIED
+    assert allowed.results[0].partitions[0].error_code == 0
+    await bob.close()
+    await admin.close()
