@@ -23,7 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
-from coordinator.node.apis.metadata import LEADER_EPOCH
+from coordinator.node.apis.metadata import describe_partition
 from coordinator.node.apis.operations import NOT_REQUESTED, TOPIC_OPERATIONS
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.partition_log.internal import InternalTopic
@@ -42,15 +42,9 @@ class InvalidCursor(ValueError):
 
 def _partition(index: int, node_id: int) -> dict[str, Any]:
     return {
-        "error_code": ErrorCode.none,
-        "partition_index": index,
-        "leader_id": node_id,
-        "leader_epoch": LEADER_EPOCH,
-        "replica_nodes": [node_id],
-        "isr_nodes": [node_id],
+        **describe_partition(index, node_id),
         "eligible_leader_replicas": [],
         "last_known_elr": [],
-        "offline_replicas": [],
     }
 
 
