@@ -56,11 +56,11 @@ def test_first_heartbeat_joins_with_epoch_one_and_the_whole_topic() -> None:
     h = ConsumerHarness(t=3)
     reply = h.join(G, "m1")
     assert reply.error is ErrorCode.NONE
-    assert (reply.member_id, reply.member_epoch) == ("m1", 1)
+    assert (reply.member_id, reply.member_epoch) == ("m1", 2)
     assert reply.assignment == ((T, (0, 1, 2)),)
     assert reply.heartbeat_interval_ms == 5000
     group = h.group(G)
-    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (1, 1, "Stable")
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (2, 2, "Stable")
 
 
 def test_v1_member_id_is_the_clients_and_must_not_be_empty() -> None:
@@ -80,11 +80,11 @@ def test_v0_member_id_is_chosen_by_the_coordinator() -> None:
 def test_a_join_to_a_topic_that_does_not_exist_yet_gets_nothing_until_it_does() -> None:
     h = ConsumerHarness()
     reply = h.join(G, "m1")
-    assert (reply.member_epoch, reply.assignment) == (1, ())
+    assert (reply.member_epoch, reply.assignment) == (2, ())
     h.set_topics(t=2)
-    assert h.group(G).group_epoch == 1  # until a heartbeat refreshes the metadata
-    reply = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=()))
-    assert (reply.member_epoch, reply.assignment) == (2, ((T, (0, 1)),))
+    assert h.group(G).group_epoch == 2  # until a heartbeat refreshes the metadata
+    reply = h.hb(ConsumerGroupHeartbeat(G, "m1", 2, topic_partitions=()))
+    assert (reply.member_epoch, reply.assignment) == (3, ((T, (0, 1)),))
 
 
 # ============================================================================= validation
@@ -174,10 +174,10 @@ def test_a_second_member_gets_partitions_only_after_the_first_released_them() ->
     a.heartbeat()
     assert a.owned == {T: {0, 1, 2, 3}}
     reply = b.heartbeat()  # group epoch 2; b's target partitions are still a's
-    assert (reply.member_epoch, reply.assignment) == (2, ())
+    assert (reply.member_epoch, reply.assignment) == (3, ())
     assert h.group(G).members["b"].state is MemberState.UNRELEASED_PARTITIONS
     reply = a.heartbeat()  # a is asked to revoke: its reply lists what it keeps
-    assert reply.member_epoch == 1
+    assert reply.member_epoch == 2
     assert h.group(G).members["a"].state is MemberState.UNREVOKED_PARTITIONS
     kept = a.owned[T]
     assert len(kept) == 2
@@ -185,9 +185,9 @@ def test_a_second_member_gets_partitions_only_after_the_first_released_them() ->
     assert reply.assignment is None and b.owned == {}
     assert all(len(holders) == 1 for holders in owners(h).values())
     reply = a.heartbeat()  # the acknowledgement (owned = kept) moves a to epoch 2
-    assert (reply.member_epoch, h.group(G).members["a"].state) == (2, MemberState.STABLE)
+    assert (reply.member_epoch, h.group(G).members["a"].state) == (3, MemberState.STABLE)
     reply = b.heartbeat()
-    assert reply.member_epoch == 2
+    assert reply.member_epoch == 3
     assert b.owned == {T: {0, 1, 2, 3} - kept}
     assert h.group(G).kafka_state == "Stable"
 
@@ -213,12 +213,12 @@ def test_members_not_involved_keep_their_partitions_and_epoch_moves_without_a_ba
 def test_the_assignment_is_sent_only_when_it_changed_or_on_a_full_request() -> None:
     h = ConsumerHarness(t=2)
     h.join(G, "m1")
-    reply = h.hb(ConsumerGroupHeartbeat(G, "m1", 1))
+    reply = h.hb(ConsumerGroupHeartbeat(G, "m1", 2))
     assert reply.assignment is None
     full = ConsumerGroupHeartbeat(
         G,
         "m1",
-        1,
+        2,
         rebalance_timeout_ms=30000,
         subscribed_topic_names=("t",),
         topic_partitions=((T, (0, 1)),),
@@ -228,7 +228,7 @@ def test_the_assignment_is_sent_only_when_it_changed_or_on_a_full_request() -> N
     h.hb(_join(member_id="m2", subscribed_topic_names=None, subscribed_topic_regex="t"))
     owned = h.group(G).members["m2"].current_value().assigned
     regex = ConsumerGroupHeartbeat(
-        G, "m2", 2, rebalance_timeout_ms=30000, subscribed_topic_regex="t", topic_partitions=owned
+        G, "m2", 3, rebalance_timeout_ms=30000, subscribed_topic_regex="t", topic_partitions=owned
     )
     assert h.hb(regex).assignment is None
 
@@ -261,17 +261,17 @@ def test_member_epoch_fencing() -> None:
     h = ConsumerHarness(t=2)
     a = Client(h, G, "a")
     a.heartbeat()  # epoch 1
-    assert h.hb(ConsumerGroupHeartbeat(G, "a", 2)).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert h.hb(ConsumerGroupHeartbeat(G, "a", 3)).error is ErrorCode.FENCED_MEMBER_EPOCH
     Client(h, G, "b").heartbeat()  # group epoch 2
     a.heartbeat()
     a.heartbeat()  # a reaches epoch 2, previous epoch 1
-    assert h.group(G).members["a"].member_epoch == 2
+    assert h.group(G).members["a"].member_epoch == 3
     # the previous epoch with a subset of the current partitions: the bump was lost, accepted
-    ok = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=a.owned_tuple()))
+    ok = h.hb(ConsumerGroupHeartbeat(G, "a", 2, topic_partitions=a.owned_tuple()))
     assert ok.error is ErrorCode.NONE
     # the previous epoch claiming a partition it no longer has, or an older epoch: fenced
     other = ((T, (0, 1)),)
-    assert h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=other)).error is (
+    assert h.hb(ConsumerGroupHeartbeat(G, "a", 2, topic_partitions=other)).error is (
         ErrorCode.FENCED_MEMBER_EPOCH
     )
     assert h.hb(ConsumerGroupHeartbeat(G, "a", 0 + 1, topic_partitions=None)).error is (
@@ -298,9 +298,9 @@ def test_a_full_group_refuses_any_member_id_it_does_not_hold() -> None:
     config = CoordinatorConfig.from_properties({"group.consumer.max.size": "1"})
     h = ConsumerHarness(config, t=1)
     h.join(G, "a", instance_id="i1")
-    unknown = h.hb(ConsumerGroupHeartbeat(G, "x", 1, topic_partitions=()))
+    unknown = h.hb(ConsumerGroupHeartbeat(G, "x", 2, topic_partitions=()))
     assert unknown.error is ErrorCode.GROUP_MAX_SIZE_REACHED
-    assert h.hb(ConsumerGroupHeartbeat(G, "a", 1, instance_id="i1")).error is ErrorCode.NONE
+    assert h.hb(ConsumerGroupHeartbeat(G, "a", 2, instance_id="i1")).error is ErrorCode.NONE
     left = h.hb(ConsumerGroupHeartbeat(G, "a", -2, instance_id="i1"))
     assert left.error is ErrorCode.NONE
     assert h.join(G, "a2", instance_id="i1").error is ErrorCode.GROUP_MAX_SIZE_REACHED
@@ -366,8 +366,10 @@ def test_static_member_leaves_temporarily_and_its_successor_inherits_its_partiti
     # the instance id is held by an active member: nobody else may claim it
     reply = h.join(G, "a2", instance_id="i")
     assert reply.error is ErrorCode.UNRELEASED_INSTANCE_ID
+    # a heartbeat from a member id the group lacks, naming the held instance id: Kafka looks
+    # the instance id up first (FENCED_INSTANCE_ID, checked against Kafka 4.4)
     assert h.hb(ConsumerGroupHeartbeat(G, "a2", 1, instance_id="i")).error is (
-        ErrorCode.UNKNOWN_MEMBER_ID
+        ErrorCode.FENCED_INSTANCE_ID
     )
     assert h.hb(ConsumerGroupHeartbeat(G, "b", 2, instance_id="i")).error is (
         ErrorCode.FENCED_INSTANCE_ID
@@ -398,7 +400,7 @@ def test_a_static_members_leave_is_checked_by_instance_id_and_releases_what_it_r
     assert set(h.group(G).members) == {"a"}
     b = Client(h, G, "b")
     b.heartbeat()  # b's target has a partition a still holds
-    h.hb(ConsumerGroupHeartbeat(G, "a", 1, instance_id="i", topic_partitions=((T, (0, 1)),)))
+    h.hb(ConsumerGroupHeartbeat(G, "a", 2, instance_id="i", topic_partitions=((T, (0, 1)),)))
     assert h.group(G).members["a"].state is MemberState.UNREVOKED_PARTITIONS
     assert b.owned == {}
     left = h.hb(ConsumerGroupHeartbeat(G, "a", -2, instance_id="i"))
@@ -433,25 +435,25 @@ def test_a_member_that_revoked_moves_one_epoch_on_while_the_target_asks_for_more
     h = ConsumerHarness(t=6)
     a = Client(h, G, "a")
     a.heartbeat()
-    assert a.epoch == 1
-    h.join(G, "b")  # epoch 2: a must give three partitions up
+    assert a.epoch == 2
+    h.join(G, "b")  # epoch 3: a must give three partitions up
     a.heartbeat()
     member = h.group(G).members["a"]
-    assert (member.state, member.member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 1)
+    assert (member.state, member.member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 2)
     kept = a.owned_tuple()
-    h.join(G, "c")  # epoch 3: a keeps two, while it still revokes for epoch 2
-    reply = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=kept))
+    h.join(G, "c")  # epoch 4: a keeps two, while it still revokes for epoch 3
+    reply = h.hb(ConsumerGroupHeartbeat(G, "a", 2, topic_partitions=kept))
     member = h.group(G).members["a"]
     assert (member.state, member.member_epoch, member.previous_member_epoch) == (
         MemberState.UNREVOKED_PARTITIONS,
+        3,
         2,
-        1,
     )
-    assert reply.member_epoch == 2 and sum(len(ps) for _, ps in reply.assignment or ()) == 2
-    a.epoch, a.owned = 2, {t: set(ps) for t, ps in reply.assignment or ()}
+    assert reply.member_epoch == 3 and sum(len(ps) for _, ps in reply.assignment or ()) == 2
+    a.epoch, a.owned = 3, {t: set(ps) for t, ps in reply.assignment or ()}
     a.heartbeat()
-    assert (a.epoch, h.group(G).members["a"].previous_member_epoch) == (3, 2)
-    stale = h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=a.owned_tuple()))
+    assert (a.epoch, h.group(G).members["a"].previous_member_epoch) == (4, 3)
+    stale = h.hb(ConsumerGroupHeartbeat(G, "a", 2, topic_partitions=a.owned_tuple()))
     assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH
 
 
@@ -462,11 +464,11 @@ def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() 
     b = Client(h, G, "b")
     b.heartbeat()
     # a heartbeats (keeping its session) but never acknowledges the revocation
-    h.hb(ConsumerGroupHeartbeat(G, "a", 1))
+    h.hb(ConsumerGroupHeartbeat(G, "a", 2))
     assert h.group(G).members["a"].state is MemberState.UNREVOKED_PARTITIONS
     for _ in range(3):
         h.advance(10_000)
-        h.hb(ConsumerGroupHeartbeat(G, "a", 1, topic_partitions=((T, (0, 1)),)))
+        h.hb(ConsumerGroupHeartbeat(G, "a", 2, topic_partitions=((T, (0, 1)),)))
         b.heartbeat()
     assert "a" not in h.group(G).members
     assert b.owned == {T: {0, 1}}
@@ -481,11 +483,11 @@ def test_partitions_added_and_topic_deleted_bump_the_epoch() -> None:
     a.heartbeat()
     h.set_topics(t=4)
     a.heartbeat()
-    assert h.group(G).group_epoch == 2
+    assert h.group(G).group_epoch == 3
     assert a.owned == {T: {0, 1, 2, 3}}
     h.set_topics()
     a.heartbeat()
-    assert h.group(G).group_epoch == 3
+    assert h.group(G).group_epoch == 4
     a.heartbeat()
     assert a.owned == {}
     bumps = [e.fields["trigger"] for e in h.events if e.type is EventType.GROUP_EPOCH_BUMPED]
@@ -553,7 +555,7 @@ def test_topics_nobody_subscribes_to_do_not_bump() -> None:
     h = ConsumerHarness(t=2)
     h.join(G, "a")
     h.set_topics(t=2, other=5)
-    assert h.group(G).group_epoch == 1
+    assert h.group(G).group_epoch == 2
 
 
 # ============================================================================= durability
@@ -668,7 +670,7 @@ def test_a_classic_join_to_an_empty_consumer_group_makes_it_classic_and_keeps_it
         config = CoordinatorConfig.from_properties({"group.consumer.migration.policy": policy})
         h = ConsumerHarness(config, t=1)
         h.join(G, "a")
-        h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 42),)),), 1, "a"))
+        h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 42),)),), 2, "a"))
         h.hb(ConsumerGroupHeartbeat(G, "a", -1))
         known = h.reply(h.send(JoinGroup(G, "m-1", "consumer", (("range", b"m"),), 10000, 10000)))
         assert known == JoinGroupReply(ErrorCode.UNKNOWN_MEMBER_ID, member_id="m-1")
@@ -710,10 +712,10 @@ def test_commits_carry_the_member_epoch() -> None:
         assert isinstance(reply, OffsetCommitReply)
         return reply.topics[0][1][0][1]
 
-    assert commit(1) is ErrorCode.NONE
-    assert commit(0) is ErrorCode.STALE_MEMBER_EPOCH
-    assert commit(1, "ghost") is ErrorCode.UNKNOWN_MEMBER_ID
-    assert commit(1, version=8) is ErrorCode.UNSUPPORTED_VERSION
+    assert commit(2) is ErrorCode.NONE
+    assert commit(1) is ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(2, "ghost") is ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(2, version=8) is ErrorCode.UNSUPPORTED_VERSION
     # Generation -1 is an admin's commit: accepted only while the group has no member.
     assert commit(-1, "") is ErrorCode.UNKNOWN_MEMBER_ID
     h.hb(ConsumerGroupHeartbeat(G, "a", -1))
@@ -726,7 +728,7 @@ def test_fetches_naming_a_member_carry_its_epoch() -> None:
     error is the group's, with no partitions."""
     h = ConsumerHarness(t=1)
     h.join(G, "a")
-    h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 7),)),), 1, "a"))
+    h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 7),)),), 2, "a"))
 
     def fetch(member: str | None, epoch: int) -> OffsetFetchReply:
         command = OffsetFetch(G, (("t", (0,)),), version=9, member_id=member, member_epoch=epoch)
@@ -736,11 +738,11 @@ def test_fetches_naming_a_member_carry_its_epoch() -> None:
 
     found = (("t", (FetchedOffset(0, 7, -1, ""),)),)
     assert fetch(None, -1) == OffsetFetchReply(ErrorCode.NONE, found)
-    assert fetch("a", 1) == OffsetFetchReply(ErrorCode.NONE, found)
-    assert fetch("a", 0) == OffsetFetchReply(ErrorCode.STALE_MEMBER_EPOCH)
-    assert fetch("a", 2) == OffsetFetchReply(ErrorCode.STALE_MEMBER_EPOCH)
-    assert fetch("ghost", 1) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
-    assert fetch(None, 1) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
+    assert fetch("a", 2) == OffsetFetchReply(ErrorCode.NONE, found)
+    assert fetch("a", 1) == OffsetFetchReply(ErrorCode.STALE_MEMBER_EPOCH)
+    assert fetch("a", 3) == OffsetFetchReply(ErrorCode.STALE_MEMBER_EPOCH)
+    assert fetch("ghost", 2) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
+    assert fetch(None, 2) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
     assert fetch("", -1) == OffsetFetchReply(ErrorCode.UNKNOWN_MEMBER_ID)
     # A classic group checks no member (Kafka: only a Dead group refuses), nor does a group
     # nobody has created.
@@ -796,8 +798,8 @@ def test_consumer_group_describe_shows_epochs_assignor_and_both_assignments() ->
     described, missing = reply.groups
     assert (described.state, described.group_epoch, described.assignment_epoch) == (
         "Reconciling",
-        2,
-        2,
+        3,
+        3,
     )
     assert described.assignor == "range"
     members = {m.member_id: m for m in described.members}

@@ -258,7 +258,7 @@ def test_a_classic_member_joins_a_consumer_group_and_gets_partitions_once_releas
     b = Classic(h)
     joined = b.join()
     assert joined.leader == "" and joined.members == ()
-    assert h.group(G).group_epoch == 2 and b.generation == 2  # the target epoch
+    assert h.group(G).group_epoch == 3 and b.generation == 3  # the target epoch
     member = h.group(G).members[b.member_id]
     assert member.state is MemberState.UNRELEASED_PARTITIONS
     assert b.sync().error is ErrorCode.NONE and b.owned == set()

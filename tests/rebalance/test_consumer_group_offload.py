@@ -42,25 +42,25 @@ ALL = ((T, (0, 1, 2, 3)),)
 
 def test_the_first_target_is_inline_so_no_member_is_left_at_epoch_zero() -> None:
     h = slow_worker(t=4)
-    assert h.join(G, "m1").member_epoch == 1 and h.offloaded == []
+    assert h.join(G, "m1").member_epoch == 2 and h.offloaded == []
 
 
 def test_heartbeats_are_answered_while_the_target_is_computed_elsewhere() -> None:
     h = slow_worker(t=4)
     h.join(G, "m1")
     second = h.join(G, "m2")
-    # Epoch 2's target is in the worker: m2 is in, at epoch 1 with nothing; m1 keeps consuming.
-    assert (second.member_epoch, second.assignment) == (1, ())
+    # Epoch 3's target is in the worker: m2 is in, at epoch 2 with nothing; m1 keeps consuming.
+    assert (second.member_epoch, second.assignment) == (2, ())
     group = h.group(G)
-    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (2, 1, "Assigning")
-    assert [i.group_epoch for i in h.offloaded] == [2]
+    assert (group.group_epoch, group.target_epoch, group.kafka_state) == (3, 2, "Assigning")
+    assert [i.group_epoch for i in h.offloaded] == [3]
     h.advance(5000)
-    again = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=ALL))
-    assert (again.member_epoch, again.assignment) == (1, None)
+    again = h.hb(ConsumerGroupHeartbeat(G, "m1", 2, topic_partitions=ALL))
+    assert (again.member_epoch, again.assignment) == (2, None)
     assert len(h.offloaded) == 1  # one computation at a time
     h.deliver_offloaded()
-    assert (group.target_epoch, targets(h)) == (2, [1, 2])
-    revoke = h.hb(ConsumerGroupHeartbeat(G, "m1", 1, topic_partitions=ALL))
+    assert (group.target_epoch, targets(h)) == (3, [2, 3])
+    revoke = h.hb(ConsumerGroupHeartbeat(G, "m1", 2, topic_partitions=ALL))
     assert revoke.assignment is not None and len(revoke.assignment[0][1]) == 2
 
 
@@ -68,15 +68,15 @@ def test_a_stale_result_is_dropped_and_the_current_epoch_computed_at_once() -> N
     h = slow_worker(t=6)
     h.join(G, "m1")
     h.join(G, "m2")
-    h.join(G, "m3")  # group epoch 3 while epoch 2's target is being computed
-    assert [i.group_epoch for i in h.offloaded] == [2]
+    h.join(G, "m3")  # group epoch 4 while epoch 3's target is being computed
+    assert [i.group_epoch for i in h.offloaded] == [3]
     stale = h.offloaded.pop(0)
     h._absorb(h.core.target_computed(stale, compute_target(stale), h.clock.now_ms()))
     group = h.group(G)
-    assert (group.target_epoch, targets(h)) == (1, [1])  # epoch 2 is gone: not applied
-    assert [i.group_epoch for i in h.offloaded] == [3]  # the current epoch, started at once
+    assert (group.target_epoch, targets(h)) == (2, [2])  # epoch 3 is gone: not applied
+    assert [i.group_epoch for i in h.offloaded] == [4]  # the current epoch, started at once
     h.deliver_offloaded()
-    assert (group.target_epoch, targets(h)) == (3, [1, 3])
+    assert (group.target_epoch, targets(h)) == (4, [2, 4])
     assert sorted(sum(map(len, t.values())) for t in group.target.values()) == [2, 2, 2]
 
 
@@ -88,21 +88,21 @@ def test_the_offloaded_target_is_the_inline_one() -> None:
             h.join(G, m, topics)
             h.deliver_offloaded()
     assert offloaded.group(G).target == inline.group(G).target
-    assert offloaded.group(G).target_epoch == inline.group(G).target_epoch == 3
+    assert offloaded.group(G).target_epoch == inline.group(G).target_epoch == 4
 
 
 def test_a_static_member_replaced_meanwhile_gets_its_instances_target() -> None:
     h = slow_worker(t=4)
     h.join(G, "s1", instance_id="i1")
     h.deliver_offloaded()
-    h.hb(ConsumerGroupHeartbeat(G, "s1", 1, instance_id="i1", topic_partitions=ALL))
+    h.hb(ConsumerGroupHeartbeat(G, "s1", 2, instance_id="i1", topic_partitions=ALL))
     h.join(G, "m2")  # epoch 2: its target is computed for members s1 and m2
     h.hb(ConsumerGroupHeartbeat(G, "s1", STATIC_LEAVE_EPOCH, instance_id="i1"))
     h.join(G, "s1-again", instance_id="i1")  # the replacement keeps the group epoch
     group = h.group(G)
-    assert group.group_epoch == 2 and "s1" not in group.members
+    assert group.group_epoch == 3 and "s1" not in group.members
     h.deliver_offloaded()
-    assert group.target_epoch == 2
+    assert group.target_epoch == 3
     assert set(group.target) == {"s1-again", "m2"}
     assert sum(len(ps) for t in group.target.values() for ps in t.values()) == 4
 
@@ -125,4 +125,4 @@ def test_inputs_are_a_copy_the_group_can_move_on_from() -> None:
     inputs = target_inputs(group, h.core.group_types["consumer"].metadata, h.config)
     h.join(G, "m2")
     assert [m.member_id for m in inputs.members] == ["m1"]
-    assert inputs.group_epoch == 1 and inputs.targets["m1"] == ((T, (0, 1, 2, 3)),)
+    assert inputs.group_epoch == 2 and inputs.targets["m1"] == ((T, (0, 1, 2, 3)),)

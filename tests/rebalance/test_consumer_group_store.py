@@ -83,7 +83,7 @@ def test_an_empty_consumer_group_turned_classic_keeps_no_consumer_rows() -> None
     h = ConsumerHarness(t=1)
     c = Client(h, G, "a")
     c.heartbeat()
-    h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 9),)),), 1, "a"))
+    h.send(OffsetCommit(G, (CommitTopic("t", (CommitPartition(0, 9),)),), 2, "a"))
     c.leave()
     h.send(JoinGroup(G, "", "consumer", (("range", b"m"),), 10000, 10000, version=3))
     rows = compacted(h.records)

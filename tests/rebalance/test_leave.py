@@ -143,10 +143,11 @@ def test_leave_in_preparing_rebalance_may_complete_join() -> None:
     assert h.join_reply(lt).members[0].member_id == leader
 
 
-def test_pending_member_leave_removes_the_pending_id_without_rebalance() -> None:
-    """§1.10 / §1.12: a pending (MEMBER_ID_REQUIRED) id leaving is removed from pending (NONE).
-    It is not a member, so a Stable group does not rebalance (Kafka: only a member's removal
-    triggers prepare-rebalance; a pending removal at most completes a join in PR)."""
+def test_pending_member_leave_removes_the_pending_id_and_rebalances() -> None:
+    """§1.10 / §1.12: a pending (MEMBER_ID_REQUIRED) id leaving is removed from pending (NONE),
+    and a Stable group rebalances, as Kafka 4.4 (maybePrepareRebalanceOrCompleteJoin for every
+    valid leave; checked against the broker: `join a0; join a0; sync a0; join a1; leave a1`
+    leaves the group PreparingRebalance)."""
     h = GroupHarness()
     _, generation = h.form_group(G, 1)
     pending = h.join_reply(h.join(G)).member_id
@@ -155,7 +156,7 @@ def test_pending_member_leave_removes_the_pending_id_without_rebalance() -> None
     group = h.core.group(G)
     assert group is not None
     assert pending not in group.pending_join
-    assert group.kafka_state == "Stable" and group.generation == generation
+    assert group.kafka_state == "PreparingRebalance" and group.generation == generation
     # The pending id is gone: its second join is an unknown member.
     assert h.join_reply(h.join(G, pending)).error is ErrorCode.UNKNOWN_MEMBER_ID
 

@@ -102,10 +102,10 @@ def test_a_member_joins_with_epoch_zero_and_takes_the_assignment() -> None:
     )
     assert first.topic_partitions == () and a.state is MemberState.JOINING
     a.on_reply(group.harness.replies[group.harness.send(first)], 0)  # type: ignore[arg-type]
-    assert a.state.name == "STABLE" and a.epoch == 1
+    assert a.state.name == "STABLE" and a.epoch == 2
     assert a.poll(0) == DescribeTopics(("t",))  # the assignment names topic ids
     a.on_reply(TopicsDescribed({"t": 4}, {"t": "id-t"}), 0)
-    assert a.take_changes() == [Assigned(ALL, 1)]
+    assert a.take_changes() == [Assigned(ALL, 2)]
     a.changes_done()
     ack = a.poll(0)  # sent at once, not after the interval: it acknowledges the assignment
     assert isinstance(ack, ConsumerGroupHeartbeat) and ack.topic_partitions == (
@@ -125,7 +125,7 @@ def test_a_regex_member_sends_its_regex_and_asks_for_every_topic_to_name_its_ids
     # it knows no topic names: the ids of the assignment are looked up among every topic
     assert a.poll(0) == DescribeTopics(None)
     a.on_reply(TopicsDescribed({"t": 4, "other": 1}, {"t": "id-t", "other": "id-o"}), 0)
-    assert a.take_changes() == [Assigned(ALL, 1)]
+    assert a.take_changes() == [Assigned(ALL, 2)]
     with pytest.raises(ValueError, match="not both"):
         ConsumerMemberConfig("g", "b-id", ("t",), topic_regex="t")
 
@@ -144,7 +144,7 @@ def test_a_second_member_gets_partitions_only_after_the_first_released_them() ->
     revoked_at = names.index(("a", "Revoked"))
     b_assigned = [i for i, (n, kind) in enumerate(names) if n == "b" and kind == "Assigned"]
     assert b_assigned and min(b_assigned) > revoked_at
-    assert a.epoch == b.epoch == 2
+    assert a.epoch == b.epoch == 3
 
 
 def test_leaving_revokes_then_sends_epoch_minus_one_or_minus_two_when_static() -> None:
@@ -154,7 +154,7 @@ def test_leaving_revokes_then_sends_epoch_minus_one_or_minus_two_when_static() -
         group.settle()
         a.close()
         assert a.poll(0) is None
-        assert a.take_changes() == [Revoked(ALL, 1)]
+        assert a.take_changes() == [Revoked(ALL, 2)]
         a.changes_done()
         leave = a.poll(0)
         assert isinstance(leave, ConsumerGroupHeartbeat) and leave.member_epoch == epoch
@@ -169,7 +169,7 @@ def test_commits_carry_the_member_epoch() -> None:
         a.commit({("t", 0): 1})
     group.settle()
     request = a.commit({("t", 0): 10})
-    assert (request.generation_id, request.member_id, request.version) == (1, "a-id", 9)
+    assert (request.generation_id, request.member_id, request.version) == (2, "a-id", 9)
     reply = group.harness.replies[group.harness.send(request)]
     assert isinstance(reply, OffsetCommitReply)
     assert a.on_commit_reply(request, reply).ok
@@ -195,7 +195,7 @@ def test_error_row(code: ErrorCode, action: Action) -> None:
     changes = a.take_changes()
     a.changes_done()
     if action is Action.RESET_GENERATION:  # transitionToFenced
-        assert changes == [Lost(ALL, 1)] and a.state is MemberState.UNJOINED
+        assert changes == [Lost(ALL, 2)] and a.state is MemberState.UNJOINED
         rejoin = a.poll(1000)
         assert isinstance(rejoin, ConsumerGroupHeartbeat)
         assert (rejoin.member_id, rejoin.member_epoch, rejoin.topic_partitions) == ("a-id", 0, ())
@@ -207,7 +207,7 @@ def test_error_row(code: ErrorCode, action: Action) -> None:
         assert isinstance(a.poll(1100), ConsumerGroupHeartbeat)
     else:
         assert action is Action.FATAL
-        assert a.state is MemberState.FAILED and changes == [Lost(ALL, 1)]
+        assert a.state is MemberState.FAILED and changes == [Lost(ALL, 2)]
         assert a.failure is not None and a.failure.code is code
 
 
@@ -221,4 +221,4 @@ def test_a_silent_coordinator_makes_the_partitions_lost_within_the_session() -> 
     a.on_failure(1000)
     assert a.owns(2999) == ALL and a.owns(3000) == frozenset()
     a.poll(3000)
-    assert a.take_changes() == [Lost(ALL, 1)] and a.state is MemberState.UNJOINED
+    assert a.take_changes() == [Lost(ALL, 2)] and a.state is MemberState.UNJOINED

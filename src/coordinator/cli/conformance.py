@@ -1,5 +1,5 @@
 """`rebalance conformance`: connect, run the scenarios, print progress and the summary, write the
-reports; exit status 1 on any failure."""
+reports; exit status 1 on any failure, 5 when nothing was checked (as pytest's)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from coordinator.conformance.output import (
 )
 from coordinator.conformance.runner import run_scenarios, select
 from coordinator.errors import OperationalError
+
+#: The exit status of a run that checked nothing: no scenario matched `-k`, or all were skipped.
+NOTHING_CHECKED = 5
 
 
 def run_conformance(
@@ -83,4 +86,10 @@ async def _run(
     if junit_path is not None:
         write_junit(junit_path, outcomes)
     say(summary(outcomes))
-    return 1 if any(o.status == "failed" for o in outcomes) else 0
+    if any(o.status == "failed" for o in outcomes):
+        return 1
+    if not any(o.status == "passed" for o in outcomes):
+        what = "no scenario matched" if not scenarios else "every scenario was skipped"
+        say(f"nothing was checked: {what}")
+        return NOTHING_CHECKED
+    return 0

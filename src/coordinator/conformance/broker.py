@@ -8,6 +8,7 @@ consumer has: its JoinGroup may park, and the connection answers in order.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,9 +54,14 @@ KAFKA_DEFAULTS: Mapping[str, str] = {
     "group.consumer.min.heartbeat.interval.ms": "5000",
     "group.consumer.max.heartbeat.interval.ms": "15000",
     "group.consumer.max.size": "2147483647",
-    # Kafka 4.3's batching of target assignments (absent before: one per epoch bump, as 0).
-    "group.consumer.assignment.interval.ms": "0",
+    # Kafka 4.3's batching of target assignments, 1 s by default in 4.4 (absent before: one
+    # target per epoch bump, as 0).
+    "group.consumer.assignment.interval.ms": "1000",
 }
+
+
+#: How long a created topic may take to show in Metadata.
+TOPIC_VISIBLE_S = 10.0
 
 
 class BrokerError(RuntimeError):
@@ -76,6 +82,8 @@ class BrokerUnderTest:
     #: Where each setting came from: "broker" or "assumed".
     sources: dict[str, str] = field(default_factory=dict)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    #: Topics this run created (`ensure_topic`), deleted by `clean_up`.
+    created_topics: list[str] = field(default_factory=list)
 
     @classmethod
     async def connect(cls, bootstrap: str, assume: Mapping[str, str]) -> BrokerUnderTest:
@@ -156,9 +164,36 @@ class BrokerUnderTest:
                              "replication_factor": -1, "assignments": [], "configs": []}],
                  "timeout": 30_000, "validate_only": False},
             )  # fmt: skip
+            outcome = response.topics[0].error_code.name
+            if outcome == "none":
+                self.created_topics.append(name)
+            if outcome not in ("none", "topic_already_exists"):
+                return False
+            # CreateTopics answers once the topic is decided (Kafka: committed by the
+            # controller); brokers learn it after. A group joined before its coordinator knows
+            # the topic is assigned nothing until the next metadata change.
+            return await self._visible(client, name, partitions)
         finally:
             await client.close()
-        return response.topics[0].error_code.name in ("none", "topic_already_exists")
+
+    async def _visible(self, client: WireClient, name: str, partitions: int) -> bool:
+        """Wait until Metadata shows `name` with `partitions` led partitions."""
+        version = min(self.advertised.get(ApiKey.METADATA, 1), 12)
+        values: dict[str, Any] = {
+            "topics": [{"name": name, "topic_id": None}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+            "include_cluster_authorized_operations": False,
+        }
+        deadline = asyncio.get_running_loop().time() + TOPIC_VISIBLE_S
+        while True:
+            (topic,) = (await client.request(ApiKey.METADATA, version, values)).topics
+            led = [p for p in topic.partitions if int(p.leader_id) >= 0]
+            if topic.error_code.name == "none" and len(led) >= partitions:
+                return True
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(0.02)
 
     async def topic_info(self, name: str) -> TopicInfo:
         """The topic's id and partition count (Metadata v10+, where topics have ids)."""

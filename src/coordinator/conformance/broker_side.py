@@ -24,6 +24,8 @@ from rebalance.commands import (
 from rebalance.errors import ErrorCode
 
 CLIENT_ID = "rebalance-conformance"
+#: How long a FindCoordinator on a pooled connection may take before the connection is dropped.
+STUCK_S = 5.0
 
 
 class ConnectionPool:
@@ -50,16 +52,24 @@ class ConnectionPool:
         version = self.broker.versions.get(ApiKey.FIND_COORDINATOR)
         if version is None:
             return bootstrap
-        client = await self.take(bootstrap)
-        try:
-            values: dict[str, Any] = {"key_type": 0}
-            values |= {"coordinator_keys": [group_id]} if version >= 4 else {"key": group_id}
-            found = await client.request(ApiKey.FIND_COORDINATOR, version, values)
-        finally:
+        values: dict[str, Any] = {"key_type": 0}
+        values |= {"coordinator_keys": [group_id]} if version >= 4 else {"key": group_id}
+        for _ in range(2):
+            client = await self.take(bootstrap)
+            try:
+                found = await asyncio.wait_for(
+                    client.request(ApiKey.FIND_COORDINATOR, version, values), STUCK_S
+                )
+            except TimeoutError:
+                # A pooled connection that does not answer (a request of an earlier run still
+                # ahead of it on the broker): closed, never reused; a new one is asked.
+                await client.close()
+                continue
             self.give_back(bootstrap, client)
-        if version >= 4:
-            (found,) = found.coordinators
-        return (found.host, found.port)
+            if version >= 4:
+                (found,) = found.coordinators
+            return (found.host, found.port)
+        raise ConnectionError(f"FindCoordinator for {group_id!r} unanswered for {STUCK_S} s")
 
     async def close(self) -> None:
         for clients in self._idle.values():

@@ -5,7 +5,8 @@ leaves, commits, fetches, describes from six members of two classic groups; KIP-
 from three of a consumer group) and `Lockstep` sends each
 to the broker under test and to the pure core; the first answer that differs fails the run, and
 Hypothesis shrinks the sequence to a short one that still fails. The failure names the diverging
-request and prints the run as steps that `replay` (`--differential --replay '...'`) runs again.
+request and prints the command that runs the same steps again (`rebalance conformance
+--bootstrap HOST:PORT --replay '...'`, which calls `replay`).
 
 Each Hypothesis example is one run on groups of its own; connections are pooled across runs.
 Hypothesis is imported here only, so the rest of the package works without it installed.
@@ -20,7 +21,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, Phase, assume, settings
+from hypothesis import HealthCheck, Phase, Verbosity, assume, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.stateful import (
@@ -96,6 +97,8 @@ MAX_WAITS = 2
 #: How long a broker that resolves regexes in the background is given to assign the topic to a
 #: member subscribed by a regex matching it (Kafka: milliseconds, one scan of the topic names).
 REGEX_RESOLUTION_S = 2.0
+#: How long the broker's group coordinator is given to learn the runs' new topic.
+TOPIC_KNOWN_S = 10.0
 
 
 class RegexNeverResolved(Divergence):
@@ -198,7 +201,42 @@ class Session:
         commits = self.broker.advertised.get(ApiKey.OFFSET_COMMIT, -1) >= KIP848_COMMIT_VERSION
         if heartbeats and commits and not batching and self._consumer_sessions_fit():
             self.topics = [self.run(self.broker.topic_info(self.topic))]
+            self.run(self._coordinator_knows_the_topic())
             self.regex = self.run(self._resolves_regexes_at_once())
+
+    async def _coordinator_knows_the_topic(self) -> None:
+        """Wait until a lone member subscribing to the topic by name is assigned it: Kafka's
+        group coordinator learns a new topic after Metadata shows it (its own metadata image),
+        and a run's first join before that would be assigned nothing, where the model's is."""
+        group_id = f"differential-{self.id}-topic-probe"
+        member_id = str(uuid.uuid4())
+        version = self.broker.versions[ApiKey.CONSUMER_GROUP_HEARTBEAT]
+        side = BrokerSide(self.broker, self.pool)
+        await side.open({"probe": group_id})
+
+        async def beat(command: ConsumerGroupHeartbeat) -> ConsumerGroupHeartbeatReply:
+            reply = await asyncio.wait_for(await side.send("probe", command), ANSWER_TIMEOUT_S)
+            assert isinstance(reply, ConsumerGroupHeartbeatReply)
+            return reply
+
+        join = ConsumerGroupHeartbeat(
+            group_id, member_id, 0, rebalance_timeout_ms=LONG_MS,
+            subscribed_topic_names=(self.topic,), topic_partitions=(), version=version,
+        )  # fmt: skip
+        try:
+            reply = await beat(join)
+            deadline = time.monotonic() + TOPIC_KNOWN_S
+            while not reply.error and not reply.assignment and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+                again = ConsumerGroupHeartbeat(
+                    group_id, member_id, reply.member_epoch, topic_partitions=(), version=version
+                )
+                reply = await beat(again)
+        finally:
+            try:
+                await beat(ConsumerGroupHeartbeat(group_id, member_id, -1, version=version))
+            finally:
+                await side.close()
 
     async def _resolves_regexes_at_once(self) -> str | None:
         """The pattern `beat cN regex` subscribes with, where the broker resolves a new regex
@@ -452,6 +490,7 @@ def run_differential(
                         phases=(Phase.generate, Phase.shrink),
                         suppress_health_check=list(HealthCheck),
                         print_blob=False,
+                        verbosity=Verbosity.quiet,  # the report says it all: nothing on stdout
                     ),
                 )
             except Divergence as exc:

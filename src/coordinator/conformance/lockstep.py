@@ -23,6 +23,7 @@ offsets, group states) raises `Divergence` with the run so far, printed as repla
 from __future__ import annotations
 
 import asyncio
+import shlex
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -156,6 +157,8 @@ class Lockstep:
         self.views = {"model": View(), "broker": View()}
         self.in_flight: list[InFlight] = []
         self.log: list[str] = []
+        #: The steps applied so far, as text: the replay command a divergence prints.
+        self.applied: list[str] = []
         self.steps = 0
         #: Leaders the model took over from the broker (Kafka's choice was free).
         self.adoptions = 0
@@ -194,6 +197,7 @@ class Lockstep:
     async def apply(self, step: Step) -> None:
         self._check_early_answers()
         self._current = step
+        self.applied.append(str(step))
         if isinstance(step, Wait):
             await self._wait(step)
             return
@@ -636,13 +640,18 @@ class Lockstep:
                     self._normalise(f, reply, self.views["broker"]),
                 )  # fmt: skip
 
+    def replay_command(self) -> str:
+        """The command line that runs this run's steps again against the same broker."""
+        address = f"{self.broker.broker.host}:{self.broker.broker.port}"
+        steps = shlex.quote("; ".join(self.applied))
+        return f"rebalance conformance --bootstrap {address} --replay {steps}"
+
     def _diverge(self, f: InFlight, model: Answer, broker: Answer) -> None:
         raise Divergence(
             f"the broker and the model differ at step {f.number} ({f.step}):\n"
             f"  model:  {_text(model)}\n"
             f"  broker: {_text(broker)}\n"
-            "the run until then (replay: rebalance conformance --differential --replay "
-            "'<steps separated by ;>'):\n"
+            f"the run until then (replay: {self.replay_command()}):\n"
             + "\n".join(self.log)
             + f"\n{self.steps:4}. {self._current}   <- diverged here"
         )

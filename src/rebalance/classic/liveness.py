@@ -72,7 +72,12 @@ def leave(state: CoordinatorState, cmd: LeaveGroup, now_ms: int, token: Hashable
         outcomes.append(LeftMember(leaving.member_id, leaving.group_instance_id, code))
         removed_pending |= pending and code is ErrorCode.NONE
         removed_member |= not pending and code is ErrorCode.NONE
-    if removed_member and group.can_rebalance():
+    # A pending member's leave (an id handed out, never joined) rebalances too, as Kafka 4.4's
+    # maybePrepareRebalanceOrCompleteJoin does for every valid leave (checked against the
+    # broker: a Stable or CompletingRebalance group moves to the next generation). An Empty
+    # group's pending leave only completes the join, as before.
+    rebalances = removed_member or (removed_pending and not group.empty)
+    if rebalances and group.can_rebalance():
         prepare_rebalance(state, result, group, now_ms, initial=False, trigger=Trigger.MEMBER_LEFT)
     elif removed_member or removed_pending:
         maybe_complete_join(state, result, group, now_ms)

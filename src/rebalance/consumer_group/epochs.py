@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rebalance.consumer_group.group import (
     GROUP_TYPE,
+    NEW_GROUP_EPOCH,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
@@ -121,7 +122,8 @@ def offloads(state: CoordinatorState, metadata: TopicMetadata, group: ConsumerGr
     """Whether the group's next target is computed off the loop (`assign`)."""
     # A group's first target is computed here, whatever its size: until a target exists its
     # members are at epoch 0, which a client can only send back as a new join.
-    if not (state.config.group_consumer_assignor_offload_enable and group.target_epoch > 0):
+    first = group.target_epoch <= NEW_GROUP_EPOCH
+    if first or not state.config.group_consumer_assignor_offload_enable:
         return False
     # What the assignors' work grows with: members plus the partitions they subscribe to.
     size = len(group.members) + sum(t[2] for t in subscribed_metadata(group, metadata))

@@ -189,6 +189,11 @@ def subscribed_topics(
     return topics
 
 
+#: A new group's group and assignment epochs: its first bump makes 2. Kafka 4.4's ModernGroup
+#: starts both at 1 (groupEpoch, TargetAssignmentMetadata.INITIAL); before, at 0.
+NEW_GROUP_EPOCH = 1
+
+
 class ConsumerGroup(LoadedOnlyLifecycle):
     """A KIP-848 consumer group. `state` is the lifecycle's (loading, live); `kafka_state` is
     what ListGroups shows (Empty, Assigning, Reconciling, Stable)."""
@@ -217,7 +222,7 @@ class ConsumerGroup(LoadedOnlyLifecycle):
         self.group_id = group_id
         self.partition = partition
         self.state = GroupState.DOWN
-        self.group_epoch = 0
+        self.group_epoch = NEW_GROUP_EPOCH
         #: (name, id, partitions) of the subscribed topics the group epoch was computed for.
         self.subscribed_metadata: tuple[tuple[str, str, int], ...] = ()
         #: How many members name each topic, or use each regex: the group's subscribed topics
@@ -227,7 +232,7 @@ class ConsumerGroup(LoadedOnlyLifecycle):
         self.members: dict[str, ConsumerMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target = Targets()  # member id -> target partitions
-        self.target_epoch = 0
+        self.target_epoch = NEW_GROUP_EPOCH
         #: (topic id, partition) -> the member holding it (assigned or being revoked).
         self.partition_owners: dict[tuple[str, int], str] = {}
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}

@@ -223,7 +223,9 @@ class ConsumerGroupType(GroupType):
                     client_host=m.client_host,
                     subscribed_topic_names=m.subscribed_topic_names,
                     subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=named(m.assigned),
+                    # Kafka 4.4 shows what the member holds: its assigned partitions and
+                    # those it is still revoking (checked against the broker).
+                    assignment=named(held(m.assigned, m.pending_revocation)),
                     target_assignment=named(group.target.get(m.member_id, {})),
                     classic=m.classic is not None,
                 )
@@ -238,3 +240,13 @@ class ConsumerGroupType(GroupType):
     @staticmethod
     def deletable(group: ConsumerGroup) -> ErrorCode:
         return ErrorCode.NONE if group.empty else ErrorCode.NON_EMPTY_GROUP
+
+
+def held(assigned: Partitions, revoking: Partitions) -> Partitions:
+    """Both sets of partitions, topic by topic."""
+    if not revoking:
+        return assigned
+    merged = {t: set(ps) for t, ps in assigned.items()}
+    for t, ps in revoking.items():
+        merged.setdefault(t, set()).update(ps)
+    return merged

@@ -44,15 +44,10 @@ def heartbeat(
         validate(cmd, state.config)
         reply = _heartbeat(state, metadata, result, cmd, now_ms)
     except CoordinatorError as exc:
-        # DIFFERS: Kafka's error answer (GroupCoordinatorService.consumerGroupHeartbeat's
-        # handleOperationException) carries only the error code and message: no member id.
-        # Ours echoes the request's member id; epoch and heartbeat interval are 0 in both.
-        return single_reply(
-            token,
-            ConsumerGroupHeartbeatReply(
-                exc.code, exc.message or None, member_id=cmd.member_id or None
-            ),
-        )
+        # Kafka's error answer (GroupCoordinatorService.consumerGroupHeartbeat's
+        # handleOperationException) carries only the error code and message: no member id,
+        # epoch and heartbeat interval 0 (checked against Kafka 4.4).
+        return single_reply(token, ConsumerGroupHeartbeatReply(exc.code, exc.message or None))
     result.reply(token, reply)
     return result
 

@@ -18,7 +18,13 @@ from rebalance.consumer_group.commands import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroupHeartbeat,
 )
-from rebalance.consumer_group.group import GROUP_TYPE, ConsumerGroup, ConsumerMember, thaw
+from rebalance.consumer_group.group import (
+    GROUP_TYPE,
+    NEW_GROUP_EPOCH,
+    ConsumerGroup,
+    ConsumerMember,
+    thaw,
+)
 from rebalance.consumer_group.records import (
     CurrentAssignmentValue,
     GroupEpochValue,
@@ -70,9 +76,10 @@ def find_group(
         group = None
     if group is None:
         # The group epoch record creates it (replay converts an empty classic group, keeping its
-        # offsets); epoch 0 with no subscribed topics yet.
+        # offsets); epoch 1 with no subscribed topics yet: Kafka 4.4 starts a new group at 1
+        # (ModernGroup), so the join's bump makes 2.
         classic = cmd.group_id in state.groups
-        write(state, result, cmd.group_id, GroupEpochValue(0, ()))
+        write(state, result, cmd.group_id, GroupEpochValue(NEW_GROUP_EPOCH, ()))
         if classic:  # clears the classic group's row; the consumer group stays
             state.apply(result, GroupMetadataRecord(cmd.group_id, None))
         created = state.groups[cmd.group_id]
@@ -102,27 +109,28 @@ def find_member(
             f"{state.config.group_consumer_max_size} members.",
         )
     if cmd.member_epoch != JOIN_EPOCH:
+        # A static member is looked up by its instance id first, as Kafka's
+        # getOrMaybeSubscribeStaticConsumerGroupMember: a member id the group lacks under an
+        # instance id another member holds is FENCED_INSTANCE_ID (checked against Kafka 4.4).
+        if cmd.instance_id is not None:
+            static_holder(group, cmd)
         member = group.members.get(cmd.member_id)
         if member is None:
             raise CoordinatorError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {cmd.member_id} is not a member of group {group.group_id}.",
             )
-        if cmd.instance_id is not None:
-            static_holder(group, cmd)
         _check_epoch(member, cmd)
         return member, None
     if cmd.instance_id is not None:
         holder = group.static_members.get(cmd.instance_id)
-        # DIFFERS: a static member rejoining with epoch 0 under its own member id while still
-        # active (its join's answer lost, or after FENCED_MEMBER_EPOCH) gets its state back,
-        # as a dynamic member does; released Kafka (to 4.3) answers UNRELEASED_INSTANCE_ID,
-        # fatal to the Java client, which apache/kafka#23542 (open, September 2026) changes
-        # to what we do.
-        if holder is not None and holder != cmd.member_id:
+        if holder is not None:
             previous = group.members[holder]
             # A classic-protocol static member is replaced at once (Kafka checks the release
-            # only when both incarnations use the consumer protocol).
+            # only when both incarnations use the consumer protocol). A static member that
+            # rejoins with epoch 0 under its own member id while still active (its join's
+            # answer lost, or after FENCED_MEMBER_EPOCH) is refused too, as Kafka 4.4 does
+            # (checked against the broker; apache/kafka#23542 would take it back instead).
             if previous.member_epoch != STATIC_LEAVE_EPOCH and previous.classic is None:
                 raise CoordinatorError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -130,7 +138,8 @@ def find_member(
                     f"{cmd.instance_id} cannot join the group because the instance id is "
                     f"owned by {holder} member.",
                 )
-            return _replace_static(state, result, group, previous, cmd, now_ms), None
+            if holder != cmd.member_id:
+                return _replace_static(state, result, group, previous, cmd, now_ms), None
     member_id = cmd.member_id or str(state.rng.uuid4())  # v0: the server chooses
     member = group.members.get(member_id)
     if member is not None:

@@ -118,6 +118,15 @@ class ConsumerMember(MemberBase[ConsumerRequest]):
             and self._unacknowledged == 0
         )
 
+    @property
+    def session_timeout_ms(self) -> int:
+        """The session the lease assumes (the coordinator's once learned)."""
+        return self._session_ms
+
+    def learn_session_timeout(self, session_ms: int) -> None:
+        """The coordinator's `group.consumer.session.timeout.ms`, as it described it."""
+        self._session_ms = session_ms
+
     def _sending(self, request: ConsumerRequest) -> None:
         self._sent_owned = self.owned | self.revoking
 

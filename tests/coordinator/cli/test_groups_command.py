@@ -97,8 +97,8 @@ def test_describe_a_consumer_group(node: RunningServer, capsys: pytest.CaptureFi
 
     asyncio.run(scenario())
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("group kip848: consumer, Stable, group epoch 2, target epoch 2, ")
+    assert out[0].startswith("group kip848: consumer, Stable, group epoch 3, target epoch 3, ")
     assert out[1].split() == ["member", "client", "host", "epoch", "partitions"]
     rows = sorted((line.split() for line in out[2:4]), key=lambda row: row[1])  # by client
-    assert [(r[1], r[3]) for r in rows] == [("c0", "2"), ("c1", "2")]
+    assert [(r[1], r[3]) for r in rows] == [("c0", "3"), ("c1", "3")]
     assert sorted(p for r in rows for p in r[4].removeprefix("t:").split(",")) == list("0123")

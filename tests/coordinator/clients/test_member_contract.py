@@ -31,6 +31,7 @@ from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, running_server
 from rebalance.config import CoordinatorConfig
 from rebalance.member import Assigned
+from rebalance.member.consumer import ConsumerMember
 
 PROC = Path(__file__).with_name("group_member_proc.py")
 TOPIC = "jobs"
@@ -312,6 +313,16 @@ async def test_committed_says_none_for_no_offset_and_refusals_carry_kafka_codes(
             await member.commit({(TOPIC, 0): 1})
     assert issubclass(RebalanceInProgress, CommitError) and RebalanceInProgress.retriable
     assert issubclass(CommitError, MemberError) and not CommitFailed.retriable
+
+
+async def test_a_kip_848_member_leases_with_the_coordinators_session_not_its_own() -> None:
+    """The member is left at its 45 s default; the coordinator's session is 3 s: the lease
+    must use 3 s (a member trusting 45 s stayed an owner 1.28 s past its removal)."""
+    async with server(2) as running, GroupMember(running.bootstrap, "session", [TOPIC],
+                           group_protocol="consumer") as member:  # fmt: skip
+        assert await member.wait_stable(20) == frozenset(all_of(2))
+        assert isinstance(member.member, ConsumerMember)
+        assert member.member.session_timeout_ms == 3000
 
 
 def test_heartbeat_interval_is_the_coordinators_under_kip_848() -> None:

@@ -207,6 +207,29 @@ def test_the_command_writes_json_and_junit_and_exits_0(tmp_path: Path) -> None:
     assert (suite.get("tests"), suite.get("failures")) == (str(len(joins)), "0")
 
 
+async def test_the_differential_runs_are_skipped_under_a_quick_offsets_cleanup() -> None:
+    quick_cleanup = [
+        "group.initial.rebalance.delay.ms=0",
+        "group.min.session.timeout.ms=250",
+        "offsets.retention.check.interval.ms=200",
+    ]
+    async with running_server(settings=quick_cleanup) as server:
+        broker = await BrokerUnderTest.connect(server.bootstrap, {})
+        outcomes = await run_scenarios(broker, select("differential."))
+    assert {o.status for o in outcomes} == {"skipped"} and len(outcomes) == 2
+    assert all("offsets.retention.check.interval.ms=200 < 60000" in o.detail for o in outcomes)
+
+
+def test_a_run_that_checked_nothing_exits_5(capsys: pytest.CaptureFixture[str]) -> None:
+    with server_in_thread(settings=["group.initial.rebalance.delay.ms=0"]) as server:
+        nothing = main(["conformance", "--bootstrap", server.bootstrap, "-k", "no-such-rule"])
+        skipped = main(["conformance", "--bootstrap", server.bootstrap, "-k", "join.initial"])
+    out = capsys.readouterr().out
+    assert (nothing, skipped) == (5, 5)
+    assert "nothing was checked: no scenario matched" in out
+    assert "nothing was checked: every scenario was skipped" in out
+
+
 def test_an_unreachable_broker_is_one_line_and_status_1(
     capsys: pytest.CaptureFixture[str], unused_tcp_port: int
 ) -> None:

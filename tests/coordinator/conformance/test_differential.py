@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import shlex
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -142,7 +143,7 @@ def test_a_leader_our_server_chose_freely_is_adopted_by_the_model(node: RunningS
 
 
 def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
-    node: RunningServer, monkeypatch: pytest.MonkeyPatch
+    node: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     core = node.broker.groups.core  # type: ignore[attr-defined]
     # The server's core only: the model, run in this process too, keeps the real rules.
@@ -150,7 +151,7 @@ def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
     monkeypatch.setitem(core.state.group_types, "classic", unfenced)
     broker = connect(node)
     report = run_differential(broker, steps=10_000)
-    print(report.failure)
+    assert capsys.readouterr().out == ""  # Hypothesis prints nothing of its own
     assert report.failure is not None
     found = re.search(r"differ at step (\d+) \((commit [^)]*)\)", report.failure)
     assert found, report.failure
@@ -162,6 +163,13 @@ def test_unfenced_commits_diverge_and_shrink_to_a_few_steps_that_replay(
     assert re.search(r"broker: +p\d=none", report.failure)
     again = replay(broker, report.failure.split("(replay:", 1)[1].split("\n", 1)[1])
     assert again.failure is not None and found.group(0) in again.failure
+    # The replay command it prints runs as printed, against the same broker.
+    command = re.search(r"\(replay: (rebalance conformance .*)\):$", report.failure, re.M)
+    assert command, report.failure
+    argv = shlex.split(command.group(1))
+    assert argv[:4] == ["rebalance", "conformance", "--bootstrap", node.bootstrap]
+    assert main(argv[1:]) == 1
+    assert found.group(0) in capsys.readouterr().out
 
 
 def test_a_heartbeat_that_always_says_ok_diverges_at_once(
@@ -200,8 +208,8 @@ def test_unchecked_kip848_member_epochs_diverge(
     report = replay(connect(node), "beat c0; beat c1; beat c1 stale")
     assert report.failure is not None
     assert "differ at step 3 (beat c1 stale)" in report.failure
-    assert re.search(r"model: +error=fenced_member_epoch member=c1 epoch=0", report.failure)
-    assert re.search(r"broker: +error=none member=c1 epoch=2", report.failure)
+    assert re.search(r"model: +error=fenced_member_epoch epoch=0", report.failure)
+    assert re.search(r"broker: +error=none member=c1 epoch=3", report.failure)
 
 
 async def test_a_timed_run_finds_no_divergence_from_our_server(
@@ -291,19 +299,19 @@ def test_kip848_sessions_and_revocations_expire_in_lockstep(short_sessions: Runn
     # c1 joins, c0 is told to give p1 up (revoking: its 300 ms rebalance timeout runs) and does
     # not come back: fenced after 300 ms, the group epoch bumped (Assigning: as Kafka, the target
     # waits for the next heartbeat); c1's heartbeat makes both partitions its target and takes
-    # them, then its 900 ms session runs out too (the emptied group keeps target epoch 3). Both
+    # them, then its 900 ms session runs out too (the emptied group keeps target epoch 4). Both
     # sides' describes after each wait.
     steps = "beat c0; beat c1; beat c0; wait 450; beat c1; wait 1400; beat c1"
     report = replay(connect(short_sessions), steps)
     assert report.failure is None, report.failure
     answers = [line.split("-> ")[1] for line in report.log]
-    assert answers[2] == "error=none member=c0 epoch=1 interval=300 assignment=t:[0]"
+    assert answers[2] == "error=none member=c0 epoch=2 interval=300 assignment=t:[0]"
     assert answers[3].endswith(
-        "describe c: error=none state=Assigning epochs=3/2 assignor=uniform members=c1[2||t:[1]]"
+        "describe c: error=none state=Assigning epochs=4/3 assignor=uniform members=c1[3||t:[1]]"
     )
-    assert answers[4] == "error=none member=c1 epoch=3 interval=300 assignment=t:[0, 1]"
-    assert answers[5].endswith("describe c: error=none state=Empty epochs=4/4 assignor=uniform")
-    assert answers[6] == "error=unknown_member_id member=c1 epoch=0 interval=0"
+    assert answers[4] == "error=none member=c1 epoch=4 interval=300 assignment=t:[0, 1]"
+    assert answers[5].endswith("describe c: error=none state=Empty epochs=5/5 assignor=uniform")
+    assert answers[6] == "error=unknown_member_id epoch=0 interval=0"
     # A wait ending near a KIP-848 deadline is made longer: c0's session ends 900 ms after its
     # join, within 50 ms of the 870 asked for, so the wait ends 50 ms past it.
     report = replay(connect(short_sessions), "beat c0; wait 870")
@@ -334,10 +342,10 @@ def test_an_ignored_kip848_session_expiry_diverges_in_a_timed_run(
     # c0, revoking, was fenced by its rebalance timeout on both sides (that timer works: the
     # group epoch bumped, the target left for the next heartbeat); the model then fenced c1 as
     # its session ran out (the group emptied), the broker kept it.
-    model = r"model: +error=none state=Empty epochs=4/4 assignor=uniform$"
+    model = r"model: +error=none state=Empty epochs=5/5 assignor=uniform$"
     assert re.search(model, report.failure, re.M)
     assert re.search(
-        r"broker: +error=none state=Assigning epochs=3/2 .*members=c1\[2\|\|t:\[1\]\]$",
+        r"broker: +error=none state=Assigning epochs=4/3 .*members=c1\[3\|\|t:\[1\]\]$",
         report.failure,
         re.M,
     )
@@ -426,9 +434,9 @@ def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -
     report = replay(connect(node), steps)
     assert report.failure is None
     answers = [line.split("-> ")[1] for line in report.log]
-    assert answers[0] == "error=none member=c0 epoch=1 interval=5000 assignment=t:[0, 1]"
+    assert answers[0] == "error=none member=c0 epoch=2 interval=5000 assignment=t:[0, 1]"
     assert answers[2].endswith("assignment=t:[0]")
-    assert answers[4].startswith("error=fenced_member_epoch member=c1 epoch=0")
+    assert answers[4].startswith("error=fenced_member_epoch epoch=0")
     assert answers[6].startswith("error=none member=c0 epoch=-1")
     assert answers[7].endswith("assignment=t:[0, 1]")
     assert answers[8:] == ["p0=none", "p1=stale_member_epoch", "error=none p0=4 p1=-1"]
@@ -436,19 +444,19 @@ def test_kip848_heartbeats_run_in_lockstep_with_the_model(node: RunningServer) -
 
 def test_kip848_regex_subscriptions_run_in_lockstep(node: RunningServer) -> None:
     # c0 joins by name, then rejoins subscribed by a regex matching the same topic (names
-    # cleared): a new subscription, epoch 2, the same partitions. c1 joins by the regex and is
-    # targeted p1, which c0 gives up.
+    # cleared): a new subscription, epoch 3, the same partitions. c1 joins by the regex and is
+    # targeted p1, which c0 gives up (and, revoking it, still holds: Kafka 4.4's describe).
     steps = "beat c0; beat c0 regex; describe c; beat c1 regex; beat c0; beat c1; describe c"
     report = replay(connect(node), steps)
     assert report.failure is None, report.failure
     assert report.regex is True  # our server resolves a regex at once, as the model does
     answers = [line.split("-> ")[1] for line in report.log]
-    assert answers[1] == "error=none member=c0 epoch=2 interval=5000 assignment=t:[0, 1]"
-    assert answers[3] == "error=none member=c1 epoch=3 interval=5000"
-    assert answers[4] == "error=none member=c0 epoch=2 interval=5000 assignment=t:[0]"
+    assert answers[1] == "error=none member=c0 epoch=3 interval=5000 assignment=t:[0, 1]"
+    assert answers[3] == "error=none member=c1 epoch=4 interval=5000"
+    assert answers[4] == "error=none member=c0 epoch=3 interval=5000 assignment=t:[0]"
     assert answers[6] == (
-        "error=none state=Reconciling epochs=3/3 assignor=uniform "
-        "members=c0[2|t:[0]|t:[0]],c1[3||t:[1]]"
+        "error=none state=Reconciling epochs=4/4 assignor=uniform "
+        "members=c0[3|t:[0, 1]|t:[0]],c1[4||t:[1]]"
     )
 
 
@@ -482,9 +490,9 @@ def test_a_regex_ignored_on_a_rejoin_diverges(
     report = replay(connect(node), "beat c0; beat c0 regex")
     assert report.failure is not None
     assert "differ at step 2 (beat c0 regex)" in report.failure
-    assert re.search(r"model: +error=none member=c0 epoch=2 .* assignment=t:\[0, 1\]$",
+    assert re.search(r"model: +error=none member=c0 epoch=3 .* assignment=t:\[0, 1\]$",
                      report.failure, re.M)  # fmt: skip
-    assert re.search(r"broker: +error=none member=c0 epoch=2 interval=5000$", report.failure, re.M)
+    assert re.search(r"broker: +error=none member=c0 epoch=3 interval=5000$", report.failure, re.M)
 
 
 def test_regex_steps_are_left_out_where_resolved_in_the_background_and_fail_where_never(
@@ -535,7 +543,7 @@ def test_regex_steps_are_left_out_where_resolved_in_the_background_and_fail_wher
 def test_consumer_group_describe_runs_in_lockstep_and_shows_epochs_and_targets(
     node: RunningServer,
 ) -> None:
-    # After c1 joins, c0 holds both partitions at epoch 1 with p0 as its target, c1 nothing
+    # After c1 joins, c0 holds both partitions at epoch 2 with p0 as its target, c1 nothing
     # with p1 as its target; c0 gives p1 up, then both reach the group's epoch: Stable.
     steps = """
         describe c; beat c0 join; beat c1 join; describe c
@@ -546,12 +554,12 @@ def test_consumer_group_describe_runs_in_lockstep_and_shows_epochs_and_targets(
     answers = [line.split("-> ")[1] for line in report.log]
     assert answers[0] == "error=group_id_not_found"
     assert answers[3] == (
-        "error=none state=Reconciling epochs=2/2 assignor=uniform "
-        "members=c0[1|t:[0, 1]|t:[0]],c1[2||t:[1]]"
+        "error=none state=Reconciling epochs=3/3 assignor=uniform "
+        "members=c0[2|t:[0, 1]|t:[0]],c1[3||t:[1]]"
     )
     assert answers[8] == (
-        "error=none state=Stable epochs=2/2 assignor=uniform "
-        "members=c0[2|t:[0]|t:[0]],c1[2|t:[1]|t:[1]]"
+        "error=none state=Stable epochs=3/3 assignor=uniform "
+        "members=c0[3|t:[0]|t:[0]],c1[3|t:[1]|t:[1]]"
     )
 
 

@@ -245,7 +245,7 @@ async def test_the_runtime_primes_the_worker_with_each_big_group_it_loads(
     await runtime.start()
     try:
         group = await two_members_joined(runtime)
-        assert group.target_epoch == 2
+        assert group.target_epoch == 3
     finally:
         await runtime.close()
     core = GroupCoordinatorCore(config, SplitMix64(1))
@@ -298,14 +298,14 @@ async def test_a_failed_computation_and_a_dead_worker_are_reported_and_recovered
 
 async def two_members_joined(runtime: GroupRuntime) -> ConsumerGroup:
     """Members m1 and m2 join group g over one topic of 4 partitions; returns the group once
-    its target for both (epoch 2) is in place, or after 10 s."""
+    its target for both (epoch 3) is in place, or after 10 s."""
     runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
     for member in ("m1", "m2"):
         await runtime.submit(join(member))
     group = runtime.core.group("g")
     assert isinstance(group, ConsumerGroup)
     for _ in range(1000):
-        if group.target_epoch == 2:
+        if group.target_epoch == 3:
             break
         await asyncio.sleep(0.01)
     return group
@@ -321,7 +321,7 @@ async def test_the_runtime_applies_the_worker_processs_target(
     await runtime.start()
     try:
         group = await two_members_joined(runtime)
-        assert group.target_epoch == 2 and runtime.assignor_worker is not None
+        assert group.target_epoch == 3 and runtime.assignor_worker is not None
         assert group.target.frozen == {"m1": (("id-t", (0, 1)),), "m2": (("id-t", (2, 3)),)}
     finally:
         await runtime.close()

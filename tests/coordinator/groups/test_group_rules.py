@@ -178,7 +178,7 @@ async def test_v9_commits_and_fetches_of_a_consumer_group_carry_the_member_epoch
         {"group_id": "kip848", "member_id": "m1", "member_epoch": 0,
          "rebalance_timeout": 30_000, "subscribed_topic_names": ["t1"], "topic_partitions": []},
     )  # fmt: skip
-    assert joined.error_code is ErrorCode.none and joined.member_epoch == 1
+    assert joined.error_code is ErrorCode.none and joined.member_epoch == 2
     epoch = joined.member_epoch
     fenced = ErrorCode.stale_member_epoch
     current = await commit(client, 9, "kip848", {"t1": [(0, 5)]}, generation=epoch, member_id="m1")

@@ -51,29 +51,29 @@ async def test_the_assignor_runs_in_a_thread_while_heartbeats_are_answered(
     try:
         runtime.topics_changed(TopicMetadata.of([TopicInfo("t", "id-t", 4)]))
         first = await runtime.submit(join("m1"))  # a group's first target: inline
-        assert (first.member_epoch, first.assignment) == (1, (("id-t", (0, 1, 2, 3)),))
-        second = await runtime.submit(join("m2"))  # epoch 2: to the assignor thread
-        assert (second.member_epoch, second.assignment) == (1, ())
+        assert (first.member_epoch, first.assignment) == (2, (("id-t", (0, 1, 2, 3)),))
+        second = await runtime.submit(join("m2"))  # epoch 3: to the assignor thread
+        assert (second.member_epoch, second.assignment) == (2, ())
         group = runtime.core.group("g")
         assert isinstance(group, ConsumerGroup)
-        for _ in range(3):  # the loop is free: m1 is answered, still at epoch 1
+        for _ in range(3):  # the loop is free: m1 is answered, still at epoch 2
             beat = await runtime.submit(
-                ConsumerGroupHeartbeat("g", "m1", 1, topic_partitions=first.assignment)
+                ConsumerGroupHeartbeat("g", "m1", 2, topic_partitions=first.assignment)
             )
-            assert beat.member_epoch == 1 and group.kafka_state == "Assigning"
+            assert beat.member_epoch == 2 and group.kafka_state == "Assigning"
         release.set()
         for _ in range(100):
-            if group.target_epoch == 2:
+            if group.target_epoch == 3:
                 break
             await asyncio.sleep(0.01)
-        assert group.target_epoch == 2 and threads[0].startswith("assignor")
+        assert group.target_epoch == 3 and threads[0].startswith("assignor")
         revoke = await runtime.submit(
-            ConsumerGroupHeartbeat("g", "m1", 1, topic_partitions=first.assignment)
+            ConsumerGroupHeartbeat("g", "m1", 2, topic_partitions=first.assignment)
         )
         assert revoke.assignment is not None and len(revoke.assignment[0][1]) == 2
     finally:
         release.set()
         await runtime.close()
-    # The worker's target went to the store like any record: epoch 2 is durable.
+    # The worker's target went to the store like any record: epoch 3 is durable.
     durable = [decode(row) for row in store.load()]
-    assert ConsumerGroupRecord("g", TargetEpochValue(2)) in durable
+    assert ConsumerGroupRecord("g", TargetEpochValue(3)) in durable

@@ -60,7 +60,7 @@ from rebalance.member import (
     Revoked,
 )
 from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
-from rebalance.member.messages import CommitRefused, MemberFailed
+from rebalance.member.messages import CommitRefused, FindCoordinatorReply, MemberFailed
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +176,8 @@ class GroupMember:
         self._bootstrap_index = 0
         self._coordinator: Connection | None = None
         self._coordinator_address: tuple[str, int] | None = None
+        self._coordinator_node = -1
+        self._session_learned = False
         self._wake = asyncio.Event()
         self._subscribers: list[asyncio.Queue[Change | None]] = []
         self._task: asyncio.Task[None] | None = None
@@ -367,6 +369,8 @@ class GroupMember:
                     if reply is None:
                         member.on_failure(self._now_ms())
                     else:
+                        if isinstance(reply, FindCoordinatorReply):
+                            self._coordinator_node = reply.node_id
                         member.on_reply(reply, self._now_ms())
                     self._stable_changed()
                 if self._callback_task is not None and self._callback_task.done():
@@ -423,6 +427,10 @@ class GroupMember:
                 connection = await self._bootstrap_connection()
             else:
                 connection = await self._connect_coordinator()
+            coordinator_request = not isinstance(request, (FindCoordinator, DescribeTopics))
+            consumer = isinstance(self.member, ConsumerMember)
+            if coordinator_request and consumer and not self._session_learned:
+                await self._learn_session_timeout(connection)
             (api, values) = wire.to_wire(request)
             self.sent[type(request).__name__] += 1
             timeout = self._request_timeout_s
@@ -437,6 +445,29 @@ class GroupMember:
             log.exception("%s: unreadable response", type(request).__name__)
             return request, None
         return request, wire.from_wire(request, response)
+
+    async def _learn_session_timeout(self, connection: Connection) -> None:
+        """KIP-848: the session is the coordinator's `group.consumer.session.timeout.ms` (a
+        member does not send one); the lease is bounded by it, so it is asked for before the
+        member joins (DescribeConfigs of the coordinator node). Unanswered: the configured
+        `session_timeout_ms` stands, and a warning says so."""
+        assert isinstance(self.member, ConsumerMember)
+        if self._coordinator_node < 0:
+            return
+        self._session_learned = True
+        api, values = wire.describe_broker_config(self._coordinator_node, wire.CONSUMER_SESSION)
+        try:
+            response = await connection.request(*api, values, self._request_timeout_s)
+            value = wire.config_value(response, wire.CONSUMER_SESSION)
+        except ConnectionLost:
+            value = None
+        if value is None:
+            log.warning(
+                "the coordinator did not say its %s: the lease assumes %d ms",
+                wire.CONSUMER_SESSION, self.member.config.session_timeout_ms,
+            )  # fmt: skip
+            return
+        self.member.learn_session_timeout(value)
 
     async def _bootstrap_connection(self) -> Connection:
         if self._bootstrap is None or self._bootstrap.closed:

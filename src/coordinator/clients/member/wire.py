@@ -23,6 +23,8 @@ from rebalance.member.messages import (
     TopicsDescribed,
 )
 
+BROKER_RESOURCE: Final = 4
+CONSUMER_SESSION: Final = "group.consumer.session.timeout.ms"
 JOIN_EXTRA_S: Final = 5.0
 """A JoinGroup may be parked for the rebalance timeout: Java waits that long plus 5 s."""
 
@@ -36,6 +38,7 @@ VERSIONS: Final[dict[ApiKey, int]] = {
     ApiKey.OFFSET_COMMIT: 8,
     ApiKey.OFFSET_FETCH: 7,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
+    ApiKey.DESCRIBE_CONFIGS: 1,
 }
 """The version sent of each API (a commit of a KIP-848 member: `OFFSET_COMMIT_EPOCH`)."""
 OFFSET_COMMIT_EPOCH: Final = 9
@@ -97,3 +100,26 @@ def offset_fetch(group_id: str, partitions: list[tuple[str, int]]) -> WireReques
         "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
         "require_stable": True,
     }
+
+
+def describe_broker_config(node_id: int, name: str) -> WireRequest:
+    """DescribeConfigs of one setting of broker `node_id` (KIP-848's group settings are the
+    broker's; a group's own overrides, Kafka 4.x GROUP resources, are not asked for)."""
+    return _at(ApiKey.DESCRIBE_CONFIGS), {
+        "resources": [
+            {"resource_type": BROKER_RESOURCE, "resource_name": str(node_id),
+             "configuration_keys": [name]}
+        ],
+        "include_synonyms": False,
+    }  # fmt: skip
+
+
+def config_value(response: Any, name: str) -> int | None:
+    """The integer value of `name` in a DescribeConfigs response (None: not answered)."""
+    for result in response.results:
+        if error(result.error_code) is not ErrorCode.NONE:
+            return None
+        for entry in result.configs:
+            if entry.name == name and entry.value is not None and str(entry.value).isdigit():
+                return int(entry.value)
+    return None

@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import uuid_zero
 
 from coordinator.node.access_control import AccessControl
-from coordinator.node.apis.metadata import LEADER_EPOCH
+from coordinator.node.apis.metadata import describe_partition
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import TOPIC, TOPIC_DENIED, may
 from coordinator.node.authorization.operations import NOT_REQUESTED, TOPIC_OPERATIONS, authorized
@@ -48,15 +48,9 @@ class InvalidCursor(ValueError):
 
 def _partition(index: int, node_id: int) -> dict[str, Any]:
     return {
-        "error_code": ErrorCode.none,
-        "partition_index": index,
-        "leader_id": node_id,
-        "leader_epoch": LEADER_EPOCH,
-        "replica_nodes": [node_id],
-        "isr_nodes": [node_id],
+        **describe_partition(index, node_id),
         "eligible_leader_replicas": [],
         "last_known_elr": [],
-        "offline_replicas": [],
     }
 
 

@@ -48,6 +48,20 @@ NO_AUTHORIZED_OPERATIONS = NOT_REQUESTED
 LEADER_EPOCH = 0
 
 
+def describe_partition(index: int, node_id: int) -> dict[str, Any]:
+    """A partition as Metadata (and DescribeTopicPartitions) gives it: led by this node, its
+    only replica."""
+    return {
+        "error_code": ErrorCode.none,
+        "partition_index": index,
+        "leader_id": node_id,
+        "leader_epoch": LEADER_EPOCH,
+        "replica_nodes": [node_id],
+        "isr_nodes": [node_id],
+        "offline_replicas": [],
+    }
+
+
 def describe_topic(topic: Topic | InternalTopic, node_id: int) -> dict[str, Any]:
     internal = isinstance(topic, InternalTopic)
     count = topic.partition_count if isinstance(topic, InternalTopic) else len(topic.partitions)
@@ -56,18 +70,7 @@ def describe_topic(topic: Topic | InternalTopic, node_id: int) -> dict[str, Any]
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": internal,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": index,
-                "leader_id": node_id,
-                "leader_epoch": LEADER_EPOCH,
-                "replica_nodes": [node_id],
-                "isr_nodes": [node_id],
-                "offline_replicas": [],
-            }
-            for index in range(count)
-        ],
+        "partitions": [describe_partition(index, node_id) for index in range(count)],
         "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
 

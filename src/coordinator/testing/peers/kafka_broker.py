@@ -8,8 +8,9 @@ roles broker and controller) from the jars `scripts/ensure-kafka` resolved, in a
 it writes a `server.properties` (a PLAINTEXT listener and a controller listener on free loopback
 ports, a temporary log dir, `TEST_SETTINGS` under the caller's `settings`), formats the log dir as
 `kafka-storage format` does (`kafka.tools.StorageTool`, same jars), starts the broker and returns
-once it answers ApiVersions and its group coordinator is loaded (FindCoordinator answers
-without error, so the offsets topic exists). Its log goes to `server.log` in the log dir.
+once it answers ApiVersions and its group coordinator is loaded (FindCoordinator and
+DescribeGroups answer without error: the offsets topic exists and its partition is loaded).
+Its log goes to `server.log` in the log dir.
 
 `KAFKA_LIBS` overrides where the jars are; `JAVA` which java runs them.
 """
@@ -242,7 +243,9 @@ def _java(jvm_options: Sequence[str], log_config: Path | None) -> list[str]:
 
 def _format(config: Path, jvm_options: Sequence[str]) -> str:
     """`kafka-storage format -t <new cluster id> -c server.properties`: '' or the error."""
-    cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: not read as an option
+        cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     done = subprocess.run(
         [*_java(jvm_options, config.parent / "log4j2.properties"), "kafka.tools.StorageTool",
          "format", "-t", cluster_id, "-c", str(config)],
@@ -287,7 +290,8 @@ def _properties(settings: Mapping[str, str], data: Path, port: int, controller_p
 
 
 def _log_config(log_dir: Path) -> str:
-    """Warnings and errors to server.log; the broker's start and stop lines too."""
+    """Warnings and errors to server.log; the broker's start and stop lines and the group
+    coordinator's account of each group (epoch bumps, expiries) too."""
     return "\n".join(
         [
             "appender.file.type = File",
@@ -299,6 +303,8 @@ def _log_config(log_dir: Path) -> str:
             "rootLogger.appenderRef.file.ref = file",
             "logger.server.name = kafka.server.KafkaRaftServer",
             "logger.server.level = INFO",
+            "logger.groups.name = org.apache.kafka.coordinator.group",
+            "logger.groups.level = INFO",
             "",
         ]
     )
@@ -325,14 +331,17 @@ def _read(connection: socket.socket, size: int) -> bytes:
 
 
 def _coordinator_found(host: str, port: int) -> bool:
-    """ApiVersions v0 then FindCoordinator v0 for a group: True once the latter has no error
-    (the broker processes requests and the offsets topic's partition is loaded)."""
+    """ApiVersions, FindCoordinator and DescribeGroups (v0) for a group: True once all answer
+    without error (the broker processes requests, the offsets topic's partition is loaded)."""
     with socket.create_connection((host, port), timeout=2.0) as connection:
         connection.sendall(_request(ApiKey.API_VERSIONS, 0, b""))
         if struct.unpack(">ih", _answer(connection)[:6])[1] != 0:
             return False
-        group = b"peers-ready"
-        connection.sendall(
-            _request(ApiKey.FIND_COORDINATOR, 0, struct.pack(">h", len(group)) + group)
-        )
-        return bool(struct.unpack(">ih", _answer(connection)[:6])[1] == 0)
+        group = struct.pack(">h", len(b"peers-ready")) + b"peers-ready"
+        connection.sendall(_request(ApiKey.FIND_COORDINATOR, 0, group))
+        if struct.unpack(">ih", _answer(connection)[:6])[1] != 0:
+            return False
+        # FindCoordinator answers once the partition has a leader; its groups are served once
+        # loaded (before: COORDINATOR_LOAD_IN_PROGRESS). DescribeGroups v0: [error, ...].
+        connection.sendall(_request(ApiKey.DESCRIBE_GROUPS, 0, struct.pack(">i", 1) + group))
+        return bool(struct.unpack(">iih", _answer(connection)[:10])[2] == 0)

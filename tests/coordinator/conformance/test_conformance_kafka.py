@@ -1,0 +1,60 @@
+"""`rebalance conformance` against Apache Kafka's own broker (4.4, `kafka_broker`): Kafka is the
+oracle, so every scenario and the timed differential run (classic groups a and b, KIP-848
+group c) must pass against it. Scenarios that need other broker settings run on brokers
+started with them (`kafka_brokers`). The untimed lockstep run is not here yet: against Kafka 4.4
+it still finds KIP-848 commits with an older member epoch that Kafka accepts per partition
+(assignment epochs) and the model refuses (docs/conformance.md, findings)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kafka_peer_settings import BATCHED, RETENTION, SETTINGS
+
+from coordinator.conformance.broker import BrokerUnderTest
+from coordinator.conformance.differential import run_differential
+from coordinator.conformance.runner import Outcome, run_scenarios
+from coordinator.conformance.scenarios import SCENARIOS
+from coordinator.testing.peers.kafka_broker import KafkaBroker
+from coordinator.testing.peers.pytest_plugin import KafkaBrokers
+
+#: The rules that need an initial delay, a small group.max.size, or a quick offsets cleanup.
+SLOW_SETTINGS = {"join.initial_delay", "join.max_size_refused", "retention.explicit_expiry"}
+DIFFERENTIAL = {"differential.lockstep", "differential.timed"}
+
+
+def failures(outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    return [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"]
+
+
+async def test_every_scenario_passes_against_kafka(kafka_broker: KafkaBroker) -> None:
+    broker = await BrokerUnderTest.connect(kafka_broker.bootstrap, {})
+    chosen = [s for s in SCENARIOS if s.name not in SLOW_SETTINGS | DIFFERENTIAL]
+    outcomes = await run_scenarios(broker, chosen)
+    assert failures(outcomes) == []
+    assert len(outcomes) >= 26
+
+
+async def test_the_scenarios_of_other_settings_pass_against_kafka(
+    kafka_brokers: KafkaBrokers,
+) -> None:
+    quick = await BrokerUnderTest.connect(kafka_brokers.get(BATCHED).bootstrap, {})
+    outcomes = await run_scenarios(
+        quick, [s for s in SCENARIOS if s.name in SLOW_SETTINGS - {"retention.explicit_expiry"}]
+    )
+    retention = await BrokerUnderTest.connect(kafka_brokers.get(RETENTION).bootstrap, {})
+    outcomes += await run_scenarios(
+        retention, [s for s in SCENARIOS if s.name == "retention.explicit_expiry"]
+    )
+    assert failures(outcomes) == []
+    assert len(outcomes) == 3
+
+
+async def test_a_timed_differential_run_agrees_with_kafka(kafka_brokers: KafkaBrokers) -> None:
+    kafka = kafka_brokers.get(SETTINGS)
+    broker = await BrokerUnderTest.connect(kafka.bootstrap, {})
+    report = await asyncio.to_thread(
+        run_differential, broker, steps=60, steps_per_run=25, budget_s=120, timed=True
+    )
+    assert report.failure is None, report.failure
+    assert report.groups == "a b c" and report.steps >= 60
