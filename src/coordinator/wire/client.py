@@ -18,6 +18,7 @@ from kio.records.readers import read_batch
 from kio.records.schema import Record
 from kio.schema.errors import ErrorCode
 
+from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.codec import FRAME_LENGTH, build_request, decode_response, encode_request
 
 
@@ -110,7 +111,7 @@ async def list_offsets(
         by_topic.setdefault(topic, []).append(
             {"partition_index": partition, "timestamp": timestamp}
         )
-    response = await client.request(2, 1, {
+    response = await client.request(ApiKey.LIST_OFFSETS, 1, {
         "replica_id": -1,
         "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
     })  # fmt: skip

@@ -42,14 +42,6 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDI
     9,
     10,
 )
-JOIN, HEARTBEAT, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 11, 12, 16, 15, 42
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, INIT_PRODUCER_ID = 32, 44, 22
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, OFFSET_DELETE = 29, 30, 31, 47
-DESCRIBE_TOPIC_PARTITIONS = 75
-ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS, LIST_CONFIG_RESOURCES = 34, 35, 43, 74
-ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 45, 46
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, SECURITY_DISABLED, INVALID_REQUEST = 29, 30, 31, 54, 42
 GROUP_ID_NOT_FOUND = 69
 
@@ -307,7 +299,7 @@ async def test_group_apis_need_read_on_the_group(node: RunningServer) -> None:
     await grant(node)
     bob, alice = await client_of(node, "bob"), await client_of(node, "alice")
     for client, allowed in ((alice, True), (bob, False)):
-        joined = await client.request(JOIN, 5, join("team-a"))
+        joined = await client.request(ApiKey.JOIN_GROUP, 5, join("team-a"))
         assert (joined.error_code == GROUP_DENIED) is not allowed
         beat = await client.request(
             ApiKey.HEARTBEAT,
@@ -376,11 +368,11 @@ async def test_topic_apis_need_their_operation_on_the_topic(node: RunningServer)
     )
     assert named.topics[0].error_code == TOPIC_DENIED
     every_partition = {"topics": [], "response_partition_limit": 2000, "cursor": None}
-    paged = await bob.request(DESCRIBE_TOPIC_PARTITIONS, 0, every_partition)
+    paged = await bob.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, every_partition)
     assert [t.name for t in paged.topics] == ["visible"]  # hidden and __consumer_offsets left out
     assert paged.topics[0].topic_authorized_operations == TOPIC_OPERATIONS  # ALL for User:*
     paged = await bob.request(
-        DESCRIBE_TOPIC_PARTITIONS, 0, every_partition | {"topics": [{"name": "hidden"}]}
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, every_partition | {"topics": [{"name": "hidden"}]}
     )
     assert [(t.name, t.error_code, t.partitions) for t in paged.topics] == [
         ("hidden", TOPIC_DENIED, ())
@@ -600,7 +592,7 @@ async def test_authorized_operations_say_what_the_client_may_do(node: RunningSer
     assert as_alice.topics[0].topic_authorized_operations == TOPIC_OPERATIONS  # ALL for User:*
     assert as_alice.cluster_authorized_operations == 0
     assert as_admin.cluster_authorized_operations == CLUSTER_OPERATIONS  # a super user
-    await alice.request(JOIN, 5, join("team-a"))
+    await alice.request(ApiKey.JOIN_GROUP, 5, join("team-a"))
     described = await alice.request(
         ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["team-a"], "include_authorized_operations": True}
     )
@@ -731,26 +723,27 @@ async def test_cluster_admin_apis_need_their_operation_on_the_cluster(
     timeout = {"timeout": 5000}
     partition = [{"partition_index": 0, "replicas": [1]}]
     asked = [
-        (DESCRIBE_LOG_DIRS, 4, {"topics": None}),
-        (LIST_REASSIGNMENTS, 0, {**timeout, "topics": None}),
-        (LIST_CONFIG_RESOURCES, 1, {"resource_types": ()}),
-        (ELECT_LEADERS, 2, {**timeout, "election_type": 0,
+        (ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None}),
+        (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {**timeout, "topics": None}),
+        (ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": ()}),
+        (ApiKey.ELECT_LEADERS, 2, {**timeout, "election_type": 0,
                             "topic_partitions": [{"topic": "visible", "partitions": [0]}]}),
-        (ALTER_REASSIGNMENTS, 1, {**timeout, "allow_replication_factor_change": True,
-                                  "topics": [{"name": "visible", "partitions": partition}]}),
+        (ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, {**timeout,
+            "allow_replication_factor_change": True,
+            "topics": [{"name": "visible", "partitions": partition}]}),
     ]  # fmt: skip
     for api_key, version, body in asked:
         refused = await bob.request(api_key, version, body)
         allowed = await admin.request(api_key, version, body)
         assert (refused.error_code, allowed.error_code) == (CLUSTER_DENIED, 0), api_key
-    refused = await bob.request(ELECT_LEADERS, 2, asked[3][2])
+    refused = await bob.request(ApiKey.ELECT_LEADERS, 2, asked[3][2])
     assert refused.replica_election_results[0].partition_result[0].error_code == CLUSTER_DENIED
-    refused = await bob.request(ALTER_REASSIGNMENTS, 1, asked[4][2])
+    refused = await bob.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, asked[4][2])
     assert refused.responses[0].partitions[0].error_code == CLUSTER_DENIED
     moved = {"dirs": [{"path": str(node.data_dir),
                        "topics": [{"name": "visible", "partitions": [0]}]}]}  # fmt: skip
-    refused = await bob.request(ALTER_REPLICA_LOG_DIRS, 2, moved)
-    allowed = await admin.request(ALTER_REPLICA_LOG_DIRS, 2, moved)
+    refused = await bob.request(ApiKey.ALTER_REPLICA_LOG_DIRS, 2, moved)
+    allowed = await admin.request(ApiKey.ALTER_REPLICA_LOG_DIRS, 2, moved)
     assert refused.results[0].partitions[0].error_code == CLUSTER_DENIED
     assert allowed.results[0].partitions[0].error_code == 0
     await bob.close()
