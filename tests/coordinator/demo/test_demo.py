@@ -1,8 +1,8 @@
 """`rebalance demo`, the README's main command, run as a user runs it.
 
-How many generations the first three joiners take depends on timing (they may land in one
-initial rebalance or two), so the checks are on what every run must show: the clean leave and
-the crash each cost one rebalance, the stale commit is fenced, the episodes of its event log are
+How many generations the first three joiners take depends on timing (one initial rebalance,
+two or three), so the checks are on what every run must show: the clean leave and the crash
+each cost one rebalance, the stale commit is fenced, the episodes of its event log are
 the generations the story went through, and nothing the demo started outlives it.
 
 Every story runs without the Spark report (`--no-report`): its episodes are read from the event
@@ -96,7 +96,9 @@ def test_the_demo_tells_the_whole_story_and_leaves_nothing_running(
     # the last two rebalances are bob's LeaveGroup and carol's session expiry, in that order
     assert [trigger for _, trigger in completed[-2:]] == ["member_left", "member_expired"]
     assert [g for g, _ in completed] == list(range(1, len(completed) + 1))
-    assert 4 <= len(completed) <= 5  # three joiners in one or two rounds, dave, bob, carol
+    # three joiners in one to three rounds (each may join after the last one completed, as on
+    # a loaded machine), then dave, bob, carol
+    assert 4 <= len(completed) <= 6
     # every generation the story saw settle is a completed episode, the last one the last
     settled = [int(g) for g in re.findall(r": generation (\d+), stable after", text)]
     assert len(settled) == 4 and set(settled) <= {g for g, _ in completed}
