@@ -41,6 +41,11 @@ class WireClient:
         #: The request header's client id (what the server shows as the member's client).
         self.client_id = client_id
         self._correlation_id = 0
+        #: Requests sent whose caller stopped waiting (cancelled mid-flight): their answers
+        #: still arrive, in order, and are skipped by the next `request`.
+        self._abandoned: set[int] = set()
+        #: A frame's length already read while its body was not (a read cancelled between).
+        self._body_length: int | None = None
 
     @classmethod
     async def connect(
@@ -69,21 +74,35 @@ class WireClient:
 
     async def read_frame(self) -> bytes:
         """The next response frame without its length prefix (IncompleteReadError at EOF)."""
-        (length,) = FRAME_LENGTH.unpack(await self.reader.readexactly(FRAME_LENGTH.size))
-        return await self.reader.readexactly(length)
+        if self._body_length is None:
+            (self._body_length,) = FRAME_LENGTH.unpack(
+                await self.reader.readexactly(FRAME_LENGTH.size)
+            )
+        body = await self.reader.readexactly(self._body_length)
+        self._body_length = None
+        return body
 
     async def read_response(self, api_key: int, api_version: int) -> tuple[int, Any]:
         return decode_response(await self.read_frame(), api_key, api_version)
 
     async def request(self, api_key: int, api_version: int, values: Mapping[str, Any]) -> Any:
         data = self.encode(api_key, api_version, values)
-        await self.send(data)
-        correlation_id, response = await self.read_response(api_key, api_version)
-        if correlation_id != self._correlation_id:
-            raise AssertionError(
-                f"correlation id {correlation_id}, expected {self._correlation_id}"
-            )
-        return response
+        expected = self._correlation_id
+        try:
+            await self.send(data)
+            while True:
+                frame = await self.read_frame()
+                correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+                if correlation_id not in self._abandoned:
+                    break
+                self._abandoned.discard(correlation_id)
+        except asyncio.CancelledError:
+            # The answer is still coming; the next request must not take it for its own.
+            self._abandoned.add(expected)
+            raise
+        if correlation_id != expected:
+            raise AssertionError(f"correlation id {correlation_id}, expected {expected}")
+        return decode_response(frame, api_key, api_version)[1]
 
     async def close(self) -> None:
         self.writer.close()
