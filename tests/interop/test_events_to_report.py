@@ -51,8 +51,12 @@ def explain(tmp_path: Path) -> None:
         if not shared:
             spark.stop()
     assert counts.quarantined == 0
-    # join (gen 1), second joins (gen 2), second leaves (gen 3), first leaves (-> Empty, gen 4)
-    assert [(e["trigger"], e["outcome"]) for e in episodes] == [
+    # join (gen 1), second joins (gen 2), second leaves (gen 3), first leaves (-> Empty, gen 4);
+    # a real leader may also rejoin a stable group on its own (seen under load: a metadata
+    # refresh that came late), a rebalance of its own, which completes like the others.
+    rejoins = [e for e in episodes if e["trigger"] == "leader_rejoined"]
+    assert all(e["outcome"] == "completed" for e in rejoins)
+    assert [(e["trigger"], e["outcome"]) for e in episodes if e not in rejoins] == [
         ("member_joined", "completed"),
         ("member_joined", "completed"),
         ("member_left", "completed"),
