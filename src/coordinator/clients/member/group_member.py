@@ -218,9 +218,12 @@ class GroupMember:
                 await self._shutdown()
 
     def kill(self) -> None:
-        """Stop at once without leaving (tests: what a crashed process looks like to the group)."""
-        if self._task is not None:
-            self._task.cancel()
+        """Stop at once without leaving (tests: what a crashed process looks like to the group).
+        Its callback and request tasks are cancelled here too: a crashed process runs no callback
+        after the crash, even one already scheduled."""
+        for task in (self._task, self._in_flight, self._callback_task):
+            if task is not None:
+                task.cancel()
         for connection in (self._bootstrap, self._coordinator):
             if connection is not None:
                 connection.close()

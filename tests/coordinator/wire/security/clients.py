@@ -187,7 +187,14 @@ async def _aiokafka_group(
         await consumer.commit()
         return read, {tp.partition: await consumer.committed(tp) for tp in consumer.assignment()}
     finally:
-        await consumer.stop()
+        try:
+            await consumer.stop()
+        except asyncio.CancelledError:
+            # aiokafka's Fetcher.close awaits the fetch tasks it cancels without catching their
+            # CancelledError (seen when a dropped connection left one pending): not ours.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
 
 
 def _confluent_group(
