@@ -45,3 +45,12 @@ def install_hint(extra: str) -> str:
 class StoreError(OperationalError):
     """The group store cannot be opened or written; the message names the file (raised by
     `coordinator.groups.store`, mapped to an error code by the node's server)."""
+
+
+class FencedError(StoreError):
+    """A write refused because the writer no longer holds the epoch of its partitions: another
+    node took them over (cluster mode). The node resigns those partitions; it does not retry."""
+
+    def __init__(self, partitions: tuple[int, ...], message: str) -> None:
+        super().__init__(message)
+        self.partitions = partitions
