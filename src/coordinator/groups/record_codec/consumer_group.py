@@ -70,6 +70,8 @@ def encode(record: ConsumerGroupRecord, partition: int = UNPLACED) -> StoredReco
             "assigned": _assignment(value.assigned),
             "revoking": _assignment(value.pending_revocation),
         }
+        if value.epochs:  # absent: every partition at the default epoch (rows written before)
+            body["epochs"] = [[epoch, _assignment(ps)] for epoch, ps in value.epochs]
     return StoredRecord(KIND, key, json.dumps(body).encode(), partition)
 
 
@@ -125,5 +127,6 @@ def decode(row: StoredRecord) -> ConsumerGroupRecord:
             v["state"],
             _read_assignment(v["assigned"]),
             _read_assignment(v["revoking"]),
+            tuple((int(e), _read_assignment(ps)) for e, ps in v.get("epochs", ())),
         ),
     )
