@@ -13,6 +13,7 @@ KAFKA-16694.
 
 from __future__ import annotations
 
+from . import recall
 from .balance import BalanceOutcome, balance
 from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
@@ -28,7 +29,19 @@ class UniformAssignor:
         return "uniform"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-        return balance(spec, topics, rack_aware=False, use_generations=False).assignment
+        """The target; the run is remembered (`assignors.recall`) so that the next epoch, handed
+        this result back as owned, need not decode it (the same result either way)."""
+        outcome = balance(
+            spec,
+            topics,
+            rack_aware=False,
+            use_generations=False,
+            previous=recall.hint_for(spec.members.keys()),
+            keep_hint=True,
+        )
+        if outcome.hint is not None:
+            recall.remember(outcome.hint)
+        return outcome.assignment
 
     def assign_incremental(
         self, spec: GroupSpec, topics: TopicDescriber, previous: BalanceOutcome | None = None
