@@ -19,8 +19,9 @@ Once loaded, the runtime primes the worker process with the big group (sends it 
 and names its targets); "priming" is the heartbeats due meanwhile (from the small members' first
 due heartbeat; their joins come before). Then two members leave the big group in turn, 1.5 s
 apart (past the assignment interval), each followed by a heartbeat of a remaining member (which
-computes the target: a departure only bumps the group epoch, as in Kafka): the first leave is the first computation after the load
-(with priming, the worker is sent only what changed, as for the second, an ordinary epoch).
+computes the target: a departure only bumps the group epoch, as in Kafka): the first leave is
+the first computation after the load (with priming, the worker is sent only what changed, as for
+the second, an ordinary epoch).
 Figures are over the heartbeats due between a leave and the moment its target was applied
 (plus 200 ms); medians over `--runs`.
 "no rebalance" is the same run's second before the first leave: the floor the machine gives.

@@ -122,25 +122,27 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
     return data
 
 
-def read_request(stream: IO[bytes]) -> Request | None:
-    """The next message to the child; None at the end of the input."""
+def _read(stream: IO[bytes], direction: str) -> object | None:
     frame = _read_frame(stream)
     if frame is None:
         return None
     message = pickle.loads(frame)
-    if not isinstance(message, Request):
-        raise ValueError(f"assignor worker: not a request: {type(message).__name__}")
+    if not isinstance(message, Request if direction == "request" else Reply):
+        raise ValueError(f"assignor worker: not a {direction}: {type(message).__name__}")
+    return message
+
+
+def read_request(stream: IO[bytes]) -> Request | None:
+    """The next message to the child; None at the end of the input."""
+    message = _read(stream, "request")
+    assert message is None or isinstance(message, Request)
     return message
 
 
 def read_reply(stream: IO[bytes]) -> Reply | None:
     """The next message from the child; None at the end of its output."""
-    frame = _read_frame(stream)
-    if frame is None:
-        return None
-    message = pickle.loads(frame)
-    if not isinstance(message, Reply):
-        raise ValueError(f"assignor worker: not a reply: {type(message).__name__}")
+    message = _read(stream, "reply")
+    assert message is None or isinstance(message, Reply)
     return message
 
 
