@@ -20,7 +20,6 @@ STILL_TO_SPLIT = frozenset({
     "coordinator/conformance/differential.py",
     "coordinator/conformance/lockstep.py",
     "coordinator/conformance/scenarios.py",
-    "coordinator/groups/assignor_worker.py",
     "coordinator/groups/runtime.py",
     "coordinator/wire/fast_encode.py",
     "rebalance/consumer_group/classic_requests.py",

@@ -12,7 +12,7 @@ import asyncio
 from kafka_peer_settings import BATCHED, RETENTION, SETTINGS
 
 from coordinator.conformance.broker import BrokerUnderTest
-from coordinator.conformance.differential import run_differential
+from coordinator.conformance.differential import replay, run_differential
 from coordinator.conformance.runner import Outcome, run_scenarios
 from coordinator.conformance.scenarios import SCENARIOS
 from coordinator.testing.peers.kafka_broker import KafkaBroker
@@ -58,3 +58,17 @@ async def test_a_timed_differential_run_agrees_with_kafka(kafka_brokers: KafkaBr
     )
     assert report.failure is None, report.failure
     assert report.groups == "a b c" and report.steps >= 60
+
+
+def test_a_kip848_commit_at_an_older_member_epoch_is_judged_as_kafka_judges_it(
+    kafka_brokers: KafkaBrokers,
+) -> None:
+    # c1 held t-0 and t-1 from epoch 2, then kept t-0 into epoch 3 (c0 joined): Kafka 4.4 takes
+    # a commit of t-0 at epoch 2 (KIP-1251's assignment epochs) and refuses one of t-1.
+    broker = asyncio.run(BrokerUnderTest.connect(kafka_brokers.get(SETTINGS).bootstrap, {}))
+    report = replay(
+        broker, "beat c1; beat c0; beat c1 join; commit c1 p0 0 stale; commit c1 p1 0 stale"
+    )
+    assert report.failure is None, report.failure
+    answers = [line.split("-> ")[1].strip() for line in report.log[-2:]]
+    assert answers == ["p0=none", "p1=stale_member_epoch"]
