@@ -381,7 +381,7 @@ class GroupRuntime:
             loop = self._running_loop()
             self._batch_future = loop.create_future()
             loop.call_soon(self._flush)
-        self._batch.extend(map(encode, records))
+        self._batch.extend(record_codec.placed(encode, records, self.core.partition_for))
         return self._batch_future
 
     def _flush(self) -> None:

@@ -1,5 +1,5 @@
 """The runtime computes offloaded target assignments off the loop (its assignor thread here; the
-worker process in `test_assignor_worker.py`): the loop answers heartbeats while the assignor
+worker process in `assignor_worker/test_parent.py`): the loop answers heartbeats while the assignor
 runs, and the target lands through the core as records."""
 
 from __future__ import annotations
