@@ -174,6 +174,9 @@ public final class AssignorHarness {
 
     /** One assignor call on prepared inputs (timed), and its result in one shape (not timed). */
     private interface Call {
+        /** Before each call, outside the clock. */
+        default void prepare() {}
+
         Object assign();
 
         Map<String, TreeMap<String, TreeSet<Integer>>> convert(Object result);
@@ -184,15 +187,18 @@ public final class AssignorHarness {
         double[] times = new double[repeat];
         Object last = null;
         for (int i = 0; i < warmup; i++) {
+            call.prepare();
             last = call.assign();
         }
         for (int i = 0; i < repeat; i++) {
             last = null;
+            call.prepare();
             long start = System.nanoTime();
             last = call.assign();
             times[i] = (System.nanoTime() - start) / 1e6;
         }
         if (last == null) {
+            call.prepare();
             last = call.assign();
         }
         Map<String, TreeMap<String, TreeSet<Integer>>> result = call.convert(last);
@@ -349,6 +355,16 @@ public final class AssignorHarness {
         }
         GroupSubscription group = new GroupSubscription(subscriptions);
         return new Call() {
+            @Override
+            public void prepare() {
+                // reading user data moves its buffer's position: each call reads it afresh
+                for (Subscription s : subscriptions.values()) {
+                    if (s.userData() != null) {
+                        s.userData().rewind();
+                    }
+                }
+            }
+
             @Override
             public Object assign() {
                 return client.assign(cluster, group);

@@ -8,7 +8,9 @@ Homogeneous and heterogeneous subscriptions are both handled by `assignors.balan
 maximal keeping for equal subscriptions, least-loaded placement plus per-topic levelling
 otherwise. Re-running on a balanced assignment returns it unchanged (the "stability" property
 Kafka's uniform assignor gained with KAFKA-18688). Rack awareness is off, as in Kafka since
-KAFKA-16694.
+KAFKA-16694. With equal subscriptions, the larger quotas the members over the minimum leave go to
+the last members in member order, as Kafka 4.4's homogeneous builder gives them (a member at or
+under the minimum gives its extra up while enough members follow it).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ class UniformAssignor:
         return "uniform"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-        return balance(spec, topics, rack_aware=False, use_generations=False).assignment
+        return balance(
+            spec, topics, rack_aware=False, use_generations=False, extras_last=True
+        ).assignment
 
     def assign_incremental(
         self, spec: GroupSpec, topics: TopicDescriber, previous: BalanceOutcome | None = None
@@ -48,4 +52,5 @@ class UniformAssignor:
             use_generations=False,
             previous=previous.hint if previous is not None else None,
             keep_hint=True,
+            extras_last=True,
         )

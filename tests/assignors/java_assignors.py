@@ -100,8 +100,12 @@ class Case:
             lines += [f"member {m} {_topics_word(ts)}" for m, ts in epoch.joins.items()]
             lines += [f"leave {m}" for m in epoch.leaves]
             lines += [f"subscribe {m} {_topics_word(ts)}" for m, ts in epoch.subscribes.items()]
-            lines.append(f"run {self.name}/{epoch.label}{' print' if print_all else ''}")
+            lines.append(f"run {self.label(epoch)}{' print' if print_all else ''}")
         return lines
+
+    def label(self, epoch: Epoch) -> str:
+        """The epoch's run label in the harness's output (one word)."""
+        return f"{self.name}/{epoch.label}".replace(" ", "_")
 
     def play_ours(
         self, run: Callable[[Mapping[str, Sequence[str]], Assignment], Assignment]

@@ -93,7 +93,7 @@ def _assert_valid(result: dict[str, list[tuple[str, int]]], subscriptions: dict[
 def test_balance_and_moves_are_as_good_as_javas(case: Case, java_runs: dict[str, JavaRun]) -> None:
     previous_java: dict[str, list[tuple[str, int]]] = {}
     for epoch, subscriptions, previous, result in case.play_ours(ours(case)):
-        java = java_runs[f"{case.name}/{epoch.label}"]
+        java = java_runs[case.label(epoch)]
         assert set(java.assignment) == set(subscriptions)
         _assert_valid(result, dict(subscriptions), withholds=case.assignor == "cooperative-sticky")
         assert balance_gap(result, subscriptions) <= balance_gap(java.assignment, subscriptions), (
