@@ -42,7 +42,7 @@ async def test_the_assignor_runs_in_a_thread_while_heartbeats_are_answered(
         assert release.wait(10)
         return real(inputs)
 
-    monkeypatch.setattr("coordinator.groups.runtime.compute_target", slow)
+    monkeypatch.setattr("coordinator.groups.target_offload.compute_target", slow)
     store = MemoryStore()
     runtime = GroupRuntime(
         GroupCoordinatorCore(CONFIG, SplitMix64(1)), store, assignor_worker="thread"
