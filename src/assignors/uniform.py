@@ -15,6 +15,7 @@ under the minimum gives its extra up while enough members follow it).
 
 from __future__ import annotations
 
+from . import recall
 from .balance import BalanceOutcome, balance
 from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
@@ -30,9 +31,20 @@ class UniformAssignor:
         return "uniform"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-        return balance(
-            spec, topics, rack_aware=False, use_generations=False, extras_last=True
-        ).assignment
+        """The target; the run is remembered (`assignors.recall`) so that the next epoch, handed
+        this result back as owned, need not decode it (the same result either way)."""
+        outcome = balance(
+            spec,
+            topics,
+            rack_aware=False,
+            use_generations=False,
+            previous=recall.hint_for(spec.members.keys()),
+            keep_hint=True,
+            extras_last=True,
+        )
+        if outcome.hint is not None:
+            recall.remember(outcome.hint)
+        return outcome.assignment
 
     def assign_incremental(
         self, spec: GroupSpec, topics: TopicDescriber, previous: BalanceOutcome | None = None
