@@ -438,7 +438,10 @@ def join_values(group: str, member_id: str, metadata: bytes = SUBSCRIPTION) -> d
 async def form_group(conns: list[Conn], group: str) -> tuple[list[str], int, str]:
     """All join (v3: one step), leader syncs; returns (ids, generation, leader). Every member
     must land in one generation (the initial rebalance delay must outlast sending the joins)."""
-    replies = await asyncio.gather(*(c.call(11, 3, join_values(group, "")) for c in conns))
+    join = encode_request(build_request(ApiKey.JOIN_GROUP, 3, join_values(group, "")), 1, "b")
+    for c in conns:  # (encoded once and written in one go: the joins arrive together)
+        c.write(join)
+    replies = await asyncio.gather(*(c.read(ApiKey.JOIN_GROUP, 3) for c in conns))
     ids = [r.member_id for r in replies]
     generation, leader = replies[0].generation_id, replies[0].leader
     if any(r.error_code or r.generation_id != generation for r in replies):
@@ -585,9 +588,11 @@ async def heartbeat_load(
     port = server.port
     conns = [await Conn.open(port) for _ in range(groups * per_group)]
     frames: list[bytes] = []
-    for g in range(groups):
-        members = conns[g * per_group : (g + 1) * per_group]
-        ids, generation, _ = await form_group(members, f"{prefix}-{g}")
+    formed = await asyncio.gather(*(
+        form_group(conns[g * per_group : (g + 1) * per_group], f"{prefix}-{g}")
+        for g in range(groups)
+    ))  # fmt: skip
+    for g, (ids, generation, _) in enumerate(formed):
         for m in ids:
             values = {"group_id": f"{prefix}-{g}", "generation_id": generation, "member_id": m}
             frames.append(encode_request(build_request(ApiKey.HEARTBEAT, 1, values), 7, "b"))

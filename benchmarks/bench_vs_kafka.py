@@ -181,7 +181,10 @@ async def rebalance_rounds(
     """A group of `members` formed, then rounds alternating all-at-once and parked rejoins."""
     conns = [await Conn.open(side.port) for _ in range(members)]
     try:
-        ids, generation, leader = await form_group(conns, name)
+        try:
+            ids, generation, leader = await form_group(conns, name)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{side.name}: {exc}") from None
         for round_number in range(rounds * 2):
             parked = bool(round_number % 2)
             before = side.process_cpu()

@@ -33,11 +33,11 @@ from coordinator.testing.peers.kafka_broker import (
 from coordinator.zookeeper.server import die_with_parent, free_port
 
 #: Group settings both sides get (over Kafka's `TEST_SETTINGS`, whose group settings ours gets
-#: too): a classic group forms 100 ms after its last new member (so a thousand joins sent at
+#: too): a classic group forms 300 ms after its last new member (so a thousand joins sent at
 #: once land in one generation); KIP-848 members heartbeat every 500 ms; assignment batched
 #: once a second and computed off the request path, as Kafka 4.4 ships; groups of any size.
 BENCH_SETTINGS: Mapping[str, object] = {
-    "group.initial.rebalance.delay.ms": 100,
+    "group.initial.rebalance.delay.ms": 300,
     "group.consumer.session.timeout.ms": 45000,
     "group.consumer.heartbeat.interval.ms": 500,
     "group.consumer.assignment.interval.ms": 1000,
