@@ -537,75 +537,6 @@ async def initial_delay(ctx: Context) -> None:
 
 
 @scenario(
-    "sync.timeout_removes_silent_members",
-    rule="§1.5 pending sync: members that never send SyncGroup within the rebalance timeout go",
-    kafka="the silent follower is removed (UNKNOWN_MEMBER_ID); the leader that synced stays and "
-    "hears REBALANCE_IN_PROGRESS",
-    assumes=BASE,
-)
-async def sync_timeout(ctx: Context) -> None:
-    # The pending-sync timer fires one rebalance timeout after the join completes; the rebalance
-    # it starts times the leader out one more rebalance timeout later: look in between.
-    rebalance_ms = ctx.session_ms * 2
-    leader, follower = await ctx.joined(2, rebalance_ms)
-    synced = await leader.sync({m.member_id: b"" for m in (leader, follower)})
-    expect(error_name(synced.error_code), "none", "the leader's SyncGroup")
-    await asyncio.sleep(rebalance_ms / 1000 * 1.4)
-    expect(error_name(await follower.heartbeat()), "unknown_member_id", "the silent follower")
-    expect(error_name(await leader.heartbeat()), "rebalance_in_progress", "the leader")
-
-
-@scenario(
-    "join.rebalance_timeout_removes_absent_members",
-    rule="§1.5: a join phase ends after the rebalance timeout without members that did not rejoin",
-    kafka="the round completes with the members that rejoined; the absent one is UNKNOWN_MEMBER_ID",
-    assumes=BASE,
-)
-async def rebalance_timeout(ctx: Context) -> None:
-    rebalance_ms = ctx.session_ms
-    leader, follower = await ctx.joined(2, rebalance_ms)
-    assignments = {m.member_id: b"" for m in (leader, follower)}
-    await asyncio.gather(leader.sync(assignments), follower.sync())
-    newcomer = await ctx.member()
-    await newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
-    waiting = asyncio.ensure_future(
-        newcomer.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
-    )
-    await asyncio.sleep(0.2)
-    rejoined = await leader.join(session_ms=ctx.session_ms * 5, rebalance_ms=rebalance_ms)
-    joined = await waiting
-    expect(error_name(rejoined.error_code), "none", "the leader's rejoin")
-    expect(error_name(joined.error_code), "none", "the newcomer's join")
-    expect(rejoined.generation_id, joined.generation_id, "one generation")
-    expect(error_name(await follower.heartbeat()), "unknown_member_id", "the absent member")
-
-
-@scenario(
-    "join.leader_reelected",
-    rule="§1.5: a join phase that ends without its leader elects one of the members that rejoined",
-    kafka="the member that rejoined leads the new generation: its JoinGroup answer names it "
-    "leader and carries the member list",
-    assumes=BASE,
-)
-async def leader_reelected(ctx: Context) -> None:
-    rebalance_ms = ctx.session_ms
-    leader, follower = await ctx.joined(2, rebalance_ms)
-    assignments = {m.member_id: b"" for m in (leader, follower)}
-    await asyncio.gather(leader.sync(assignments), follower.sync())
-    # New protocols start a rebalance; the leader never rejoins, so after the rebalance timeout
-    # the round completes without it.
-    subscription = b"\x00\x00\x00\x00\x00\x00"
-    reply = await follower.join(
-        session_ms=max(ctx.session_ms * 5, rebalance_ms * 3),
-        rebalance_ms=rebalance_ms,
-        protocols=(("roundrobin", subscription), ("range", subscription)),
-    )
-    expect(error_name(reply.error_code), "none", "the follower's rejoin")
-    expect(reply.leader == follower.member_id, True, "the follower leads the new generation")
-    expect(len(reply.members), 1, "members handed to the new leader")
-
-
-@scenario(
     "list.stable_group_listed",
     rule="§5 (ListGroups): every group of the coordinator is listed with its protocol type",
     kafka="ListGroups lists the group with protocol type consumer (v4+: state Stable)",
@@ -729,7 +660,8 @@ async def explicit_retention(ctx: Context) -> None:
     expect(await ctx.broker.ensure_topic(topic), True, "topic created for the commit")
     m = await ctx.member()
     version = min(ctx.broker.advertised[ApiKey.OFFSET_COMMIT], 4)
-    retention_ms = 300
+    retention_ms = 1_000
+    committed_at = time.monotonic()
     response = await m.client.request(
         ApiKey.OFFSET_COMMIT,
         version,
@@ -739,7 +671,9 @@ async def explicit_retention(ctx: Context) -> None:
              {"partition_index": 0, "committed_offset": 11, "committed_metadata": ""}]}]},
     )  # fmt: skip
     expect(error_name(response.topics[0].partitions[0].error_code), "none", "the commit")
-    expect(await m.fetch(topic, 0), 11, "the offset before it expires")
+    before = await m.fetch(topic, 0)
+    if time.monotonic() - committed_at < retention_ms / 1000:  # else it may rightly be gone
+        expect(before, 11, "the offset before it expires")
     check_ms = ctx.broker.setting_ms("offsets.retention.check.interval.ms") or 0
     await asyncio.sleep((retention_ms + check_ms) / 1000 * 1.5 + 0.3)
     expect(await m.fetch(topic, 0), -1, "the offset after its retention")
