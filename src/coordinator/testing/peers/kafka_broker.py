@@ -127,6 +127,9 @@ class KafkaBroker:
     """From launching the format step to the first FindCoordinator answered."""
     formatted_in_s: float = 0.0
     """The format step's part of it (a JVM of its own)."""
+    api_versions_in_s: float = 0.0
+    """From launching the format step to the first ApiVersions answered without error."""
+    _answered_at: float = field(default=0.0, repr=False)
     _scratch: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     @classmethod
@@ -170,6 +173,7 @@ class KafkaBroker:
         broker = first_serving(attempts, launch, START_TIMEOUT_S, scratch, unavailable)
         broker.started_in_s = time.monotonic() - began
         broker.formatted_in_s = formatted - began
+        broker.api_versions_in_s = broker._answered_at - began
         broker._scratch = scratch
         return broker
 
@@ -178,8 +182,10 @@ class KafkaBroker:
         return f"{self.host}:{self.port}"
 
     def serving(self) -> bool:
-        """Whether it answers ApiVersions and FindCoordinator."""
-        return _coordinator_found(self.host, self.port)
+        """Whether it answers ApiVersions (when it first did is kept) and FindCoordinator."""
+        if not self._answered_at and api_versions_answered(self.host, self.port):
+            self._answered_at = time.monotonic()
+        return bool(self._answered_at) and coordinator_found(self.host, self.port)
 
     def log_tail(self, lines: int = 5) -> str:
         text = ""
@@ -321,7 +327,14 @@ def _read(connection: socket.socket, size: int) -> bytes:
     return chunks
 
 
-def _coordinator_found(host: str, port: int) -> bool:
+def api_versions_answered(host: str, port: int) -> bool:
+    """True once the broker answers ApiVersions (v0) without error."""
+    with socket.create_connection((host, port), timeout=2.0) as connection:
+        connection.sendall(_request(ApiKey.API_VERSIONS, 0, b""))
+        return bool(struct.unpack(">ih", _answer(connection)[:6])[1] == 0)
+
+
+def coordinator_found(host: str, port: int) -> bool:
     """ApiVersions, FindCoordinator and DescribeGroups (v0) for a group: True once all answer
     without error (the broker processes requests, the offsets topic's partition is loaded)."""
     with socket.create_connection((host, port), timeout=2.0) as connection:
