@@ -122,6 +122,9 @@ class KafkaBroker:
     """From launching the format step to the first FindCoordinator answered."""
     formatted_in_s: float = 0.0
     """The format step's part of it (a JVM of its own)."""
+    api_versions_in_s: float = 0.0
+    """From launching the format step to the first ApiVersions answered without error."""
+    _answered_at: float = field(default=0.0, repr=False)
     _scratch: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     @property
@@ -163,6 +166,7 @@ class KafkaBroker:
             if not problem:
                 broker.started_in_s = time.monotonic() - began
                 broker.formatted_in_s = formatted - began
+                broker.api_versions_in_s = broker._answered_at - began
                 broker._scratch = scratch
                 return broker
             broker.stop()
@@ -177,7 +181,9 @@ class KafkaBroker:
             if self.process.poll() is not None:
                 return f"exited with status {self.process.returncode}: {self.log_tail()}"
             with contextlib.suppress(OSError):
-                if _coordinator_found(self.host, self.port):
+                if not self._answered_at and api_versions_answered(self.host, self.port):
+                    self._answered_at = time.monotonic()
+                if self._answered_at and coordinator_found(self.host, self.port):
                     return ""
             time.sleep(0.05)
         return f"not serving after {START_TIMEOUT_S:.0f} s: {self.log_tail()}"
@@ -330,7 +336,14 @@ def _read(connection: socket.socket, size: int) -> bytes:
     return chunks
 
 
-def _coordinator_found(host: str, port: int) -> bool:
+def api_versions_answered(host: str, port: int) -> bool:
+    """True once the broker answers ApiVersions (v0) without error."""
+    with socket.create_connection((host, port), timeout=2.0) as connection:
+        connection.sendall(_request(ApiKey.API_VERSIONS, 0, b""))
+        return bool(struct.unpack(">ih", _answer(connection)[:6])[1] == 0)
+
+
+def coordinator_found(host: str, port: int) -> bool:
     """ApiVersions, FindCoordinator and DescribeGroups (v0) for a group: True once all answer
     without error (the broker processes requests, the offsets topic's partition is loaded)."""
     with socket.create_connection((host, port), timeout=2.0) as connection:
