@@ -1,7 +1,20 @@
 """Assignor benchmarks: ours beside the peers, the code before the rewrite and Java, in one run.
 
-Run: ``.venv/bin/python benchmarks/bench_assignors.py`` (about 20 minutes on 2 cores);
-``--quick`` runs scenario A only, ``--only CD`` picks scenarios.
+Run: ``.venv/bin/python benchmarks/bench_assignors.py`` runs scenario J, ours beside Apache
+Kafka's own assignors in the same run (``--small``: a tenth of each size; ``--case uniform``: the
+cases whose name says so); ``--only ABCDEFGMJ`` runs the older scenarios too (about 20 minutes
+more on 2 cores); ``--quick`` runs scenario A only.
+
+* J: every assignor Kafka has a counterpart of, ours through ``assignors.assign`` and Java's
+  (kafka-clients 4.4.0: range, roundrobin, sticky, cooperative-sticky at 1,000 members x 10k
+  partitions and cooperative-sticky at 2,000 x 1M; kafka-group-coordinator 4.4.0: uniform with
+  equal and with unequal subscriptions, and range, at 10,000 members x 1M = 100 topics x 10k),
+  epoch by epoch: fresh, one member joins, one leaves, one changes its subscription, each side
+  from its own previous result. Java runs in the harness `scripts/ensure-java-assignors` builds
+  (`tests/assignors/java_assignors.py`): the assign call alone is timed, after a JIT warm-up,
+  median of `JAVA_REPEAT`; ours is the median of ``--repeat`` calls, wall clock. Balance gap
+  (`java_assignors.balance_gap`, balanced: <= 1) and moves (partitions taken from their holder)
+  are printed for both sides, and how many partitions have the same owner on both.
 
 Scenarios (member ids ``member-00000...``, topics ``topic-0000...``, equal subscriptions):
 
@@ -24,7 +37,8 @@ From C on, "before" is the frozen copy of the assignors before the speed work of
 the same inputs. Each figure is the median of ``--repeat`` calls, wall clock and CPU time of
 this process (the machine is shared: under load the wall clock mostly measures waiting; CPU
 time is the steadier figure). Inputs are built before the clock starts and the previous
-result is freed first. Java's figures are recorded ones (see `JAVA_SOURCE`). "moved" counts
+result is freed first. In A to G, Java's figures are recorded ones (see `JAVA_SOURCE`); J measures
+Java in the same run. "moved" counts
 partitions whose owner changed; "min" is the least possible (the newcomer's floor(P/N) on a
 join, the leaver's partitions on a leave).
 """
@@ -59,6 +73,11 @@ from assignors.uniform import UniformAssignor
 # the frozen pre-rewrite assignors (the equality test's oracle) give the "before" column
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "assignors"))
 legacy: Any = importlib.import_module("assignors_legacy")
+# Apache Kafka's own assignors (tests/assignors/java_assignors.py drives the Java harness)
+java: Any = importlib.import_module("java_assignors")
+JAVA_VERSION = "4.4.0"
+JAVA_WARMUP = 5
+JAVA_REPEAT = 7
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -564,6 +583,127 @@ def scenario_range(repeat: int) -> None:
         large_row("fresh", ours[:2], old, java, note)
 
 
+# -- ours beside Apache Kafka's own assignors, measured in this run ---------------------------
+
+
+def _java_cases(small: bool) -> list[Any]:
+    """The cases of the Java comparison: every assignor Kafka has a counterpart of, epoch by
+    epoch (fresh, one member joins, one leaves, one changes its subscription)."""
+    case, epoch = java.Case, java.Epoch
+
+    def epochs(first: str, everything: list[str], narrower: list[str]) -> list[Any]:
+        return [
+            epoch("fresh"),
+            epoch("join", joins={"member-99999": everything}),
+            epoch("leave", leaves=[first]),
+            epoch("subscribe", subscribes={"member-00001": narrower}),
+        ]
+
+    def layout(topics: int, per_topic: int) -> tuple[list[str], dict[str, int]]:
+        names = [f"topic-{t:04d}" for t in range(topics)]
+        return names, dict.fromkeys(names, per_topic)
+
+    scale = 10 if small else 1
+    cases = []
+    topics, partitions = layout(1, 10_000 // scale)
+    ids = [f"member-{i:05d}" for i in range(1_000 // scale)]
+    for name in ("range", "roundrobin", "sticky", "cooperative-sticky"):
+        cases.append(
+            case(
+                f"{name} {len(ids):,} x 10k",
+                name,
+                partitions,
+                dict.fromkeys(ids, topics),
+                epochs(ids[0], topics, topics),
+            )
+        )
+    topics, partitions = layout(500 // scale, 2_000 // scale)
+    ids = [f"member-{i:05d}" for i in range(2_000 // scale)]
+    cases.append(
+        case(
+            f"cooperative-sticky {len(ids):,} x 1M",
+            "cooperative-sticky",
+            partitions,
+            dict.fromkeys(ids, topics),
+            epochs(ids[0], topics, topics[: len(topics) // 2]),
+        )
+    )
+    topics, partitions = layout(100 // scale, 10_000 // scale)
+    ids = [f"member-{i:05d}" for i in range(10_000 // scale)]
+    half = topics[: len(topics) // 2]
+    equal = dict.fromkeys(ids, topics)
+    # unequal: member i subscribes to every topic but those t with t = i (mod 4)
+    unequal = {m: [t for k, t in enumerate(topics) if k % 4 != i % 4] for i, m in enumerate(ids)}
+    total = f"{len(ids):,} x {sum(partitions.values()):,}"
+    cases.append(
+        case(f"uniform equal {total}", "uniform", partitions, equal, epochs(ids[0], topics, half))
+    )
+    cases.append(
+        case(
+            f"uniform unequal {total}", "uniform", partitions, unequal, epochs(ids[0], topics, half)
+        )
+    )
+    cases.append(
+        case(
+            f"server range {total}", "server-range", partitions, equal, epochs(ids[0], topics, half)
+        )
+    )
+    return cases
+
+
+def _timed_ours(run: Any, repeat: int, times: list[float], subscriptions: Any, owned: Any) -> Any:
+    wall, _, result = timed(lambda: run(subscriptions, owned), repeat)
+    times.append(wall)
+    return result
+
+
+def scenario_java(repeat: int, small: bool, only: str | None) -> None:
+    """Each case's epochs on both sides, each from its own previous result; timings are medians
+    (ours: wall clock of `assignors.assign`; Java: the assign call, after a JIT warm-up)."""
+    try:
+        java.harness_classpath()
+    except java.JavaUnavailableError as error:
+        print(f"\nJava comparison skipped: {error}")
+        return
+    print(
+        f"\nOurs beside Apache Kafka {JAVA_VERSION}'s own assignors, same run "
+        f"(Java: {JAVA_WARMUP} warm-up calls, median of {JAVA_REPEAT}; ours: median of {repeat})\n"
+    )
+    print(
+        "| case | epoch | ours ms | Java ms | ours / Java | balance gap ours / Java "
+        "| moves ours / Java | same owner as Java | load |"
+    )
+    print("|---|---|---:|---:|---:|---|---|---:|---:|")
+    for case in _java_cases(small):
+        if only and only not in case.name:
+            continue
+        runs = java.run_java(
+            case.java_lines(warmup=JAVA_WARMUP, repeat=JAVA_REPEAT), heap="6g", timeout=1800
+        )
+        by_label = {run.label: run for run in runs}
+        times: list[float] = []
+        timed_run = functools.partial(_timed_ours, java.ours(case), repeat, times)
+
+        previous_java: Assignment = {}
+        for step, (epoch, subscriptions, previous, result) in enumerate(case.play_ours(timed_run)):
+            theirs = by_label[case.label(epoch)]
+            gaps = (
+                java.balance_gap(result, subscriptions),
+                java.balance_gap(theirs.assignment, subscriptions),
+            )
+            moved = (java.moves(previous, result), java.moves(previous_java, theirs.assignment))
+            owner = {tp: m for m, tps in theirs.assignment.items() for tp in tps}
+            same = sum(1 for m, tps in result.items() for tp in tps if owner.get(tp) == m)
+            ours_ms = times[step]
+            print(
+                f"| {case.name} | {epoch.label} | {ours_ms:,.1f} | {theirs.median_ms:,.1f} "
+                f"| {ours_ms / theirs.median_ms:.2f}x | {gaps[0]} / {gaps[1]} "
+                f"| {moved[0]:,} / {moved[1]:,} | {same:,} | {os.getloadavg()[0]:.1f} |",
+                flush=True,
+            )
+            previous_java = theirs.assignment
+
+
 def memory_child(name: str, members: int, topics: int, per_topic: int, case: str) -> None:
     """Print the peak RSS (MiB) of one assignment in this process, and the RSS before it.
 
@@ -608,10 +748,20 @@ def scenario_memory() -> None:
         figures = []
         for which in (name, f"before:{name}"):
             done = subprocess.run(
-                [sys.executable, __file__, "--memory-child", which, str(members), str(topics),
-                 str(per_topic), case],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    __file__,
+                    "--memory-child",
+                    which,
+                    str(members),
+                    str(topics),
+                    str(per_topic),
+                    case,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             figures.append(done.stdout.split())
         (peak, before, _), (old_peak, old_before, _) = figures
         print(
@@ -637,7 +787,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="scenario A only")
-    parser.add_argument("--only", default="ABCDEFGM", help="scenarios to run, e.g. CD")
+    parser.add_argument("--only", default="J", help="scenarios to run, e.g. CDJ")
+    parser.add_argument("--small", action="store_true", help="J: a tenth of each size")
+    parser.add_argument("--case", help="J: only the cases whose name contains this")
     parser.add_argument("--memory-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -667,6 +819,8 @@ def main() -> None:
         scenario_range(args.repeat)
     if "M" in only:
         scenario_memory()
+    if "J" in only:
+        scenario_java(args.repeat, args.small, args.case)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -18,8 +18,10 @@ sent meanwhile.
 Once loaded, the runtime primes the worker process with the big group (sends it whole, paced,
 and names its targets); "priming" is the heartbeats due meanwhile (from the small members' first
 due heartbeat; their joins come before). Then two members leave the big group in turn, 1.5 s
-apart (past the assignment interval): the first leave is the first computation after the load
-(with priming, the worker is sent only what changed, as for the second, an ordinary epoch).
+apart (past the assignment interval), each followed by a heartbeat of a remaining member (which
+computes the target: a departure only bumps the group epoch, as in Kafka): the first leave is
+the first computation after the load (with priming, the worker is sent only what changed, as for
+the second, an ordinary epoch).
 Figures are over the heartbeats due between a leave and the moment its target was applied
 (plus 200 ms); medians over `--runs`.
 "no rebalance" is the same run's second before the first leave: the floor the machine gives.
@@ -217,6 +219,10 @@ async def one_run(
             left = time.monotonic()
             leaving = f"b{args.members - 1 - n:05d}"
             await runtime.submit(ConsumerGroupHeartbeat("big", leaving, -1))
+            # a departure only bumps the group epoch (as Kafka's): a remaining member's next
+            # heartbeat computes the target
+            staying = group.members["b00000"]
+            await runtime.submit(ConsumerGroupHeartbeat("big", "b00000", staying.member_epoch))
             await settled(group)
             applied = time.monotonic()
             spans.append((left, applied))

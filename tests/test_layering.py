@@ -32,6 +32,7 @@ RUNGS: tuple[tuple[str, ...], ...] = (
     ("partition_log",),
     ("node",),
     ("groups",),
+    ("cluster",),
     ("clients",),
     ("zookeeper", "conformance", "analytics"),
     ("testing",),

@@ -15,12 +15,10 @@ LIMIT = 450
 #: Over the limit without a one-algorithm docstring today: issue 30's splits still to do.
 STILL_TO_SPLIT = frozenset({
     "assignors/balance.py",
-    "coordinator/clients/client_balance/consumer.py",
     "coordinator/clients/member/group_member.py",
     "coordinator/conformance/differential.py",
     "coordinator/conformance/lockstep.py",
     "coordinator/conformance/scenarios.py",
-    "coordinator/groups/assignor_worker.py",
     "coordinator/groups/runtime.py",
     "coordinator/wire/fast_encode.py",
     "rebalance/consumer_group/classic_requests.py",

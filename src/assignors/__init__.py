@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .recall import recalled_pairs
 from .registry import UnknownAssignorError, get, names, register
 from .spec import (
     AssignmentError,
@@ -69,12 +70,21 @@ def group_spec(
             cached = topic_sets[id(topics)] = frozenset(topics)
         return cached
 
+    def owned_pairs(member: str) -> tuple[TopicPartition, ...]:
+        pairs = owned.get(member, ())
+        if isinstance(pairs, list | tuple) and pairs:
+            # the uniform assignor's own result handed back: its tuples, compared in C
+            remembered = recalled_pairs(member, pairs)
+            if remembered is not None:
+                return remembered
+        # tuple(pair) is the pair itself when it is a tuple already (no copy)
+        return tuple(map(tuple, pairs))  # type: ignore[arg-type]
+
     return GroupSpec(
         {
             member: MemberSubscription(
                 topics=topic_set(topics),
-                # tuple(pair) is the pair itself when it is a tuple already (no copy)
-                owned=tuple(map(tuple, owned.get(member, ()))),  # type: ignore[arg-type]
+                owned=owned_pairs(member),
                 generation=generations.get(member),
                 rack=member_racks.get(member),
                 instance_id=instance_ids.get(member),

@@ -17,9 +17,10 @@ Steps:
 2. *Equal subscriptions* (the fast path, Kafka's constrained builder): with ``P`` partitions and
    ``N`` members, ``E = P mod N`` members get quota ``floor(P/N) + 1``, the rest ``floor(P/N)``.
    The larger quotas go first to members that own more than ``floor(P/N)`` (each such choice
-   saves one move), then to the remaining members in member order; this maximises the number of
-   kept partitions, so the moves on a join or leave are the minimum possible. A member over its
-   quota keeps its claims in (partition number, topic) order (KAFKA-16277, spreads topics). The
+   saves one move), then to the remaining members in member order (the last ones for "uniform",
+   as Kafka 4.4's homogeneous builder gives them); this maximises the number of kept
+   partitions, so the moves on a join or leave are the minimum possible. A member over its quota
+   keeps its claims in (partition number, topic) order (KAFKA-16277, spreads topics). The
    rest are dealt round robin, in index order, to members still under quota. Without racks this
    step runs over numpy arrays (`assignors.quota`, same rules, held identical by a test); the
    list version here serves the rack-aware case and any group where two members claim the same
@@ -164,6 +165,7 @@ def balance(
     use_generations: bool = True,
     previous: ClaimHint | None = None,
     keep_hint: bool = False,
+    extras_last: bool = False,
 ) -> BalanceOutcome:
     """Compute the balanced sticky assignment of ``spec`` (see the module docstring).
 
@@ -171,6 +173,7 @@ def balance(
     ``keep_hint`` the outcome carries a `ClaimHint` (equal subscriptions without racks only);
     passing it back as ``previous`` in the next run spares decoding every member whose owned
     partitions are its result of that run. The hint changes how fast, never what is computed.
+    ``extras_last``: step 2's larger quotas left over go to the last members ("uniform").
     """
     order = spec.ordered_member_ids()
     layout = _Layout(subscribed_topics(spec, topics), topics)
@@ -200,6 +203,7 @@ def balance(
             [m.owned for m in members],
             order if keep_hint else None,
             previous,
+            extras_last,
         )
         if fast is not None:  # None: a partition is claimed twice, settled by generation below
             return _quota_outcome(fast, order, spec)
@@ -208,7 +212,7 @@ def balance(
     state = _State(layout, claims, multiple, subscribed, racks, partition_racks)
     state.release_unsubscribed_and_mismatched()
     if equal:
-        state.assign_equal_subscriptions()
+        state.assign_equal_subscriptions(extras_last)
     else:
         state.assign_unequal_subscriptions()
     outcome = state.outcome(order, spec)
@@ -314,7 +318,7 @@ class _State:
 
     # -- step 2: equal subscriptions ----------------------------------------------------------
 
-    def assign_equal_subscriptions(self) -> None:
+    def assign_equal_subscriptions(self, extras_last: bool = False) -> None:
         n = self.n
         min_quota, extras = divmod(self.layout.total, n)
         quotas = [min_quota] * n
@@ -332,7 +336,7 @@ class _State:
                     self.released[i] = j
                 claims = claims[: quotas[j]]
             self.kept[j] = claims
-        for j in range(n):
+        for j in reversed(range(n)) if extras_last else range(n):
             if extras == 0:
                 break
             if quotas[j] == min_quota:

@@ -197,11 +197,13 @@ def assign_by_quota(
     owned: Sequence[tuple[TopicPartition, ...]],
     member_ids: Sequence[str] | None = None,
     hint: ClaimHint | None = None,
+    extras_last: bool = False,
 ) -> QuotaResult | None:
     """Steps 1-4 of the module docstring; ``None`` if some partition is claimed twice.
 
     With ``member_ids`` (member order) the result carries a `ClaimHint` for the next run;
-    ``hint`` is the previous run's.
+    ``hint`` is the previous run's. ``extras_last``: the larger quotas left after the members
+    over the minimum go to the last members in member order, not the first.
     """
     n, total = len(owned), table.total
     known = _known_claims(table, member_ids, owned, hint) if member_ids is not None else None
@@ -228,7 +230,8 @@ def assign_by_quota(
         first = np.searchsorted(sorted_member, sorted_member, side="left")
         rank = np.arange(order.size) - first
         keep[chosen[order[rank >= quota[sorted_member]]]] = False
-    quota[np.flatnonzero(quota == min_quota)[:extras]] += 1
+    at_minimum = np.flatnonzero(quota == min_quota)
+    quota[at_minimum[at_minimum.size - extras :] if extras_last else at_minimum[:extras]] += 1
 
     kept_count = np.bincount(member[keep], minlength=n)
     needs = quota - kept_count

@@ -8,11 +8,14 @@ Homogeneous and heterogeneous subscriptions are both handled by `assignors.balan
 maximal keeping for equal subscriptions, least-loaded placement plus per-topic levelling
 otherwise. Re-running on a balanced assignment returns it unchanged (the "stability" property
 Kafka's uniform assignor gained with KAFKA-18688). Rack awareness is off, as in Kafka since
-KAFKA-16694.
+KAFKA-16694. With equal subscriptions, the larger quotas the members over the minimum leave go to
+the last members in member order, as Kafka 4.4's homogeneous builder gives them (a member at or
+under the minimum gives its extra up while enough members follow it).
 """
 
 from __future__ import annotations
 
+from . import recall
 from .balance import BalanceOutcome, balance
 from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
@@ -28,7 +31,20 @@ class UniformAssignor:
         return "uniform"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-        return balance(spec, topics, rack_aware=False, use_generations=False).assignment
+        """The target; the run is remembered (`assignors.recall`) so that the next epoch, handed
+        this result back as owned, need not decode it (the same result either way)."""
+        outcome = balance(
+            spec,
+            topics,
+            rack_aware=False,
+            use_generations=False,
+            previous=recall.hint_for(spec.members.keys()),
+            keep_hint=True,
+            extras_last=True,
+        )
+        if outcome.hint is not None:
+            recall.remember(outcome.hint)
+        return outcome.assignment
 
     def assign_incremental(
         self, spec: GroupSpec, topics: TopicDescriber, previous: BalanceOutcome | None = None
@@ -48,4 +64,5 @@ class UniformAssignor:
             use_generations=False,
             previous=previous.hint if previous is not None else None,
             keep_hint=True,
+            extras_last=True,
         )

@@ -54,3 +54,8 @@ class FencedError(StoreError):
     def __init__(self, partitions: tuple[int, ...], message: str) -> None:
         super().__init__(message)
         self.partitions = partitions
+
+
+class ClusterError(OperationalError):
+    """Cluster mode cannot start or go on: PostgreSQL unreachable or the URL wrong, a schema from
+    a newer release, a node id that is live on another node (`coordinator.cluster`)."""

@@ -41,7 +41,8 @@ Route = Callable[[Any, int, Hashable], Result]
 #: Answers a command of another type's API naming one of this type's groups:
 #: `(group, command, now_ms, reply token)`.
 GroupRoute = Callable[[Any, Any, int, Hashable], Result]
-#: Kafka's `CommitPartitionValidator`: NONE if the commit may write `(topic, partition)`.
+#: Kafka's `CommitPartitionValidator`: NONE if the commit may write `(topic, partition)`, else
+#: that partition's error; raising `CoordinatorError` refuses the whole commit (Kafka's throws).
 CommitPartitionValidator = Callable[[str, int], ErrorCode]
 
 

@@ -63,18 +63,7 @@ class Offsets:
                         else ErrorCode.ILLEGAL_GENERATION
                     )
         except CoordinatorError as exc:
-            result.reply(token, cmd.error_reply(exc.code))
-            result.event(
-                EventType.COMMIT_FENCED,
-                now_ms,
-                cmd.group_id,
-                cmd.generation_id,
-                cmd.member_id or None,
-                error=exc.code.name,
-                code=int(exc.code),
-                **typed,
-            )
-            return result
+            return self._refused(result, cmd, exc, now_ms, token, typed)
         limit = self.state.config.offset_metadata_max_bytes
         expire = (
             now_ms + cmd.retention_time_ms
@@ -94,14 +83,18 @@ class Offsets:
             outcomes: list[tuple[int, ErrorCode]] = []
             for p in topic.partitions:
                 metadata = p.metadata if p.metadata is not None else ""
-                if fence is not None:
-                    error = fence(name, p.partition)
-                    if error is not ErrorCode.NONE:
-                        outcomes.append((p.partition, error))
-                        continue
+                # Kafka's order: the metadata's size, then the partition's fence.
                 if len(metadata) > half_limit and _java_length(metadata) > limit:
                     outcomes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
+                if fence is not None:
+                    try:
+                        error = fence(name, p.partition)
+                    except CoordinatorError as exc:  # Kafka's validator throws: nothing written
+                        return self._refused(result, cmd, exc, now_ms, token, typed)
+                    if error is not ErrorCode.NONE:
+                        outcomes.append((p.partition, error))
+                        continue
                 explicit = v1 and p.commit_timestamp_ms >= 0  # v1 only
                 stamp = p.commit_timestamp_ms if explicit else now_ms
                 value = OffsetAndMetadata(p.offset, p.leader_epoch, metadata, stamp, expire)
@@ -117,6 +110,29 @@ class Offsets:
             cmd.generation_id,
             cmd.member_id or None,
             partitions=len(records),
+            **typed,
+        )
+        return result
+
+    @staticmethod
+    def _refused(
+        result: Result,
+        cmd: OffsetCommit,
+        exc: CoordinatorError,
+        now_ms: int,
+        token: Hashable,
+        typed: dict[str, str],
+    ) -> Result:
+        """The whole commit refused with `exc`'s code, every partition answering it."""
+        result.reply(token, cmd.error_reply(exc.code))
+        result.event(
+            EventType.COMMIT_FENCED,
+            now_ms,
+            cmd.group_id,
+            cmd.generation_id,
+            cmd.member_id or None,
+            error=exc.code.name,
+            code=int(exc.code),
             **typed,
         )
         return result

@@ -154,3 +154,16 @@ def test_entry_points_are_loaded_on_a_miss(monkeypatch: pytest.MonkeyPatch) -> N
         "a": [("t", 0), ("t", 1)],
         "b": [],
     }
+
+
+@pytest.mark.parametrize("per_member", [1, 400])  # the list path, and the numpy quota path
+def test_uniform_gives_the_spare_quotas_to_the_last_members_as_kafka_4_4(per_member: int) -> None:
+    """Kafka 4.4's homogeneous builder: a member over the minimum keeps its extra partition; a
+    member at or under it gives its extra up while enough members follow it, so the extras
+    left go to the last members in member order (seen against Kafka in the KIP-848 lockstep:
+    two members with nothing, one partition free)."""
+    count = 3 * per_member + 2  # minimum `per_member`, two extras
+    owned = {"A": [("t", p) for p in range(per_member + 1)], "B": [], "C": []}
+    result = assignors.assign("uniform", {m: ["t"] for m in owned}, {"t": count}, owned=owned)
+    assert [len(result[m]) for m in "ABC"] == [per_member + 1, per_member, per_member + 1]
+    assert set(owned["A"]) <= set(result["A"])

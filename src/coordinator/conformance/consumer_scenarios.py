@@ -230,7 +230,7 @@ async def unsupported_assignor(ctx: Context) -> None:
 @scenario(
     "consumer.commit_with_a_stale_epoch",
     rule="§7, §3.1: a consumer group's OffsetCommit (v9+) carries the member epoch",
-    kafka="STALE_MEMBER_EPOCH for an epoch below the member's; NONE at its epoch",
+    kafka="STALE_MEMBER_EPOCH below the partition's assignment epoch (KIP-1251); NONE at it",
     assumes=(*KIP848, advertised_at_least(ApiKey.OFFSET_COMMIT, 9)),
 )
 async def stale_epoch_commit(ctx: Context) -> None:
@@ -249,6 +249,7 @@ async def stale_epoch_commit(ctx: Context) -> None:
         )  # fmt: skip
         return error_name(response.topics[0].partitions[0].error_code)
 
+    # A lone member got the partition at its join epoch: the previous epoch is older than that.
     expect(await commit(m.epoch - 1), "stale_member_epoch", "a commit at the previous epoch")
     expect(await commit(m.epoch), "none", "a commit at the member's epoch")
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.consumer_protocol import Subscription, encode_subscription
 from coordinator.conformance.broker_side import BrokerSide
+from coordinator.conformance.member_ids import consumer_member_ids
 from coordinator.conformance.model_side import ModelSide
 from coordinator.conformance.steps import (
     CONSUMER_GROUP,
@@ -177,8 +177,8 @@ class Lockstep:
         #: Real time waited in `wait` steps (ms).
         self.waited_ms = 0
         # KIP-848 member ids are the client's (ConsumerGroupHeartbeat v1): the same on both sides.
-        for slot in CONSUMER_SLOTS if CONSUMER_GROUP in group_ids else ():
-            member_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{group_ids[CONSUMER_GROUP]}/{slot}"))
+        group = group_ids.get(CONSUMER_GROUP)
+        for slot, member_id in consumer_member_ids(group).items() if group else ():
             for view in self.views.values():
                 view.ids[slot] = member_id
                 view.names[member_id] = slot

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.clients.client_balance.allocation import modulo_assigned
-from coordinator.clients.client_balance.consumer import ClientBalanceConfig, ClientBalanceConsumer
+from coordinator.clients.client_balance.config import ClientBalanceConfig
+from coordinator.clients.client_balance.consumer import ClientBalanceConsumer
 from coordinator.clients.client_balance.errors import ClientBalanceError
 from coordinator.demo.common import STORY_CONFIG, Say, supervised
 from coordinator.groups.extension import GroupCoordinatorExtension

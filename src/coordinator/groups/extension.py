@@ -96,7 +96,7 @@ class GroupCoordinatorExtension:
             core = GroupCoordinatorCore(self.config, SplitMix64(seed))
             # The topics first: loading a consumer group compares them with its records.
             core.topics_changed(topic_metadata(broker.topics), 0)
-            runtime = GroupRuntime(core, store, events)
+            runtime = GroupRuntime(core, store, events, ownership=broker.ownership)
             stack.push_async_callback(runtime.close)
             await runtime.start()
             for module in GROUP_APIS:

@@ -11,15 +11,18 @@ core never needs a lock. For each handler result it:
 3. answers the result's replies only once those records are durable, and never before the
    records of any earlier result are durable (appends complete in order), so no reply can
    acknowledge state that a crash could still lose;
-4. computes the target assignments the core offloads (a large consumer group's) in the
-   assignor worker process (`coordinator.groups.assignor_worker`: it keeps each big group's inputs
-   and is sent only what changed) and hands each back to the core on the loop; or, with
-   ``assignor_worker="thread"``, in one thread, which shares the interpreter lock with the loop
-   (heartbeats wait beside a 1M-partition assignment: `benchmarks/bench_consumer_group_stall.py`).
+4. computes the target assignments the core offloads off the loop
+   (`coordinator.groups.target_offload`).
+
+The partitions it owns change (Kafka's onElection / onResignation): `take_over(p)` loads one
+(COORDINATOR_LOAD_IN_PROGRESS meanwhile), `resign(p)` unloads it (parked requests get
+NOT_COORDINATOR, its timers are cancelled). Each reply is checked against the node's `Ownership`
+when it is handed over (`coordinator.groups.reply_gate`; no check on a single node).
 
 If the store fails, the affected partitions are unloaded (parked requests get NOT_COORDINATOR)
 and loaded again from what is durable, and the failed result's own replies become
-NOT_COORDINATOR: clients rediscover the coordinator and retry, as with a Kafka leader change.
+NOT_COORDINATOR: clients rediscover the coordinator and retry, as with a Kafka leader change. A
+write fenced because another node took the partitions over (`FencedError`) resigns them instead.
 """
 
 from __future__ import annotations
@@ -29,17 +32,19 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Hashable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
+from coordinator.errors import FencedError
 from coordinator.groups import record_codec
 from coordinator.groups.event_log.log import EventLog, epoch_offset_ms
 from coordinator.groups.group_log import log_group_events
+from coordinator.groups.reply_gate import gate_for
+from coordinator.groups.target_offload import TargetOffload
 from coordinator.groups.timer_wheel import TimerWheel
+from coordinator.node.ownership import Ownership
 from rebalance.classic.commands import Heartbeat
 from rebalance.classic.replies import HeartbeatReply
 from rebalance.commands import Command
-from rebalance.consumer_group.target import ComputedTarget, TargetInputs, compute_target
 from rebalance.core import GroupCoordinatorCore
 from rebalance.effects import Cancel, Result
 from rebalance.errors import ErrorCode
@@ -74,6 +79,7 @@ class GroupRuntime:
         events: EventLog | None = None,
         *,
         assignor_worker: Literal["process", "thread"] = "process",
+        ownership: Ownership | None = None,
     ) -> None:
         self.core = core
         self.store = store
@@ -94,40 +100,73 @@ class GroupRuntime:
         self._next_token = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reloading: set[int] = set()
+        #: Partitions loading, each with its load's token: a load whose partition was resigned
+        #: (or loaded again) meanwhile finds another token, and drops what it read.
+        self._loading: dict[int, object] = {}
+        self._gate = gate_for(ownership, core, self.resign)
         #: When a failed store write was last logged, and how many failed since (a full disk
         #: fails every write: one line per `_WRITE_FAILURE_LOG_EVERY` seconds, not thousands).
         self._failure_logged_at = -_WRITE_FAILURE_LOG_EVERY
         self._failures_unlogged = 0
         self._batch: list[StoredRecord] = []
         self._batch_future: asyncio.Future[None] | None = None
-        self._assignor: ThreadPoolExecutor | None = None
-        self._assignor_in = assignor_worker
-        self._worker: AssignorWorker | None = None
-        self._closed = False
+        self._targets = TargetOffload(
+            core, self._carry_out, self._clock.now_ms, self._running_loop, assignor_worker
+        )
 
     @property
     def assignor_worker(self) -> AssignorWorker | None:
         """The assignor worker process's handle, once a target was offloaded to it."""
-        return self._worker
+        return self._targets.worker
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self, partitions: Iterable[int] | None = None) -> None:
-        """Own `partitions` (default: all): DOWN -> INITIALIZE -> STABLE for every group."""
+        """Own `partitions` (default: every one the node's ownership lets it answer for, all on
+        a single node): DOWN -> INITIALIZE -> STABLE for every group."""
         self._loop = asyncio.get_running_loop()
         # Loop time and our clock are both monotonic; keep their difference once.
         self._offset_ms = self._loop.time() * 1000 - self._clock.now_ms()
-        owned = list(
-            range(self.core.config.offsets_topic_num_partitions)
-            if partitions is None
-            else partitions
-        )
-        await self._load(owned)
+        every = range(self.core.config.offsets_topic_num_partitions)
+        if partitions is None:
+            partitions = every if self._gate is None else filter(self._gate.may_answer, every)
+        await self._load(list(partitions))
+
+    async def take_over(self, partition: int) -> None:
+        """Start owning `partition` (Kafka's onElection): load its groups and offsets from the
+        store, requests for them answered COORDINATOR_LOAD_IN_PROGRESS meanwhile; returns once
+        they are live (members' sessions armed from now). Nothing if it is owned or loading
+        already (that load completes it)."""
+        await self._load([partition])
+
+    def resign(self, partition: int) -> None:
+        """Stop owning `partition` (Kafka's onResignation): its groups are dropped, their parked
+        requests answered NOT_COORDINATOR and their timers cancelled; a load of it under way
+        is abandoned. Nothing if it is not owned."""
+        self._loading.pop(partition, None)
+        unloaded = self.core.unload(partition, self._clock.now_ms())
+        self._log_events(unloaded)
+        self._carry_out_timers(unloaded)
+        self._deliver(unloaded, gated=False)  # NOT_COORDINATOR already
 
     async def _load(self, partitions: list[int]) -> None:
+        owned = self.core.state.partitions
+        partitions = [p for p in partitions if p not in owned]
+        token = object()
         for p in partitions:
             self.core.begin_load(p)
+            self._loading[p] = token
+        try:
+            rows = await asyncio.to_thread(lambda: list(self.store.load()))
+        except BaseException:  # (a store that cannot be read: nothing stays loading forever)
+            for p in partitions:
+                if self._loading.get(p) is token:
+                    self.resign(p)
+            raise
+        # Those resigned (maybe loaded again) while the rows were read are another load's now.
+        partitions = [p for p in partitions if self._loading.get(p) is token]
+        for p in partitions:
+            del self._loading[p]
         wanted = set(partitions)
-        rows = await asyncio.to_thread(lambda: list(self.store.load()))
         loaded = 0
         for row in rows:
             record = record_codec.decode(row)
@@ -140,26 +179,10 @@ class GroupRuntime:
             # while it was not loaded bumps its epoch), and its records must be written too.
             self._carry_out(self.core.complete_load(p, now))
         log.info("loaded %d records for %d partitions", loaded, len(partitions))
-        if self._assignor_in == "process":
-            # Each big group is sent to the worker now, paced, rather than whole by its first
-            # computation while heartbeats wait (`AssignorWorker.prime`).
-            for inputs in self.core.offloaded_inputs():
-                assert isinstance(inputs, TargetInputs)  # the only work offloaded today
-                try:
-                    worker = self._worker_handle()
-                    if worker.broken:  # the computations use the thread
-                        break
-                    worker.prime(inputs)
-                except OSError as exc:  # the first computation starts it, or falls back
-                    log.error("assignor worker process not started (%s)", exc)
-                    break
+        self._targets.prime()
 
     async def close(self) -> None:
-        self._closed = True
-        if self._assignor is not None:
-            self._assignor.shutdown(wait=False, cancel_futures=True)
-        if self._worker is not None:
-            await self._worker.close()
+        await self._targets.close()
         self._timers.close()
         if self._batch_future is not None:
             self._flush()
@@ -179,6 +202,8 @@ class GroupRuntime:
         self._carry_out(result)
         (reply,) = result.replies
         assert isinstance(reply.response, HeartbeatReply)
+        if self._gate is not None:
+            return cast(HeartbeatReply, self._gate.checked(command, reply.response))
         return reply.response
 
     async def submit(self, command: Command[R]) -> R:
@@ -215,7 +240,10 @@ class GroupRuntime:
         result = self.core.handle(command, self._clock.now_ms(), token)
         if self._answers_now(result, token):
             self._carry_out(result)
-            deliver(cast(R, result.replies[0].response))
+            response = result.replies[0].response
+            if self._gate is not None:
+                response = self._gate.checked(command, response)
+            deliver(cast(R, response))
             return None
         self._waiting[token] = (deliver, command)
         self._carry_out(result)
@@ -260,7 +288,7 @@ class GroupRuntime:
         if result.timers:
             self._carry_out_timers(result)
         if result.offloaded:
-            self._offload(result)
+            self._targets.offload(result)
         if result.records:
             barrier: asyncio.Future[None] | None = self._enqueue_write(result.records, encode)
         else:
@@ -288,54 +316,6 @@ class GroupRuntime:
             return
         for result in results:
             self._after_write(write, result)
-
-    def _offload(self, result: Result) -> None:
-        """Start the result's offloaded target assignments in the assignor worker."""
-        for inputs in result.offloaded:
-            assert isinstance(inputs, TargetInputs)  # the only work offloaded today
-            if self._assignor_in == "process":
-                try:
-                    worker = self._worker_handle()
-                    if worker.broken:
-                        raise OSError("it died at every computation")
-                    worker.keep_only(lambda group_id: self.core.group(group_id) is not None)
-                    worker.compute(inputs, self._worker_done)
-                    continue
-                except OSError as exc:
-                    log.error("assignor worker process unusable (%s): using a thread", exc)
-                    self._assignor_in = "thread"
-            if self._assignor is None:
-                self._assignor = ThreadPoolExecutor(1, thread_name_prefix="assignor")
-            work = self._running_loop().run_in_executor(self._assignor, compute_target, inputs)
-            work.add_done_callback(functools.partial(self._target_done, inputs))
-
-    def _worker_handle(self) -> AssignorWorker:
-        if self._worker is None:
-            # Imported at first use: only large KIP-848 groups need the worker's
-            # process machinery (pickle, resource, subprocess); an idle node never does.
-            from coordinator.groups.assignor_worker import AssignorWorker
-
-            self._worker = AssignorWorker(self._running_loop())
-        return self._worker
-
-    def _worker_done(
-        self,
-        inputs: TargetInputs,
-        computed: ComputedTarget | None,
-        encode: Callable[[Record], StoredRecord],
-    ) -> None:
-        if not self._closed:
-            result = self.core.target_computed(inputs, computed, self._clock.now_ms())
-            self._carry_out(result, encode)  # the worker encoded the target records
-
-    def _target_done(self, inputs: TargetInputs, done: asyncio.Future[ComputedTarget]) -> None:
-        if self._closed or done.cancelled():
-            return
-        error = done.exception()
-        if error is not None:
-            log.error("assignor failed: %s %d: %r", inputs.group_id, inputs.group_epoch, error)
-        computed = None if error is not None else done.result()
-        self._carry_out(self.core.target_computed(inputs, computed, self._clock.now_ms()))
 
     def _log_events(self, result: Result) -> None:
         if result.events:
@@ -381,7 +361,7 @@ class GroupRuntime:
             loop = self._running_loop()
             self._batch_future = loop.create_future()
             loop.call_soon(self._flush)
-        self._batch.extend(map(encode, records))
+        self._batch.extend(record_codec.placed(encode, records, self.core.partition_for))
         return self._batch_future
 
     def _flush(self) -> None:
@@ -418,7 +398,13 @@ class GroupRuntime:
             if entry is not None:
                 _hand_over(entry[0], entry[1].error_reply(ErrorCode.NOT_COORDINATOR))
         partitions = sorted({self.core.partition_for(r.group_id) for r in result.records})
-        self._running_loop().create_task(self._reload(partitions))
+        error = write.exception()
+        if isinstance(error, FencedError):  # taken over by another node: not ours to reload
+            for p in error.partitions:
+                self.resign(p)
+            partitions = [p for p in partitions if p not in error.partitions]
+        if partitions:
+            self._running_loop().create_task(self._reload(partitions))
 
     async def _reload(self, partitions: list[int]) -> None:
         partitions = [p for p in partitions if p not in self._reloading]
@@ -430,19 +416,20 @@ class GroupRuntime:
 
     async def _reload_now(self, partitions: list[int]) -> None:
         for p in partitions:
-            unloaded = self.core.unload(p, self._clock.now_ms())
-            self._log_events(unloaded)
-            self._carry_out_timers(unloaded)
-            self._deliver(unloaded)
+            self.resign(p)
         await self._load(partitions)
 
-    def _deliver(self, result: Result) -> None:
+    def _deliver(self, result: Result, gated: bool = True) -> None:
         waiting = self._waiting
+        gate = self._gate if gated else None
         for reply in result.replies:
             entry = waiting.pop(reply.token, None)
             if entry is not None:
+                response = (
+                    reply.response if gate is None else gate.checked(entry[1], reply.response)
+                )
                 try:  # (`_hand_over`, inlined: a round delivers a thousand replies at once)
-                    entry[0](reply.response)
+                    entry[0](response)
                 except Exception:
                     log.exception("delivering a reply failed")
 

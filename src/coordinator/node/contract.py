@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from kio.static.protocol import ResponsePayload
 
 from coordinator.node.config import ServerConfig
+from coordinator.node.ownership import NodeAddress, Ownership, SingleNodeOwnership
 from coordinator.partition_log.internal import InternalTopics
 from coordinator.wire.codec import EncodedBody, kio_versions, register_schemas
 from coordinator.wire.transport.listener import advertisable_host
@@ -182,6 +183,13 @@ class Broker:
     #: ACLs and the authorizer, when `authorizer.class.name` is set
     #: (`coordinator.node.access_control`).
     access: AccessControl | None = None
+    #: Who coordinates which `__consumer_offsets` partition (`coordinator.node.ownership`):
+    #: this node alone, unless cluster mode puts its lease holder here before the group
+    #: coordinator's extension starts. FindCoordinator, Metadata and the group replies ask it.
+    ownership: Ownership = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ownership = SingleNodeOwnership(NodeAddress(self.node_id, self.host, self.port))
 
     @property
     def node_id(self) -> int:
@@ -206,6 +214,8 @@ class Broker:
         else the bound one (a wildcard bind advertises the host name)."""
         self.host = self.config.advertised_host or advertisable_host(host)
         self.port = self.config.advertised_port or port
+        if isinstance(self.ownership, SingleNodeOwnership):
+            self.ownership.node = NodeAddress(self.node_id, self.host, self.port)
 
 
 @quick_init  # built for every request

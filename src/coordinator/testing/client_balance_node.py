@@ -22,7 +22,8 @@ import signal
 import sys
 
 from coordinator.clients.client_balance.allocation import allocate
-from coordinator.clients.client_balance.consumer import ClientBalanceConfig, ClientBalanceConsumer
+from coordinator.clients.client_balance.config import ClientBalanceConfig
+from coordinator.clients.client_balance.consumer import ClientBalanceConsumer
 from coordinator.clients.client_balance.errors import ClientBalanceError, ClientCode
 
 

@@ -31,6 +31,7 @@ the consumer group (`GroupMetadataManager.classicGroup*ToConsumerGroup`):
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import replace
 
 from assignors.consumer_protocol import ConsumerProtocolError, Subscription, decode_subscription
 from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
@@ -43,6 +44,7 @@ from rebalance.classic.replies import (
     SyncGroupReply,
 )
 from rebalance.consumer_group import migration
+from rebalance.consumer_group.assignment_epochs import rebased
 from rebalance.consumer_group.departure import remove
 from rebalance.consumer_group.epochs import maybe_bump, reconcile
 from rebalance.consumer_group.group import ConsumerGroup, ConsumerMember, MemberState
@@ -51,7 +53,6 @@ from rebalance.consumer_group.migration import encode_partitions, protocol_versi
 from rebalance.consumer_group.records import (
     ClassicMetadata,
     ConsumerGroupRecord,
-    CurrentAssignmentValue,
     MemberValue,
     RecordKind,
     TargetMemberValue,
@@ -257,7 +258,7 @@ def _replace(
     partitions do not move."""
     target = group.target.frozen.get(previous.member_id, ())
     subscription = previous.subscription_value()
-    current = previous.current_value()
+    current = replace(previous.current_value(), epochs=rebased(previous, 0))
     remove_member(state, result, group, previous)
     for key in (
         consumer_session_key(group.group_id, previous.member_id),
@@ -273,14 +274,9 @@ def _replace(
         MemberValue(member_id, *(getattr(subscription, f) for f in _SUBSCRIPTION_FIELDS)),
     )
     write(state, result, group.group_id, TargetMemberValue(member_id, target))
-    write(
-        state,
-        result,
-        group.group_id,
-        CurrentAssignmentValue(
-            member_id, 0, 0, current.state, current.assigned, current.pending_revocation
-        ),
-    )
+    # The copy keeps each partition's assignment epoch (Kafka copies `assignedPartitions`).
+    moved = replace(current, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+    write(state, result, group.group_id, moved)
     member_replaced_event(result, group, previous.member_id, now_ms)
 
 

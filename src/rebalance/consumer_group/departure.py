@@ -85,6 +85,7 @@ def _static_leave(
             current.state,
             current.assigned,
             (),
+            (),  # at the default epoch of -2, 0: Kafka's `resetAssignedPartitionsEpochsToZero`
         ),
     )
     state.cancel(result, consumer_revocation_key(group.group_id, member.member_id))

@@ -27,6 +27,7 @@ from rebalance.consumer_group.records import (
     ClassicMetadata,
     CurrentAssignmentValue,
     MemberValue,
+    PartitionEpochs,
 )
 from rebalance.lifecycle import GroupState, LoadedOnlyLifecycle
 from rebalance.records import OffsetAndMetadata
@@ -129,6 +130,9 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    #: The epoch each held partition was assigned at, where not the default, as recorded
+    #: (`assignment_epochs`).
+    epochs: PartitionEpochs = ()
     #: The assignment last sent to the client: the next reply carries it only if it changed.
     sent: Assignment | None = None
     #: This member's part of a target computation's inputs, kept until its subscription
@@ -169,6 +173,7 @@ class ConsumerMember:
             str(self.state),
             freeze(self.assigned),
             freeze(self.pending_revocation),
+            self.epochs,
         )
 
     def subscribed_topics(self, metadata: TopicMetadata) -> set[str]:
@@ -297,6 +302,7 @@ class ConsumerGroup(LoadedOnlyLifecycle):
         member.state = MemberState(value.state)
         member.assigned = thaw(value.assigned)
         member.pending_revocation = thaw(value.pending_revocation)
+        member.epochs = value.epochs
         for held in (member.assigned, member.pending_revocation):
             for topic_id, partitions in held.items():
                 for p in partitions:

@@ -103,8 +103,7 @@ class ConsumerGroupType(GroupType):
     def validate_offset_commit(
         self, result: Result, group: ConsumerGroup, cmd: OffsetCommit, now_ms: int
     ) -> CommitPartitionValidator | None:
-        offsets.validate_commit(group, cmd)
-        return None
+        return offsets.validate_commit(group, cmd, self.metadata)
 
     def validate_offset_fetch(self, group: ConsumerGroup, cmd: OffsetFetch) -> None:
         offsets.validate_fetch(group, cmd)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from rebalance.classic.records import GroupMetadataRecord
 from rebalance.consumer_group import migration
+from rebalance.consumer_group.assignment_epochs import rebased
 from rebalance.consumer_group.commands import (
     JOIN_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -255,6 +256,8 @@ def _replace_static(
     member_id = cmd.member_id or str(state.rng.uuid4())
     target = group.target.frozen.get(previous.member_id, ())
     current = previous.current_value()
+    epoch = current.previous_member_epoch if current.member_epoch < 0 else current.member_epoch
+    epochs = rebased(previous, epoch)  # its partitions keep their epochs (Kafka copies them)
     remove_member(state, result, group, previous)
     state.cancel(result, consumer_session_key(group.group_id, previous.member_id))
     state.cancel(result, consumer_revocation_key(group.group_id, previous.member_id))
@@ -266,11 +269,12 @@ def _replace_static(
         group.group_id,
         CurrentAssignmentValue(
             member_id,
-            current.previous_member_epoch if current.member_epoch < 0 else current.member_epoch,
+            epoch,
             current.previous_member_epoch,
             current.state,
             current.assigned,
             current.pending_revocation,
+            epochs,
         ),
     )
     member_replaced_event(result, group, previous.member_id, now_ms)

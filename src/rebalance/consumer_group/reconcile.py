@@ -12,6 +12,9 @@ Revoke before assign, never two owners:
   UNRELEASED_PARTITIONS until a later heartbeat finds it released;
 * otherwise the member is STABLE at the target epoch.
 
+Each partition keeps the epoch it was assigned at while the member keeps it, pending revocation
+too; a partition it gains takes the target epoch (`assignment_epochs`, Kafka 4.3's KIP-1251).
+
 The function is pure: the group applies the returned value through a record.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rebalance.consumer_group.assignment_epochs import assign_at, member_by_epoch, sparse
 from rebalance.consumer_group.group import ConsumerMember, MemberState, Partitions, freeze
 from rebalance.consumer_group.records import CurrentAssignmentValue
 
@@ -87,6 +91,7 @@ def _drop_unsubscribed(
         str(state),
         freeze(kept),
         freeze(pending),
+        sparse(member_by_epoch(member), (kept, pending), member.member_epoch),
     )
 
 
@@ -123,6 +128,8 @@ def _compute(
                 unreleased = True
         if free:
             gaining[topic_id] = free
+    # Kept and revoking partitions keep the epoch they were assigned at (Kafka 4.3).
+    epochs = member_by_epoch(member)
     # Kafka's `ownsRevokedPartitions`: a client that already dropped them need not be asked.
     if revoking and (owned is None or _still_owns(owned, revoking)):
         return CurrentAssignmentValue(
@@ -133,10 +140,18 @@ def _compute(
             str(MemberState.UNREVOKED_PARTITIONS),
             freeze(kept),
             freeze(revoking),
+            sparse(epochs, (kept, revoking), member_epoch),
         )
+    assign_at(epochs, target_epoch, gaining)
     for topic_id, partitions in gaining.items():
         kept.setdefault(topic_id, set()).update(partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return CurrentAssignmentValue(
-        member.member_id, target_epoch, member.member_epoch, str(state), freeze(kept), ()
+        member.member_id,
+        target_epoch,
+        member.member_epoch,
+        str(state),
+        freeze(kept),
+        (),
+        sparse(epochs, (kept,), target_epoch),
     )

@@ -19,6 +19,9 @@ from enum import StrEnum
 
 #: topic id -> partitions, both sorted: the form every assignment takes in records and replies.
 Assignment = tuple[tuple[str, tuple[int, ...]], ...]
+#: (epoch, partitions) pairs, sorted by epoch: the member epoch at which each listed partition
+#: was assigned to the member (`assignment_epochs`).
+PartitionEpochs = tuple[tuple[int, Assignment], ...]
 
 
 class RecordKind(StrEnum):
@@ -94,7 +97,13 @@ class TargetEpochValue:
 
 @dataclass(frozen=True, slots=True)
 class CurrentAssignmentValue:
-    """Where a member's reconciliation stands (Kafka's current member assignment value)."""
+    """Where a member's reconciliation stands (Kafka's current member assignment value).
+
+    `epochs` says at which epoch each partition it holds (assigned or pending revocation) was
+    assigned to it, where that is not the default, `max(member_epoch, 0)`: Kafka 4.3's
+    per-partition AssignmentEpochs (KIP-1251), which let a commit at an older member epoch
+    through for a partition held since then. A record written before (no epochs) reads as
+    Kafka reads its own older records: every partition at the default."""
 
     member_id: str
     member_epoch: int
@@ -102,6 +111,7 @@ class CurrentAssignmentValue:
     state: str
     assigned: Assignment
     pending_revocation: Assignment
+    epochs: PartitionEpochs = ()
 
     def key(self) -> Key:
         return (RecordKind.CURRENT, self.member_id)

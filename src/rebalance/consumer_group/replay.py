@@ -89,6 +89,7 @@ def _replay_tombstone(group: ConsumerGroup, value: Tombstone) -> None:
             group.release_all(member)
             member.assigned = {}
             member.pending_revocation = {}
+            member.epochs = ()
             member.state = MemberState.STABLE
             member.member_epoch = 0
             member.previous_member_epoch = -1

@@ -147,10 +147,13 @@ def balance(
     *,
     rack_aware: bool = True,
     use_generations: bool = True,
+    extras_last: bool = False,
 ) -> BalanceOutcome:
     """Compute the balanced sticky assignment of ``spec`` (see the module docstring).
 
-    With ``use_generations=False`` every claim counts as the same generation.
+    With ``use_generations=False`` every claim counts as the same generation. ``extras_last``
+    (changed on purpose after the freeze, in both copies: Kafka 4.4's uniform assignor): the
+    larger quotas left after the members over the minimum go to the last members.
     """
     order = spec.ordered_member_ids()
     layout = _Layout(subscribed_topics(spec, topics), topics)
@@ -175,7 +178,7 @@ def balance(
     state.release_unsubscribed_and_mismatched()
     equal = all(s is subscribed[0] or s == subscribed[0] for s in subscribed)
     if equal:
-        state.assign_equal_subscriptions()
+        state.assign_equal_subscriptions(extras_last)
     else:
         state.assign_unequal_subscriptions()
     outcome = state.outcome(order, spec)
@@ -270,7 +273,7 @@ class _State:
 
     # -- step 2: equal subscriptions ----------------------------------------------------------
 
-    def assign_equal_subscriptions(self) -> None:
+    def assign_equal_subscriptions(self, extras_last: bool = False) -> None:
         n = self.n
         min_quota, extras = divmod(self.layout.total, n)
         quotas = [min_quota] * n
@@ -288,7 +291,7 @@ class _State:
                     self.released[i] = j
                 claims = claims[: quotas[j]]
             self.kept[j] = claims
-        for j in range(n):
+        for j in reversed(range(n)) if extras_last else range(n):
             if extras == 0:
                 break
             if quotas[j] == min_quota:

@@ -26,4 +26,6 @@ class UniformAssignor:
         return "uniform"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-        return balance(spec, topics, rack_aware=False, use_generations=False).assignment
+        return balance(
+            spec, topics, rack_aware=False, use_generations=False, extras_last=True
+        ).assignment

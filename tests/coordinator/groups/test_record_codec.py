@@ -10,9 +10,10 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.groups.record_codec import decode, encode
+from coordinator.groups.record_codec import decode, encode, placed
 from coordinator.groups.record_codec.classic import json_group_row
 from coordinator.groups.record_codec.offsets import json_offset_row
+from coordinator.groups.store.base import UNPLACED
 from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadataValue
 from rebalance.client_balance import records as cb
 from rebalance.records import OffsetAndMetadata, OffsetCommitRecord
@@ -112,3 +113,22 @@ def test_a_client_balance_epoch_row_keeps_the_groups_source_count_and_topics() -
     # A row written before the group kept them decodes without (the first node's are used).
     older = dataclasses.replace(row, value=json.dumps({"v": 1, "epoch": 3}).encode())
     assert decode(older) == cb.ClientBalanceRecord("g", cb.GroupEpochValue(3))
+
+
+def test_every_row_carries_its_groups_partition() -> None:
+    """A cluster store fences rows by the `__consumer_offsets` partition of their group, so
+    `placed` gives each row the partition the runtime's placement names, whichever encoder
+    made it; a single-node store may leave it unset."""
+    records = [
+        OffsetCommitRecord("orders", "t", 0, OffsetAndMetadata(1, -1, "", 5)),
+        OffsetCommitRecord("billing", "t", 1, None),
+        GroupMetadataRecord("orders", None),
+    ]
+    partition_of = {"orders": 7, "billing": 41}
+    assert encode(records[0]).partition == UNPLACED
+    for encoder in (encode, lambda record: encode(record)):
+        rows = placed(encoder, records, partition_of.__getitem__)
+        assert [row.partition for row in rows] == [7, 41, 7]
+        assert [dataclasses.replace(row, partition=UNPLACED) for row in rows] == [
+            encode(r) for r in records
+        ]

@@ -1,5 +1,5 @@
 """The runtime computes offloaded target assignments off the loop (its assignor thread here; the
-worker process in `test_assignor_worker.py`): the loop answers heartbeats while the assignor
+worker process in `assignor_worker/test_parent.py`): the loop answers heartbeats while the assignor
 runs, and the target lands through the core as records."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ async def test_the_assignor_runs_in_a_thread_while_heartbeats_are_answered(
         assert release.wait(10)
         return real(inputs)
 
-    monkeypatch.setattr("coordinator.groups.runtime.compute_target", slow)
+    monkeypatch.setattr("coordinator.groups.target_offload.compute_target", slow)
     store = MemoryStore()
     runtime = GroupRuntime(
         GroupCoordinatorCore(CONFIG, SplitMix64(1)), store, assignor_worker="thread"

@@ -2,7 +2,15 @@
 
 * `consumer`    `ClientBalanceConsumer`: the 17 operations (start, partition metadata,
                 connect/disconnect a partition with a bootstrap offset, the registered set,
-                offsets, get a message and confirm it, shutdown) over our wire APIs;
+                offsets, get a message and confirm it, shutdown) over our wire APIs, from:
+* `config`      `ClientBalanceConfig` (TubeMQ's `ConsumerConfig`);
+* `connections` one connection to the group's coordinator, one per partition leader;
+* `requests`    the node's requests to the coordinator, one function each;
+* `fetching`    one Fetch per leader into the partitions' buffers; where a partition starts;
+* `holdings`    the registered partitions in round-robin order, their batches booked and
+                confirmed;
+* `partitions`  a registered partition's state, TubeMQ's partition keys, `ConsumeResult`,
+                `OffsetInfo`;
 * `allocation`  the default modulo split (`tubemq-modulo`: unsigned Java `String.hashCode` of the
                 partition key, modulo the source count) and a ready-made allocation loop (TubeMQ
                 leaves it to the application; so does this client, with the loop for the
@@ -19,13 +27,10 @@ docs/client-balance.md maps each TubeMQ method onto this API.
 from __future__ import annotations
 
 from coordinator.clients.client_balance.allocation import allocate, modulo_assigned
-from coordinator.clients.client_balance.consumer import (
-    ClientBalanceConfig,
-    ClientBalanceConsumer,
-    ConsumeResult,
-    OffsetInfo,
-)
+from coordinator.clients.client_balance.config import ClientBalanceConfig
+from coordinator.clients.client_balance.consumer import ClientBalanceConsumer
 from coordinator.clients.client_balance.errors import ClientBalanceError, ClientCode
+from coordinator.clients.client_balance.partitions import ConsumeResult, OffsetInfo
 
 __all__ = [
     "ClientBalanceConfig",

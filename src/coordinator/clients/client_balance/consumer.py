@@ -19,8 +19,9 @@ Two observations of spec §D.9 are not repeated: `partitions_ready(max_wait_ms)`
 `max_wait_ms` (TubeMQ's loop condition returned after one sleep), and the metadata interval's
 minimum (5000 ms) is enforced (TubeMQ's setter clamped, then overwrote the clamp).
 
-One connection to the group's coordinator carries the group requests and the heartbeats; one
-per partition leader carries the fetches, so a long-polling fetch never delays a heartbeat.
+The node's settings are `config`, its connections `connections` (one to the coordinator, one per
+partition leader), its requests to the coordinator `requests`, its fetches `fetching`, what it
+holds of each partition `partitions`.
 """
 
 from __future__ import annotations
@@ -30,30 +31,26 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any, Final
+from typing import Final
 
+from coordinator.clients.client_balance import requests
+from coordinator.clients.client_balance.config import CLIENT_VERSION, UNDEFINED, ClientBalanceConfig
+from coordinator.clients.client_balance.connections import Connections
 from coordinator.clients.client_balance.errors import ClientBalanceError, ClientCode
+from coordinator.clients.client_balance.fetching import fetch, reset_offset
+from coordinator.clients.client_balance.holdings import Holdings
+from coordinator.clients.client_balance.partitions import (
+    ConsumeResult,
+    OffsetInfo,
+    PartitionState,
+    parse_key,
+)
 from coordinator.wire import client_balance_schema as schema
-from coordinator.wire.api_keys import ApiKey
-from coordinator.wire.client import WireClient, list_offsets, read_records
+from coordinator.wire.client import WireClient
 from rebalance.errors import ErrorCode
 
 log = logging.getLogger("coordinator.client_balance")
 
-CLIENT_VERSION: Final = "rebalance-client-balance/1"
-#: TubeMQ's `TBaseConstants.META_VALUE_UNDEFINED`: the getters' answer when checks are off.
-UNDEFINED: Final = -2
-MIN_META_CHECK_INTERVAL_MS: Final = 5000
-#: The version sent of each Kafka API the node uses (OffsetCommit v9: the member epoch).
-VERSIONS: Final[dict[ApiKey, int]] = {
-    ApiKey.METADATA: 1,
-    ApiKey.FIND_COORDINATOR: 3,
-    ApiKey.OFFSET_COMMIT: 9,
-    ApiKey.FETCH: 4,
-}
-EARLIEST, LATEST = -2, -1
 #: Errors after which `start` tries again: the group may accept the node a moment later (its
 #: node id held by a node whose session is about to run out; the coordinator loading).
 _RETRIABLE_JOIN: Final = frozenset(
@@ -64,90 +61,6 @@ _RETRIABLE_JOIN: Final = frozenset(
         ErrorCode.NOT_COORDINATOR,
     }
 )
-
-
-@dataclass(frozen=True)
-class ClientBalanceConfig:
-    """TubeMQ's `ConsumerConfig`, where it applies (defaults from `TClientConstants`)."""
-
-    bootstrap: str
-    group_id: str
-    client_id: str = "rebalance-client-balance"
-    session_timeout_ms: int = 30_000
-    register_retries: int = 5
-    register_fail_wait_ms: int = 1000
-    meta_check_interval_ms: int = 10_000
-    consume_ready_wait_ms: int = 90_000
-    rebalance_confirm_wait_ms: int = 3000
-    #: A partition refused with PARTITION_OCCUPIED is not tried again sooner (421 before).
-    occupied_retry_backoff_ms: int = 5000
-    fetch_max_wait_ms: int = 200
-    max_batch_records: int = 100
-    #: Where a partition with no committed offset and no bootstrap offset starts.
-    auto_offset_reset: str = "earliest"
-    #: True: confirm only moves the position; offsets are committed by `commit()` (TubeMQ's
-    #: `pullConfirmInLocal`).
-    confirm_in_local: bool = False
-
-    def __post_init__(self) -> None:
-        if self.meta_check_interval_ms < MIN_META_CHECK_INTERVAL_MS:
-            # DIFFERS from TubeMQ's ConsumerConfig, which meant to clamp and did not (§D.9).
-            object.__setattr__(self, "meta_check_interval_ms", MIN_META_CHECK_INTERVAL_MS)
-        if self.auto_offset_reset not in ("earliest", "latest"):
-            raise ValueError("auto_offset_reset is earliest or latest")
-
-
-@dataclass(frozen=True)
-class OffsetInfo:
-    """TubeMQ's `ConsumeOffsetInfo`: the next offset to consume, the log end, when it moved."""
-
-    current_offset: int
-    max_offset: int
-    update_time_ms: int
-
-
-@dataclass(frozen=True)
-class Message:
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp_ms: int
-
-
-@dataclass(frozen=True)
-class ConsumeResult:
-    """TubeMQ's `ConsumeResult`: one batch of one partition, to be confirmed."""
-
-    topic: str
-    partition_key: str
-    confirm_context: str
-    messages: tuple[Message, ...]
-    current_offset: int
-    max_offset: int
-
-
-@dataclass
-class _Partition:
-    broker_id: int
-    topic: str
-    partition: int
-    position: int  # the next offset to consume (what a confirm commits)
-    fetch_position: int  # the next offset to fetch (ahead of position by the buffer)
-    max_offset: int = -1
-    update_time_ms: int = 0
-    buffer: list[Message] = field(default_factory=list)
-    booked: str | None = None  # the confirm context of the batch handed out
-    booked_end: int = -1
-
-
-def partition_key(broker_id: int, topic: str, partition: int) -> str:
-    """TubeMQ's `PartitionKey`: `brokerId:topic:partitionId`."""
-    return f"{broker_id}:{topic}:{partition}"
-
-
-def parse_key(key: str) -> tuple[int, str, int]:
-    broker, topic, partition = key.split(":")
-    return int(broker), topic, int(partition)
 
 
 class ClientBalanceConsumer:
@@ -165,12 +78,9 @@ class ClientBalanceConsumer:
         self._sent_node_id = -1
         self._epoch = 0
         self._interval_s = config.session_timeout_ms / 3000
-        self._group: WireClient | None = None
-        self._group_lock = asyncio.Lock()
+        self._connections = Connections(config)
         self._leaders: dict[int, tuple[str, int]] = {}
-        self._fetchers: dict[tuple[str, int], tuple[WireClient, asyncio.Lock]] = {}
-        self._parts: dict[str, _Partition] = {}
-        self._order: list[str] = []
+        self._held = Holdings()
         self._occupied_at: dict[str, float] = {}
         #: (topic, partition) with a register or release on its way: a heartbeat's answer
         #: may predate it, so the resynchronisation leaves these alone.
@@ -178,7 +88,6 @@ class ClientBalanceConsumer:
         self._meta: dict[str, bool] = {}
         self._meta_at: float | None = None
         self._heartbeats: asyncio.Task[None] | None = None
-        self._changed = asyncio.Event()
 
     # ======================================================================== getters
     @property
@@ -235,7 +144,7 @@ class ClientBalanceConsumer:
             await self._join_with_retries()
         except BaseException:
             self._status = 0
-            await self._close_connections()
+            await self._connections.close()
             raise
         self._status = 2
         self._heartbeats = asyncio.create_task(self._heartbeat_loop(), name="cb-heartbeat")
@@ -254,25 +163,17 @@ class ClientBalanceConsumer:
                         raise
                     raise ClientBalanceError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
                 log.info("join attempt %d failed: %s", attempt, exc)
-                await self._drop_group_connection()
+                await self._connections.drop_group()
                 await asyncio.sleep(self.config.register_fail_wait_ms / 1000)
 
     async def _join(self) -> None:
-        response = await self._group_request(
-            ApiKey.CLIENT_BALANCE_HEARTBEAT,
-            {
-                "group_id": self.config.group_id,
-                "member_id": self._consumer_id,
-                "member_epoch": 0,
-                "source_count": self._sent_source_count,
-                "node_id": self._sent_node_id,
-                "topics": list(self._topics),
-                "session_timeout_ms": self.config.session_timeout_ms,
-            },
+        self._epoch, self._interval_s = await requests.join(
+            self._connections,
+            self._consumer_id,
+            self._sent_source_count,
+            self._sent_node_id,
+            self._topics,
         )
-        _check(response.error_code, response.error_message)
-        self._epoch = int(response.member_epoch)
-        self._interval_s = max(int(response.heartbeat_interval_ms), 1) / 1000
 
     # ====================================================================== heartbeat
     async def _heartbeat_loop(self) -> None:
@@ -284,33 +185,24 @@ class ClientBalanceConsumer:
                 await self._heartbeat()
             except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
                 log.warning("heartbeat failed: %s", exc)
-                await self._drop_group_connection()
+                await self._connections.drop_group()
             except ClientBalanceError as exc:
                 log.warning("heartbeat refused: %s", exc)
 
     async def _heartbeat(self) -> None:
-        by_topic: dict[str, list[int]] = {}
-        reported = {(part.topic, part.partition) for part in self._parts.values()}
-        for topic, partition in reported:
-            by_topic.setdefault(topic, []).append(partition)
-        response = await self._group_request(
-            ApiKey.CLIENT_BALANCE_HEARTBEAT,
-            {
-                "group_id": self.config.group_id,
-                "member_id": self._consumer_id,
-                "member_epoch": self._epoch,
-                "held": [{"topic": t, "partitions": sorted(ps)} for t, ps in by_topic.items()],
-            },
+        reported = {(part.topic, part.partition) for part in self._held.parts.values()}
+        response = await requests.heartbeat(
+            self._connections, self._consumer_id, self._epoch, reported
         )
         code = int(response.error_code)
         if code == ErrorCode.HB_NO_NODE:
             # Our session ran out: our partitions are free for others. Start over as a new
             # incarnation, holding nothing (TubeMQ's client re-registers the same way).
             log.warning("the coordinator no longer knows this node; joining again")
-            self._drop_all()
+            self._held.drop_all()
             await self._join_with_retries()
             return
-        _check(code, response.error_message)
+        requests.check(code, response.error_message)
         await self._resynchronise(
             reported, {(h.topic, int(p)) for h in response.held for p in h.partitions}
         )
@@ -322,10 +214,10 @@ class ClientBalanceConsumer:
         applies our report): drop what we reported and it no longer records as ours, release
         what it records and we do not hold (a register whose answer never came). Partitions
         registered or released since the report are left alone: the answer may predate them."""
-        held = {(part.topic, part.partition): key for key, part in self._parts.items()}
+        held = {(part.topic, part.partition): key for key, part in self._held.parts.items()}
         for tp in sorted((reported & held.keys()) - booked - self._in_flight):
             log.warning("the coordinator no longer records %s as ours: dropped", held[tp])
-            self._drop(held[tp])
+            self._held.drop(held[tp])
         for topic, partition in sorted(booked - held.keys() - self._in_flight):
             log.warning("the coordinator records %s-%d as ours: released", topic, partition)
             await self._release(topic, partition)
@@ -340,41 +232,27 @@ class ClientBalanceConsumer:
         interval = self.config.meta_check_interval_ms / 1000
         if not refresh and self._meta_at is not None and now - self._meta_at < interval:
             return dict(self._meta)
-        response = await self._group_request(
-            ApiKey.METADATA,
-            {"topics": [{"name": t} for t in self._topics]},
-            version=VERSIONS[ApiKey.METADATA],
-        )
-        self._leaders = {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
-        meta: dict[str, bool] = {}
-        for topic in response.topics:
-            for p in topic.partitions:
-                leader = int(p.leader_id)
-                usable = p.error_code == 0 and topic.error_code == 0 and leader in self._leaders
-                meta[partition_key(leader, topic.name, int(p.partition_index))] = usable
+        self._leaders, meta = await requests.metadata(self._connections, self._topics)
         self._meta, self._meta_at = meta, now
-        for key in [k for k in self._parts if not meta.get(k, False)]:
+        for key in [k for k in self._held.parts if not meta.get(k, False)]:
             await self.disconnect(key)
         return dict(meta)
 
     # ===================================================================== partitions
     def registered(self) -> set[str]:
         """TubeMQ's `getCurRegisteredPartSet`."""
-        return set(self._parts)
+        return set(self._held.parts)
 
     async def partitions_ready(self, max_wait_ms: int) -> bool:
         """True once at least one partition is registered, waiting up to `max_wait_ms` for it
         (TubeMQ's version returned after one ~250 ms sleep: spec §D.9)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
-        while not self._parts:
+        while not self._held.parts:
             remaining = deadline - loop.time()
             if remaining <= 0 or self.is_shutdown:
-                return bool(self._parts)
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(remaining):
-                    await self._changed.wait()
+                return bool(self._held.parts)
+            await self._held.wait_changed(remaining)
         return True
 
     async def connect(self, key: str, bootstrap_offset: int = -1) -> int:
@@ -386,7 +264,7 @@ class ClientBalanceConsumer:
         refusal, NOT_FOUND (404) for a key the metadata does not list, PARTITION_UNSUBSCRIBABLE
         (422) for one it lists as not consumable now (as TubeMQ's client)."""
         self._check_running()
-        existing = self._parts.get(key)
+        existing = self._held.parts.get(key)
         if existing is not None:
             return existing.position
         loop = asyncio.get_running_loop()
@@ -413,36 +291,21 @@ class ClientBalanceConsumer:
         self, key: str, broker: int, topic: str, partition: int, bootstrap_offset: int
     ) -> int:
         loop = asyncio.get_running_loop()
-        response = await self._group_request(
-            ApiKey.PARTITION_REGISTER,
-            {
-                "group_id": self.config.group_id,
-                "member_id": self._consumer_id,
-                "member_epoch": self._epoch,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {"partition_index": partition, "bootstrap_offset": bootstrap_offset}
-                        ],
-                    }
-                ],
-            },
+        answer = await requests.register(
+            self._connections, self._consumer_id, self._epoch, topic, partition, bootstrap_offset
         )
-        _check(response.error_code, response.error_message)
-        answer = response.topics[0].partitions[0]
         code = int(answer.error_code)
         if code == ErrorCode.PARTITION_OCCUPIED:
             self._occupied_at[key] = loop.time()
             raise ClientBalanceError(code, f"{key} is held by {answer.holder}")
-        _check(code, key)
+        requests.check(code, key)
         self._occupied_at.pop(key, None)
         offset = int(answer.offset)
         if offset < 0:
-            offset = await self._reset_offset(broker, topic, partition)
-        self._parts[key] = _Partition(broker, topic, partition, offset, offset)
-        self._order.append(key)
-        self._changed.set()
+            offset = await reset_offset(
+                self._fetcher, broker, topic, partition, self.config.auto_offset_reset
+            )
+        self._held.add(key, PartitionState(broker, topic, partition, offset, offset))
         return offset
 
     async def disconnect(self, key: str) -> None:
@@ -450,41 +313,29 @@ class ClientBalanceConsumer:
         `rebalance_confirm_wait_ms` to be confirmed, then the partition is released (and the
         unconfirmed batch is not committed: it will be consumed again by the next holder)."""
         self._check_running(allow_stopping=True)
-        part = self._parts.get(key)
+        part = self._held.parts.get(key)
         if part is None:
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.rebalance_confirm_wait_ms / 1000
-        while part.booked is not None and loop.time() < deadline and key in self._parts:
+        while part.booked is not None and loop.time() < deadline and key in self._held.parts:
             await asyncio.sleep(0.02)
-        self._drop(key)
+        self._held.drop(key)
         await self._release(part.topic, part.partition)
 
     async def _release(self, topic: str, partition: int) -> None:
-        """Unregister at the coordinator. Its per-partition answer needs nothing more from us:
-        NONE, or HB_NO_NODE (411: nobody holds it, e.g. a retry) or DUPLICATE_PARTITION (412:
-        another node does), after which it is not ours either way."""
+        """Unregister at the coordinator (`requests.release`)."""
         self._in_flight.add((topic, partition))
         try:
-            response = await self._group_request(
-                ApiKey.PARTITION_RELEASE,
-                {
-                    "group_id": self.config.group_id,
-                    "member_id": self._consumer_id,
-                    "member_epoch": self._epoch,
-                    "topics": [{"name": topic, "partitions": [partition]}],
-                },
+            await requests.release(
+                self._connections, self._consumer_id, self._epoch, topic, partition
             )
         finally:
             self._in_flight.discard((topic, partition))
-        _check(response.error_code)
 
     def offsets(self) -> dict[str, OffsetInfo]:
         """TubeMQ's `getCurPartitionOffsetInfos`."""
-        return {
-            key: OffsetInfo(p.position, p.max_offset, p.update_time_ms)
-            for key, p in self._parts.items()
-        }
+        return self._held.offsets()
 
     # ====================================================================== consuming
     async def get_message(self, max_wait_ms: int | None = None) -> ConsumeResult:
@@ -498,41 +349,27 @@ class ClientBalanceConsumer:
         deadline = loop.time() + wait / 1000
         while True:
             self._check_running()
-            idle = [k for k in self._order if self._parts[k].booked is None]
+            held, batch = self._held, self.config.max_batch_records
+            idle = held.idle()
             for key in idle:
-                part = self._parts[key]
-                if part.buffer:
-                    return self._book(key, part)
+                if held.parts[key].buffer:
+                    return held.book(key, batch)
             if idle:
-                await self._fetch(idle, max(0.0, min(deadline - loop.time(), 1.0)))
+                wait_ms = max(0.0, min(deadline - loop.time(), 1.0)) * 1000
+                max_wait_ms = int(min(wait_ms, self.config.fetch_max_wait_ms))
+                await fetch(self._fetcher, held.parts, idle, max_wait_ms)
                 for key in idle:
-                    fetched = self._parts.get(key)
+                    fetched = held.parts.get(key)
                     if fetched is not None and fetched.booked is None and fetched.buffer:
-                        return self._book(key, fetched)
+                        return held.book(key, batch)
             if loop.time() >= deadline:
-                if not self._parts:
+                if not held.parts:
                     raise ClientBalanceError(ClientCode.NO_PARTITION_ASSIGNED)
                 if not idle:
                     raise ClientBalanceError(ClientCode.ALL_PARTITION_INUSE)
                 raise ClientBalanceError(ClientCode.ALL_PARTITION_WAITING)
             if not idle:
-                self._changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(min(deadline - loop.time(), 0.05) or 0.001):
-                        await self._changed.wait()
-
-    def _book(self, key: str, part: _Partition) -> ConsumeResult:
-        batch = part.buffer[: self.config.max_batch_records]
-        del part.buffer[: len(batch)]
-        booked_ms = int(asyncio.get_running_loop().time() * 1000)
-        part.booked = f"{key}:{booked_ms}"
-        part.booked_end = batch[-1].offset + 1
-        # Round robin: the partition just served goes to the back.
-        self._order.remove(key)
-        self._order.append(key)
-        return ConsumeResult(
-            part.topic, key, part.booked, tuple(batch), part.position, part.max_offset
-        )
+                await held.wait_changed(min(deadline - loop.time(), 0.05) or 0.001)
 
     async def confirm(self, context: str, consumed: bool = True) -> int:
         """End the batch of `context`: consumed moves the partition past it and commits that
@@ -540,114 +377,28 @@ class ClientBalanceConsumer:
         Returns the partition's next offset. Raises `ClientBalanceError`: FENCED_MEMBER_EPOCH
         when the partition is no longer this node's (the commit is refused; it is dropped)."""
         self._check_running()
-        key = context.rsplit(":", 1)[0]
-        part = self._parts.get(key)
-        if part is None or part.booked != context:
-            raise ClientBalanceError(ErrorCode.BAD_REQUEST, f"confirm context {context} is stale")
-        part.booked = None
-        self._changed.set()
-        if not consumed:
-            part.buffer.clear()
-            part.fetch_position = part.position
-            return part.position
-        part.position = part.booked_end
-        part.update_time_ms = int(asyncio.get_running_loop().time() * 1000)
-        if not self.config.confirm_in_local:
+        part = self._held.confirm(context, consumed)
+        if consumed and not self.config.confirm_in_local:
             await self._commit([part])
         return part.position
 
     async def commit(self) -> None:
         """Commit every registered partition's position (for `confirm_in_local`)."""
         self._check_running()
-        await self._commit(list(self._parts.values()))
+        await self._commit(list(self._held.parts.values()))
 
-    async def _commit(self, parts: Sequence[_Partition]) -> None:
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for part in parts:
-            by_topic.setdefault(part.topic, []).append(
-                {"partition_index": part.partition, "committed_offset": part.position}
-            )
-        response = await self._group_request(
-            ApiKey.OFFSET_COMMIT,
-            {
-                "group_id": self.config.group_id,
-                "generation_id_or_member_epoch": self._epoch,
-                "member_id": self._consumer_id,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-            },
-            version=VERSIONS[ApiKey.OFFSET_COMMIT],
-        )
-        for topic in response.topics:
-            for p in topic.partitions:
-                code = int(p.error_code)
-                if code != 0:
-                    key = partition_key(
-                        _broker_of(parts, topic.name, p.partition_index),
-                        topic.name,
-                        int(p.partition_index),
-                    )
-                    self._drop(key)
-                    raise ClientBalanceError(code, f"commit of {key} refused")
-
-    async def _fetch(self, keys: Sequence[str], max_wait_s: float) -> None:
-        """One Fetch per leader for `keys`, filling their buffers."""
-        by_leader: dict[int, list[_Partition]] = {}
-        for key in keys:
-            part = self._parts[key]
-            by_leader.setdefault(part.broker_id, []).append(part)
-        wait_ms = int(min(max_wait_s * 1000, self.config.fetch_max_wait_ms))
-        for broker, parts in by_leader.items():
-            client, lock = await self._fetcher(broker)
-            by_topic: dict[str, list[dict[str, int]]] = {}
-            for part in parts:
-                by_topic.setdefault(part.topic, []).append(
-                    {"partition": part.partition, "fetch_offset": part.fetch_position,
-                     "partition_max_bytes": 1 << 20}
-                )  # fmt: skip
-            async with lock:
-                response = await client.request(
-                    ApiKey.FETCH,
-                    VERSIONS[ApiKey.FETCH],
-                    {
-                        "replica_id": -1,
-                        "max_wait": timedelta(milliseconds=wait_ms),
-                        "min_bytes": 1,
-                        "max_bytes": 2**31 - 1,
-                        "isolation_level": 0,
-                        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-                    },
-                )
-            for topic in response.responses:
-                for data in topic.partitions:
-                    self._accept(broker, topic.topic, data)
-
-    def _accept(self, broker: int, topic: str, data: Any) -> None:
-        part = self._parts.get(partition_key(broker, topic, int(data.partition_index)))
-        if part is None:
-            return  # released while the fetch was out
-        if int(data.error_code) != 0:
-            raise ClientBalanceError(int(data.error_code), f"fetch {topic}-{part.partition}")
-        part.max_offset = int(data.high_watermark)
-        if not data.records:
-            return
-        fresh = [r for r in read_records(data.records) if r.offset >= part.fetch_position]
-        for record in fresh:
-            part.buffer.append(
-                Message(
-                    int(record.offset),
-                    record.key,
-                    record.value,
-                    int(record.timestamp.timestamp() * 1000),
-                )
-            )
-        if fresh:
-            part.fetch_position = int(fresh[-1].offset) + 1
+    async def _commit(self, parts: Sequence[PartitionState]) -> None:
+        refused = await requests.commit(self._connections, self._consumer_id, self._epoch, parts)
+        if refused is not None:
+            key, code = refused
+            self._held.drop(key)
+            raise ClientBalanceError(code, f"commit of {key} refused")
 
     # ======================================================================= shutdown
     async def shutdown(self) -> None:
         """Release every partition, leave the group, stop heartbeating, close connections."""
         if self._status != 2:
-            await self._close_connections()
+            await self._connections.close()
             self._status = 0
             return
         self._status = 3
@@ -656,15 +407,11 @@ class ClientBalanceConsumer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeats
         with contextlib.suppress(ClientBalanceError, OSError, asyncio.IncompleteReadError):
-            for key in list(self._parts):
+            for key in list(self._held.parts):
                 await self.disconnect(key)
-            await self._group_request(
-                ApiKey.CLIENT_BALANCE_HEARTBEAT,
-                {"group_id": self.config.group_id, "member_id": self._consumer_id,
-                 "member_epoch": -1},
-            )  # fmt: skip
-        self._drop_all()
-        await self._close_connections()
+            await requests.leave(self._connections, self._consumer_id)
+        self._held.drop_all()
+        await self._connections.close()
         self._status = 0
 
     # ======================================================================== plumbing
@@ -673,83 +420,10 @@ class ClientBalanceConsumer:
             return
         raise ClientBalanceError(ClientCode.CLIENT_SHUTDOWN, "the consumer is not running")
 
-    def _drop(self, key: str) -> None:
-        if self._parts.pop(key, None) is not None:
-            self._order.remove(key)
-            self._changed.set()
-
-    def _drop_all(self) -> None:
-        for key in list(self._parts):
-            self._drop(key)
-
-    async def _reset_offset(self, broker: int, topic: str, partition: int) -> int:
-        client, lock = await self._fetcher(broker)
-        timestamp = EARLIEST if self.config.auto_offset_reset == "earliest" else LATEST
-        async with lock:
-            offsets = await list_offsets(client, [(topic, partition)], timestamp)
-        return offsets[(topic, partition)]
-
-    async def _group_request(
-        self, api_key: int, values: dict[str, Any], *, version: int = 0
-    ) -> Any:
-        async with self._group_lock:
-            if self._group is None:
-                self._group = await self._find_coordinator()
-            return await self._group.request(api_key, version, values)
-
-    async def _find_coordinator(self) -> WireClient:
-        host, _, port = self.config.bootstrap.rpartition(":")
-        bootstrap = await WireClient.connect(host, int(port), self.config.client_id)
-        try:
-            found = await bootstrap.request(
-                ApiKey.FIND_COORDINATOR,
-                VERSIONS[ApiKey.FIND_COORDINATOR],
-                {"key": self.config.group_id, "key_type": 0},
-            )
-        except BaseException:
-            await bootstrap.close()
-            raise
-        code = int(found.error_code)
-        if code != 0:
-            await bootstrap.close()
-            raise ClientBalanceError(code, "finding the group's coordinator")
-        if (found.host, int(found.port)) == (host, int(port)):
-            return bootstrap
-        await bootstrap.close()
-        return await WireClient.connect(found.host, int(found.port), self.config.client_id)
-
     async def _fetcher(self, broker: int) -> tuple[WireClient, asyncio.Lock]:
         if broker not in self._leaders:
             await self.partition_meta(refresh=True)
         address = self._leaders.get(broker)
         if address is None:
             raise ClientBalanceError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {broker}")
-        found = self._fetchers.get(address)
-        if found is None:
-            connection = await WireClient.connect(*address, self.config.client_id)
-            found = self._fetchers[address] = (connection, asyncio.Lock())
-        return found
-
-    async def _drop_group_connection(self) -> None:
-        async with self._group_lock:
-            if self._group is not None:
-                await self._group.close()
-                self._group = None
-
-    async def _close_connections(self) -> None:
-        await self._drop_group_connection()
-        for client, _ in self._fetchers.values():
-            await client.close()
-        self._fetchers.clear()
-
-
-def _check(code: Any, message: str | None = None) -> None:
-    if int(code) != 0:
-        raise ClientBalanceError(int(code), message or "")
-
-
-def _broker_of(parts: Sequence[_Partition], topic: str, partition: int) -> int:
-    for part in parts:
-        if (part.topic, part.partition) == (topic, partition):
-            return part.broker_id
-    return -1
+        return await self._connections.leader(address)

@@ -8,29 +8,29 @@ import json
 from json.encoder import encode_basestring_ascii
 
 from coordinator.groups.record_codec.base import VALUE_VERSION, b64, versioned
-from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.base import UNPLACED, StoredRecord
 from rebalance.classic.records import GroupMetadataRecord, GroupMetadataValue, MemberMetadataValue
 
 KIND = "group"
 RECORD_CLASS = GroupMetadataRecord
 
 
-def encode(record: GroupMetadataRecord) -> StoredRecord:
+def encode(record: GroupMetadataRecord, partition: int = UNPLACED) -> StoredRecord:
     group = record.value
     if group is None:
-        return StoredRecord(KIND, record.group_id, None)
+        return StoredRecord(KIND, record.group_id, None, partition)
     fast_value = _group_value(group)
     if fast_value is not None:
-        return StoredRecord(KIND, record.group_id, fast_value)
-    return json_group_row(record)
+        return StoredRecord(KIND, record.group_id, fast_value, partition)
+    return json_group_row(record, partition)
 
 
-def json_group_row(record: GroupMetadataRecord) -> StoredRecord:
+def json_group_row(record: GroupMetadataRecord, partition: int = UNPLACED) -> StoredRecord:
     """A group's row written by `json.dumps`: the format's definition, which `_group_value`
     reproduces byte for byte (and falls back to for values it does not handle)."""
     group = record.value
     if group is None:
-        return StoredRecord(KIND, record.group_id, None)
+        return StoredRecord(KIND, record.group_id, None, partition)
     value = {
         "v": VALUE_VERSION,
         "protocol_type": group.protocol_type,
@@ -52,7 +52,7 @@ def json_group_row(record: GroupMetadataRecord) -> StoredRecord:
             for m in group.members
         ],
     }
-    return StoredRecord(KIND, record.group_id, json.dumps(value).encode())
+    return StoredRecord(KIND, record.group_id, json.dumps(value).encode(), partition)
 
 
 def _group_value(group: GroupMetadataValue) -> bytes | None:

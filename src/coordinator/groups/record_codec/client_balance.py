@@ -6,19 +6,19 @@ import json
 from typing import Any
 
 from coordinator.groups.record_codec.base import VALUE_VERSION, versioned
-from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.base import UNPLACED, StoredRecord
 from rebalance.client_balance import records as cb
 
 KIND = "client-balance"
 RECORD_CLASS = cb.ClientBalanceRecord
 
 
-def encode(record: cb.ClientBalanceRecord) -> StoredRecord:
+def encode(record: cb.ClientBalanceRecord, partition: int = UNPLACED) -> StoredRecord:
     kind, name = record.key()
     key = json.dumps([record.group_id, str(kind), name], ensure_ascii=False)
     value = record.value
     if value is None or isinstance(value, cb.Tombstone):
-        return StoredRecord(KIND, key, None)
+        return StoredRecord(KIND, key, None, partition)
     body: dict[str, Any] = {"v": VALUE_VERSION}
     if isinstance(value, cb.GroupEpochValue):
         body |= {"epoch": value.epoch}
@@ -36,7 +36,7 @@ def encode(record: cb.ClientBalanceRecord) -> StoredRecord:
         }
     else:
         body |= {"member": value.member_id, "epoch": value.member_epoch}
-    return StoredRecord(KIND, key, json.dumps(body).encode())
+    return StoredRecord(KIND, key, json.dumps(body).encode(), partition)
 
 
 def decode(row: StoredRecord) -> cb.ClientBalanceRecord:

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from coordinator.groups.record_codec.base import VALUE_VERSION, b64, versioned
-from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.base import UNPLACED, StoredRecord
 from rebalance.consumer_group.records import (
     Assignment,
     ClassicMetadata,
@@ -33,12 +33,12 @@ def _read_assignment(value: list[Any]) -> Assignment:
     return tuple((str(topic_id), tuple(int(p) for p in ps)) for topic_id, ps in value)
 
 
-def encode(record: ConsumerGroupRecord) -> StoredRecord:
+def encode(record: ConsumerGroupRecord, partition: int = UNPLACED) -> StoredRecord:
     kind, member_id = record.key()
     key = json.dumps([record.group_id, str(kind), member_id], ensure_ascii=False)
     value = record.value
     if value is None or isinstance(value, Tombstone):
-        return StoredRecord(KIND, key, None)
+        return StoredRecord(KIND, key, None, partition)
     body: dict[str, Any] = {"v": VALUE_VERSION}
     if isinstance(value, GroupEpochValue):
         body |= {"epoch": value.epoch, "topics": [list(t) for t in value.topics]}
@@ -70,7 +70,9 @@ def encode(record: ConsumerGroupRecord) -> StoredRecord:
             "assigned": _assignment(value.assigned),
             "revoking": _assignment(value.pending_revocation),
         }
-    return StoredRecord(KIND, key, json.dumps(body).encode())
+        if value.epochs:  # absent: every partition at the default epoch (rows written before)
+            body["epochs"] = [[epoch, _assignment(ps)] for epoch, ps in value.epochs]
+    return StoredRecord(KIND, key, json.dumps(body).encode(), partition)
 
 
 def _read_classic(value: dict[str, Any] | None) -> ClassicMetadata | None:
@@ -125,5 +127,6 @@ def decode(row: StoredRecord) -> ConsumerGroupRecord:
             v["state"],
             _read_assignment(v["assigned"]),
             _read_assignment(v["revoking"]),
+            tuple((int(e), _read_assignment(ps)) for e, ps in v.get("epochs", ())),
         ),
     )

@@ -7,25 +7,25 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from coordinator.groups.record_codec.base import VALUE_VERSION, versioned
-from coordinator.groups.store.base import StoredRecord
+from coordinator.groups.store.base import UNPLACED, StoredRecord
 from rebalance.records import OffsetAndMetadata, OffsetCommitRecord
 
 KIND = "offset"
 RECORD_CLASS = OffsetCommitRecord
 
 
-def encode(record: OffsetCommitRecord) -> StoredRecord:
-    fast = _offset_row(record)
-    return fast if fast is not None else json_offset_row(record)
+def encode(record: OffsetCommitRecord, partition: int = UNPLACED) -> StoredRecord:
+    fast = _offset_row(record, partition)
+    return fast if fast is not None else json_offset_row(record, partition)
 
 
-def json_offset_row(record: OffsetCommitRecord) -> StoredRecord:
+def json_offset_row(record: OffsetCommitRecord, partition: int = UNPLACED) -> StoredRecord:
     """An offset's row written by `json.dumps`: the format's definition, which `_offset_row`
     reproduces byte for byte (and falls back to for values it does not handle)."""
     key = json.dumps([record.group_id, record.topic, record.partition], ensure_ascii=False)
     offset = record.value
     if offset is None:
-        return StoredRecord(KIND, key, None)
+        return StoredRecord(KIND, key, None, partition)
     value: dict[str, Any] = {
         "v": VALUE_VERSION,
         "offset": offset.offset,
@@ -34,26 +34,26 @@ def json_offset_row(record: OffsetCommitRecord) -> StoredRecord:
         "commit_ts": offset.commit_timestamp_ms,
         "expire_ts": offset.expire_timestamp_ms,
     }
-    return StoredRecord(KIND, key, json.dumps(value).encode())
+    return StoredRecord(KIND, key, json.dumps(value).encode(), partition)
 
 
-def _offset_row(record: OffsetCommitRecord) -> StoredRecord | None:
+def _offset_row(record: OffsetCommitRecord, partition: int = UNPLACED) -> StoredRecord | None:
     """The row `encode` writes for an offset, built without `json.dumps` (a commit makes one
     row per partition, and `json.dumps` was most of its cost): the same bytes,
     from the same C string escapers `json` uses (`ensure_ascii=False` for the key, the default
     for the value) and `int.__repr__`. None for a value of any other type than `json` would
     write the same way (then `json_offset_row` is used)."""
-    group_id, topic, partition, offset = (
+    group_id, topic, topic_partition, offset = (
         record.group_id,
         record.topic,
         record.partition,
         record.value,
     )
-    if type(group_id) is not str or type(topic) is not str or type(partition) is not int:
+    if type(group_id) is not str or type(topic) is not str or type(topic_partition) is not int:
         return None
-    key = f"[{encode_basestring(group_id)}, {encode_basestring(topic)}, {partition!r}]"
+    key = f"[{encode_basestring(group_id)}, {encode_basestring(topic)}, {topic_partition!r}]"
     if offset is None:
-        return StoredRecord(KIND, key, None)
+        return StoredRecord(KIND, key, None, partition)
     position, epoch, metadata = offset.offset, offset.leader_epoch, offset.metadata
     stamp, expire = offset.commit_timestamp_ms, offset.expire_timestamp_ms
     if (
@@ -69,7 +69,7 @@ def _offset_row(record: OffsetCommitRecord) -> StoredRecord | None:
         f'"metadata": {encode_basestring_ascii(metadata)}, "commit_ts": {stamp!r}, '
         f'"expire_ts": {"null" if expire is None else repr(expire)}}}'
     )
-    return StoredRecord(KIND, key, value.encode())
+    return StoredRecord(KIND, key, value.encode(), partition)
 
 
 def decode(row: StoredRecord) -> OffsetCommitRecord:

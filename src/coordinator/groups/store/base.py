@@ -1,11 +1,13 @@
 """The record-store contract the group coordinator persists through.
 
-The coordinator core emits records; each is a `StoredRecord(kind, key, value)` where `kind`
-names the record type (e.g. group metadata, offset commit), `key` identifies the entity within
-that kind, and `value` is its serialised latest state, or `None` for a tombstone that deletes
-the key. A store keeps only the latest value per (kind, key): it is the compacted view of what
-Kafka keeps in `__consumer_offsets`. On start the coordinator replays `load()` to rebuild its
-state, so records come back in the order they were last written.
+The coordinator core emits records; each is a `StoredRecord(kind, key, value, partition)` where
+`kind` names the record type (e.g. group metadata, offset commit), `key` identifies the entity
+within that kind, `value` is its serialised latest state, or `None` for a tombstone that deletes
+the key, and `partition` the `__consumer_offsets` partition of its group (a store that serves
+several nodes keeps and fences rows by it; one that serves a single node may ignore it). A
+store keeps only the latest value per (kind, key): it is the compacted view of what Kafka keeps
+in `__consumer_offsets`. On start the coordinator replays `load()` to rebuild its state, so
+records come back in the order they were last written.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Protocol, runtime_checkable
 from coordinator.errors import StoreError as StoreError  # raised by every store
 from rebalance.quick_init import quick_init
 
+UNPLACED = -1
+"""The partition of a row whose partition nobody said (a single-node store does not need it)."""
+
 
 @quick_init  # one per committed offset
 @dataclass(frozen=True, slots=True)
@@ -25,6 +30,8 @@ class StoredRecord:
     key: str
     value: bytes | None
     """Serialised state; None is a tombstone (delete the key)."""
+    partition: int = UNPLACED
+    """The `__consumer_offsets` partition of the record's group."""
 
     @property
     def is_tombstone(self) -> bool:

@@ -1,10 +1,12 @@
-"""DescribeCluster (key 60): the cluster id, the controller and the brokers: this node.
+"""DescribeCluster (key 60): the cluster id, the controller and the brokers: the live nodes.
 
 Versions: v0 (flexible from the start); v1 endpoint_type (1 brokers, 2 controllers); v2
 include_fenced_brokers and is_fenced. librdkafka's `describe_cluster` sends it; kafka-python
 and aiokafka describe the cluster from Metadata.
 
-This node is the only broker and also acts as the controller (Metadata says the same). Asked for
+The brokers are the node's `Ownership.live_nodes()` (this node alone without cluster mode), this
+one at the address of the listener asked; the lowest live node id acts as the controller
+(Metadata says the same). Asked for
 controller endpoints, it answers MISMATCHED_ENDPOINT_TYPE as a Kafka broker does: clients that
 want the controllers bootstrap from a controller listener, which this node does not have.
 Authorized operations are not computed (there is no authorizer), as in Metadata.
@@ -23,6 +25,7 @@ from coordinator.node.authorization.operations import (
     if_requested,
 )
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.node.coordinators import controller_id, live_brokers
 from coordinator.wire.api_keys import ApiKey
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
@@ -36,7 +39,7 @@ BROKER_ENDPOINTS = 1
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     broker = ctx.broker
-    host, port = ctx.advertised_address()
+    brokers = live_brokers(ctx)
     endpoint_type = int(getattr(request, "endpoint_type", BROKER_ENDPOINTS))
     answer: dict[str, Any] = {
         "throttle_time": 0,
@@ -44,15 +47,16 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         "error_message": None,
         "endpoint_type": endpoint_type,
         "cluster_id": broker.config.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": controller_id(brokers),
         "brokers": [
             {
-                "broker_id": broker.node_id,
-                "host": host,
-                "port": port,
-                "rack": None,
+                "broker_id": node.node_id,
+                "host": node.host,
+                "port": node.port,
+                "rack": node.rack,
                 "is_fenced": False,
             }
+            for node in brokers
         ],
         "cluster_authorized_operations": if_requested(
             getattr(request, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS

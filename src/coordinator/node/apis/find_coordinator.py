@@ -1,13 +1,20 @@
-"""FindCoordinator (key 10): this single node coordinates every group.
+"""FindCoordinator (key 10): the node that coordinates a group, as the node's `Ownership` says.
 
 Versions: v1 added key_type and error_message; v3 flexible; v4 (KIP-699) batches keys:
 `coordinator_keys` in, `coordinators[]` out; v6 added key type 2 (share groups).
 aiokafka sends v1, librdkafka v2, kafka-python v6.
 
-Key types: 0 = consumer group → this node. 1 = transaction → COORDINATOR_NOT_AVAILABLE (this
-server has no transaction coordinator). 2 = share group (v6+) → COORDINATOR_NOT_AVAILABLE (no
-share-group support); below v6, and any other type → INVALID_REQUEST. Error entries carry
-node_id -1, host "" and port -1, as Kafka's do.
+Key types:
+- 0 = consumer group → the owner of the group's `__consumer_offsets` partition (this node, at
+  the address of the listener asked, when it owns it; a single node owns every partition);
+  COORDINATOR_NOT_AVAILABLE while no node holds it (Kafka: partition leader missing or not
+  alive). The owner may have moved since: the node asked then refuses with NOT_COORDINATOR and
+  the client asks again, as with Kafka's metadata cache.
+- 1 = transaction → COORDINATOR_NOT_AVAILABLE (this server has no transaction coordinator).
+- 2 = share group (v6+) → COORDINATOR_NOT_AVAILABLE (no share-group support); below v6, and any
+  other type → INVALID_REQUEST.
+
+Error entries carry node_id -1, host "" and port -1, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from coordinator.node.access_control import AccessControl
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import GROUP, GROUP_DENIED, may
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.node.coordinators import coordinator_of
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 
@@ -30,15 +38,20 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
 
+#: Kafka's message for the error (`Errors.COORDINATOR_NOT_AVAILABLE.message()`).
+NOT_AVAILABLE = "The coordinator is not available."
 
-def locate(key_type: int, api_version: int, ctx: RequestContext) -> dict[str, Any]:
+
+def locate(key: str, key_type: int, api_version: int, ctx: RequestContext) -> dict[str, Any]:
     """The coordinator entry for one key (without the key itself)."""
     if key_type == GROUP_KEY_TYPE:
-        host, port = ctx.advertised_address()
+        owner = coordinator_of(ctx, key)
+        if owner is None:
+            return _error(ErrorCode.coordinator_not_available, NOT_AVAILABLE)
         return {
-            "node_id": ctx.broker.node_id,
-            "host": host,
-            "port": port,
+            "node_id": owner.node_id,
+            "host": owner.host,
+            "port": owner.port,
             "error_code": ErrorCode.none,
             "error_message": None,
         }
@@ -59,11 +72,11 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         return {
             "throttle_time": 0,
             "coordinators": [
-                {"key": key, **locate(key_type, api_version, ctx)}
+                {"key": key, **locate(key, key_type, api_version, ctx)}
                 for key in request.coordinator_keys
             ],
         }
-    return {"throttle_time": 0, **locate(key_type, api_version, ctx)}
+    return {"throttle_time": 0, **locate(request.key, key_type, api_version, ctx)}
 
 
 def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessControl) -> Any:
@@ -77,7 +90,7 @@ def _authorize(request: Any, version: int, ctx: RequestContext, access: AccessCo
 
     def entry(key: str) -> dict[str, Any]:
         if may(access, ctx, Operation.DESCRIBE, GROUP, key):
-            return locate(key_type, version, ctx)
+            return locate(key, key_type, version, ctx)
         return {
             "node_id": -1,
             "host": "",

@@ -1,4 +1,4 @@
-"""Metadata (key 3): this node as the only broker, leader of every partition.
+"""Metadata (key 3): the live nodes as brokers; this node leads every topic partition.
 
 Versions: v1 `topics=null` means all topics (v0: empty list means all), adds controller_id and
 is_internal; v2 cluster_id; v3 throttle_time; v4 allow_auto_topic_creation; v5
@@ -13,6 +13,11 @@ Unknown topics are created when `auto.create.topics.enable` is true and the requ
 stable; an unknown id answers UNKNOWN_TOPIC_ID. Internal topics (`__consumer_offsets`, see
 `coordinator.partition_log.internal`) are listed with `is_internal` set, found by name or id, and
 never auto-created.
+
+The brokers are the node's `Ownership.live_nodes()` (this node alone without cluster mode),
+this one at the address of the listener asked, the lowest node id as controller. A
+`__consumer_offsets` partition is led by its owner (LEADER_NOT_AVAILABLE while none holds it):
+what a Kafka admin tool reads as the coordinator of the groups placed on it.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from coordinator.node.authorization.operations import (
     then,
     with_operations,
 )
-from coordinator.node.contract import RequestContext, ResponseValue
-from coordinator.partition_log.internal import InternalTopic
+from coordinator.node.contract import Broker, RequestContext, ResponseValue
+from coordinator.node.coordinators import controller_id, live_brokers
+from coordinator.partition_log.internal import GROUP_METADATA_TOPIC, InternalTopic
 from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation, ResourceType
@@ -48,9 +54,19 @@ NO_AUTHORIZED_OPERATIONS = NOT_REQUESTED
 LEADER_EPOCH = 0
 
 
-def describe_partition(index: int, node_id: int) -> dict[str, Any]:
-    """A partition as Metadata (and DescribeTopicPartitions) gives it: led by this node, its
-    only replica."""
+def describe_partition(index: int, node_id: int | None) -> dict[str, Any]:
+    """A partition as Metadata (and DescribeTopicPartitions) gives it: led by `node_id`, its
+    only replica (None: no leader)."""
+    if node_id is None:
+        return {
+            "error_code": ErrorCode.leader_not_available,
+            "partition_index": index,
+            "leader_id": -1,
+            "leader_epoch": -1,
+            "replica_nodes": [],
+            "isr_nodes": [],
+            "offline_replicas": [],
+        }
     return {
         "error_code": ErrorCode.none,
         "partition_index": index,
@@ -62,17 +78,28 @@ def describe_partition(index: int, node_id: int) -> dict[str, Any]:
     }
 
 
-def describe_topic(topic: Topic | InternalTopic, node_id: int) -> dict[str, Any]:
+def describe_topic(topic: Topic | InternalTopic, broker: Broker) -> dict[str, Any]:
     internal = isinstance(topic, InternalTopic)
     count = topic.partition_count if isinstance(topic, InternalTopic) else len(topic.partitions)
+    leader = _owner_id if topic.name == GROUP_METADATA_TOPIC else _this_node
+    partitions = [describe_partition(index, leader(broker, index)) for index in range(count)]
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": internal,
-        "partitions": [describe_partition(index, node_id) for index in range(count)],
+        "partitions": partitions,
         "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
+
+
+def _owner_id(broker: Broker, index: int) -> int | None:
+    owner = broker.ownership.owner_of(index)
+    return None if owner is None else owner.node_id
+
+
+def _this_node(broker: Broker, index: int) -> int | None:
+    return broker.node_id
 
 
 def partition_count(name: str, ctx: RequestContext) -> int | None:
@@ -105,10 +132,10 @@ def _requested_topic(
             found = broker.internal_topics.by_id(topic_id) or broker.topics.by_id(topic_id)
         if found is None:
             return _missing(ErrorCode.unknown_topic_id, None, topic_id)
-        return describe_topic(found, broker.node_id)
+        return describe_topic(found, broker)
     internal = broker.internal_topics.get(name)
     if internal is not None:
-        return describe_topic(internal, broker.node_id)
+        return describe_topic(internal, broker)
     topic = broker.topics.get(name)
     if topic is None:
         try:
@@ -118,7 +145,7 @@ def _requested_topic(
         if not (may_create and broker.config.auto_create_topics_enable):
             return _missing(ErrorCode.unknown_topic_or_partition, name, None)
         topic = broker.topics.create(name, broker.config.num_partitions)
-    return describe_topic(topic, broker.node_id)
+    return describe_topic(topic, broker)
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
@@ -128,7 +155,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     may_create = api_version < 4 or bool(getattr(request, "allow_auto_topic_creation", True))
     if wants_all:
         every: list[Topic | InternalTopic] = [*broker.internal_topics, *broker.topics]
-        topics = [describe_topic(topic, broker.node_id) for topic in every]
+        topics = [describe_topic(topic, broker) for topic in every]
     else:
         topics = [
             _requested_topic(t.name, getattr(t, "topic_id", None), may_create, ctx)
@@ -139,12 +166,15 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             if topic["name"] is not None:  # Kafka leaves unknown topic ids out
                 topic["topic_authorized_operations"] = TOPIC_OPERATIONS
     asked_cluster = getattr(request, "include_cluster_authorized_operations", False)
-    host, port = ctx.advertised_address()
+    brokers = live_brokers(ctx)
     return {
         "throttle_time": 0,
-        "brokers": [{"node_id": broker.node_id, "host": host, "port": port}],
+        "brokers": [
+            {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            for node in brokers
+        ],
         "cluster_id": broker.config.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": controller_id(brokers),
         "topics": topics,
         "cluster_authorized_operations": if_requested(asked_cluster, CLUSTER_OPERATIONS),
         "error_code": ErrorCode.none,

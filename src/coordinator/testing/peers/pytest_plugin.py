@@ -1,5 +1,6 @@
-"""pytest fixtures for Apache Kafka's own broker, loaded through the package's `pytest11` entry
-point (`-p no:coordinator.testing.peers.pytest_plugin` turns them off).
+"""pytest fixtures for the peers: Apache Kafka's own broker and a PostgreSQL server, loaded
+through the package's `pytest11` entry point (`-p no:coordinator.testing.peers.pytest_plugin`
+turns them off).
 
 `kafka_broker` is one broker (`coordinator.testing.peers.kafka_broker`, `TEST_SETTINGS`) for the
 whole test session: the JVM start is the slow part. `kafka_brokers.get(settings)` gives a broker
@@ -8,10 +9,18 @@ for the same settings; all are stopped when the session ends. Tests that use eit
 marker `kafka_broker` (`-m "not kafka_broker"` leaves them out) and one xdist group, so under
 `--dist loadgroup` a single worker runs them all and the session starts each broker once.
 Tests share a broker: each uses group and topic names of its own.
+
+`postgresql_server` is one PostgreSQL server (`coordinator.testing.peers.postgresql`) for the
+session and `postgresql` its URL; `postgresql_database` is the URL of a database made for one
+test (CREATE DATABASE, dropped after it with its connections), so tests share the server and
+nothing else. Tests that use them get the marker `postgresql` and one xdist group: one worker,
+one server.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -19,23 +28,34 @@ import pytest
 
 if TYPE_CHECKING:  # the launcher is imported when a test asks for a broker
     from coordinator.testing.peers.kafka_broker import KafkaBroker
+    from coordinator.testing.peers.postgresql import PostgreSQLServer
 
 FIXTURES = frozenset({"kafka_broker", "kafka_brokers"})
 XDIST_GROUP = "kafka_broker"
+POSTGRESQL_FIXTURES = frozenset({"postgresql_server", "postgresql", "postgresql_database"})
+POSTGRESQL_GROUP = "postgresql"
+_databases = itertools.count(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "kafka_broker: runs against Apache Kafka's broker (scripts/ensure-kafka)"
     )
+    config.addinivalue_line(
+        "markers", "postgresql: runs against a PostgreSQL server (scripts/ensure-postgresql)"
+    )
     config.addinivalue_line("markers", "xdist_group(name): tests that one xdist worker runs")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if FIXTURES & set(getattr(item, "fixturenames", ())):
+        used = set(getattr(item, "fixturenames", ()))
+        if FIXTURES & used:
             item.add_marker(pytest.mark.kafka_broker)
             item.add_marker(pytest.mark.xdist_group(XDIST_GROUP))
+        if POSTGRESQL_FIXTURES & used:
+            item.add_marker(pytest.mark.postgresql)
+            item.add_marker(pytest.mark.xdist_group(POSTGRESQL_GROUP))
 
 
 class KafkaBrokers:
@@ -71,3 +91,33 @@ def kafka_brokers() -> Iterator[KafkaBrokers]:
 def kafka_broker(kafka_brokers: KafkaBrokers) -> KafkaBroker:
     """Apache Kafka with `TEST_SETTINGS`, for the whole session."""
     return kafka_brokers.get()
+
+
+@pytest.fixture(scope="session")
+def postgresql_server() -> Iterator[PostgreSQLServer]:
+    """One PostgreSQL server for the session (`TEST_SETTINGS`: fsync on, small buffers)."""
+    from coordinator.testing.peers.postgresql import PostgreSQLServer
+
+    with PostgreSQLServer.start() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgresql(postgresql_server: PostgreSQLServer) -> str:
+    """The session server's URL (its `postgres` database): for what spans databases."""
+    return postgresql_server.url()
+
+
+@pytest.fixture
+def postgresql_database(postgresql_server: PostgreSQLServer) -> Iterator[str]:
+    """The URL of a database of this test's own on the session's server."""
+    import psycopg
+
+    name = f"test_{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(postgresql_server.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield postgresql_server.url(name)
+    finally:
+        with psycopg.connect(postgresql_server.url(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,10 +1,11 @@
-"""The client-balance client against a server in this event loop: the modulo split, consuming
-and confirming, pinned partitions, and the two observations of spec §D.9 not repeated."""
+"""The client-balance client (`ClientBalanceConsumer`) against a server in this event loop (the
+`node` fixture: topic t of 6 partitions, 5 records each): the modulo split, consuming and
+confirming, pinned partitions, the heartbeat's resynchronisation, and `partitions_ready` waiting
+as long as it is asked (an observation of spec §D.9 not repeated)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,39 +18,9 @@ from coordinator.clients.client_balance import (
     modulo_assigned,
 )
 from coordinator.clients.client_balance.allocation import allocation_pass
-from coordinator.testing.server import RunningServer, WireClient, record_batch, running_server
+from coordinator.testing.server import RunningServer, WireClient
 from coordinator.wire.api_keys import ApiKey
 from rebalance.errors import ErrorCode
-
-SETTINGS = ("group.min.session.timeout.ms=100",)
-
-
-@pytest.fixture
-async def node() -> AsyncIterator[RunningServer]:
-    async with running_server(topics=[("t", 6)], settings=SETTINGS) as server:
-        client = await WireClient.connect(server.host, server.port)
-        for partition in range(6):
-            values = [f"{partition}-{i}".encode() for i in range(5)]
-            await produce(client, partition, values)
-        await client.close()
-        yield server
-
-
-async def produce(client: WireClient, partition: int, values: list[bytes]) -> Any:
-    return await client.request(
-        ApiKey.PRODUCE,
-        9,
-        {
-            "acks": -1,
-            "timeout": 1000,
-            "topic_data": [
-                {
-                    "name": "t",
-                    "partition_data": [{"index": partition, "records": record_batch(values)}],
-                }
-            ],
-        },
-    )
 
 
 def consumer(node: RunningServer, **config: Any) -> ClientBalanceConsumer:
@@ -158,11 +129,6 @@ async def test_after_shutdown_every_action_says_so(node: RunningServer) -> None:
         with pytest.raises(ClientBalanceError) as stopped:
             await action
         assert stopped.value.code == ClientCode.CLIENT_SHUTDOWN
-
-
-def test_the_metadata_interval_minimum_is_enforced() -> None:
-    config = ClientBalanceConfig("127.0.0.1:9092", "g", meta_check_interval_ms=100)
-    assert config.meta_check_interval_ms == 5000  # TubeMQ's setter clamped, then overwrote
 
 
 async def test_start_checks_the_node_id_locally(node: RunningServer) -> None:

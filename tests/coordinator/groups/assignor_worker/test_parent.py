@@ -1,9 +1,9 @@
-"""The assignor worker process (`coordinator.groups.assignor_worker`): fed only what changed since
-its last computation, it gives exactly the target `compute_target` gives inline, epoch after epoch
-(members joining, leaving, leaving and coming back, changing subscription; topics created and
-grown; a result not applied, as when a newer epoch supersedes it), for `uniform` (its incremental
-path) and `range`; a failure or the worker's death is reported as a failed computation, after
-which the next one is right again."""
+"""The assignor worker process, driven by its parent (`coordinator.groups.assignor_worker.parent`):
+fed only what changed since its last computation, it gives exactly the target `compute_target`
+gives inline, epoch after epoch (members joining, leaving, leaving and coming back, changing
+subscription; topics created and grown; a result not applied, as when a newer epoch supersedes
+it), for `uniform` (its incremental path) and `range`; a failure or the worker's death is
+reported as a failed computation, after which the next one is right again."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from coordinator.groups import assignor_worker, record_codec
-from coordinator.groups.assignor_worker import AssignorWorker
+from coordinator.groups import record_codec
+from coordinator.groups.assignor_worker import AssignorWorker, messages, parent
 from coordinator.groups.runtime import GroupRuntime
 from coordinator.groups.store.base import StoredRecord
 from coordinator.groups.store.memory import MemoryStore
@@ -157,7 +157,7 @@ async def computed_by(worker: AssignorWorker, inputs: TargetInputs) -> ComputedT
 async def test_epoch_after_epoch_the_worker_gives_the_inline_target(
     assignor: str, same: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(assignor_worker, "CHUNK_ENTRIES", 7)  # deltas in many messages
+    monkeypatch.setattr(messages, "CHUNK_ENTRIES", 7)  # deltas in many messages
     worker = AssignorWorker(asyncio.get_running_loop())
     try:
         for seed in range(4):
@@ -196,7 +196,7 @@ async def primed(worker: AssignorWorker) -> None:
 async def test_a_primed_worker_gives_the_inline_target(
     assignor: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(assignor_worker, "CHUNK_ENTRIES", 7)  # priming in many paced frames
+    monkeypatch.setattr(messages, "CHUNK_ENTRIES", 7)  # priming in many paced frames
     worker = AssignorWorker(asyncio.get_running_loop())
     try:
         for seed in range(3):
@@ -220,7 +220,7 @@ async def test_a_primed_worker_gives_the_inline_target(
             assert list(mirror.members) == list(group.members)
             assert all(mirror.targets[m] is t for m, t in group.targets.items())
             # every target was named, for the very objects the group holds
-            made, _ = worker._named["g"]
+            made = worker._named.made_from("g")
             assert all(made[m] is t for m, t in group.targets.items())
             for _ in range(3):  # the first epochs after: ordinary ones
                 group.change()
@@ -335,7 +335,7 @@ async def test_a_worker_that_cannot_run_is_given_up_for_the_assignor_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(epochs, "OFFLOAD_FROM", 0)
-    monkeypatch.setattr(assignor_worker, "COMMAND", [sys.executable, "-c", "raise SystemExit(3)"])
+    monkeypatch.setattr(parent, "COMMAND", [sys.executable, "-c", "raise SystemExit(3)"])
     config = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
     runtime = GroupRuntime(GroupCoordinatorCore(config, SplitMix64(1)), MemoryStore())
     await runtime.start()

@@ -1,0 +1,52 @@
+"""Replies go out only while this node may answer for their groups (cluster mode's serve rule).
+
+A reply is checked against the node's `Ownership.may_answer` when the runtime hands it to the
+connection, not when the core computed it: after a pause (SIGSTOP, then SIGCONT) the loop can run
+the reads queued meanwhile before any timer noticed that the lease ran out, and a JoinGroup
+completes without a write that the store could fence. A reply for a partition the node may no
+longer answer for becomes the command's NOT_COORDINATOR reply (the client asks FindCoordinator
+again) and the runtime resigns the partition. A single node (`SingleNodeOwnership`) has no gate:
+its replies cost nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.node.ownership import Ownership, SingleNodeOwnership
+from rebalance.commands import Command
+from rebalance.core import GroupCoordinatorCore
+from rebalance.errors import ErrorCode
+
+
+class ReplyGate:
+    def __init__(
+        self, ownership: Ownership, core: GroupCoordinatorCore, resign: Callable[[int], None]
+    ) -> None:
+        self.may_answer = ownership.may_answer
+        self._core = core
+        self._resign = resign
+
+    def checked(self, command: Command[Any], response: Any) -> Any:
+        """`response`, or `command`'s NOT_COORDINATOR reply (and its partition resigned) when
+        this node may not answer for one of the command's groups now."""
+        group_id = getattr(command, "group_id", None)
+        # (ListGroups names no group: it lists those of the partitions this node holds.)
+        group_ids = (group_id,) if group_id is not None else getattr(command, "group_ids", ())
+        for name in group_ids:
+            group = self._core.group(name)
+            partition = group.partition if group is not None else self._core.partition_for(name)
+            if not self.may_answer(partition):
+                self._resign(partition)
+                return command.error_reply(ErrorCode.NOT_COORDINATOR)
+        return response
+
+
+def gate_for(
+    ownership: Ownership | None, core: GroupCoordinatorCore, resign: Callable[[int], None]
+) -> ReplyGate | None:
+    """The gate for `ownership`; None (no check at all) for a single node."""
+    if ownership is None or isinstance(ownership, SingleNodeOwnership):
+        return None
+    return ReplyGate(ownership, core, resign)
