@@ -262,10 +262,10 @@ def write_report(
             out_dir, inputs, metrics, episodes, partitions=partitions,
             self_contained=self_contained,
         )  # fmt: skip
+    read = f"{counted(counts.lines, 'input line')}: {counted(counts.events, 'valid event')}"
     body = f"""<h1>Rebalance report</h1>
-<section id="summary"><p>{counted(counts.lines, "input line")}:
-{counted(counts.events, "valid event")}, {counts.quarantined:,} quarantined (kept in
-<code>quarantine/</code> with their reason).</p>
+<section id="summary"><p>{read},
+{counts.quarantined:,} quarantined (kept in <code>quarantine/</code> with their reason).</p>
 </section>
 <section id="groups"><h2>{groups_heading(len(group_rows), left_out)}</h2>
 {html_table(GROUP_COLUMNS, group_rows)}</section>
