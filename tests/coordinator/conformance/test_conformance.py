@@ -28,6 +28,11 @@ from rebalance.offsets import Offsets
 from rebalance.state import CoordinatorState
 
 DIFFERENTIAL = "differential.lockstep"
+TIMER_RULES = (
+    "sync.timeout_removes_silent_members",
+    "join.rebalance_timeout_removes_absent_members",
+    "join.leader_reelected",
+)
 
 # Short timeouts, as a test broker is configured: the time-dependent rules run in seconds.
 QUICK = [
@@ -62,6 +67,19 @@ async def test_every_scenario_passes_against_our_server(node: RunningServer) -> 
     assert [(o.scenario.name, o.detail) for o in outcomes if o.status != "passed"] == []
     assert len(outcomes) == len(SCENARIOS) - 3 >= 28
     assert broker.sources["group.min.session.timeout.ms"] == "broker"  # read by DescribeConfigs
+
+
+async def test_the_timer_rules_pass_where_sessions_are_shorter_than_a_scheduling_hiccup() -> None:
+    # A 100 ms minimum session: the rebalance-timeout rule once slept 200 ms without a heartbeat
+    # and timed its own leader out (a scenario valid for any broker settings may not).
+    settings = ["group.min.session.timeout.ms=100", "group.initial.rebalance.delay.ms=0"]
+    async with running_server(settings=settings) as server:
+        broker = await BrokerUnderTest.connect(server.bootstrap, {})
+        timers = [s for s in SCENARIOS if s.name in TIMER_RULES]
+        outcomes = await run_scenarios(broker, timers)
+    assert [(o.scenario.name, o.status, o.detail) for o in outcomes] == [
+        (name, "passed", "") for name in TIMER_RULES
+    ]
 
 
 async def test_unfenced_commits_fail_the_commit_rules(
