@@ -189,7 +189,8 @@ async def committing(
                 continue
             acked.append(offset)
     finally:
-        await consumer.stop()
+        with contextlib.suppress(TimeoutError):  # a LeaveGroup to a node just killed
+            await asyncio.wait_for(consumer.stop(), 10)
 
 
 async def owner_fails_over(
