@@ -12,12 +12,18 @@ its replies cost nothing more.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from coordinator.node.ownership import Ownership, SingleNodeOwnership
 from rebalance.commands import Command
 from rebalance.core import GroupCoordinatorCore
 from rebalance.errors import ErrorCode
+
+R = TypeVar("R")
+
+#: Group ids whose partition the gate keeps (a group's partition never changes); past this many,
+#: the others are computed each time.
+_PLACED_MAX = 100_000
 
 
 class ReplyGate:
@@ -25,18 +31,22 @@ class ReplyGate:
         self, ownership: Ownership, core: GroupCoordinatorCore, resign: Callable[[int], None]
     ) -> None:
         self.may_answer = ownership.may_answer
-        self._core = core
+        self._partition_for = core.partition_for
         self._resign = resign
+        self._placed: dict[str, int] = {}
 
-    def checked(self, command: Command[Any], response: Any) -> Any:
+    def checked(self, command: Command[R], response: R) -> R:
         """`response`, or `command`'s NOT_COORDINATOR reply (and its partition resigned) when
         this node may not answer for one of the command's groups now."""
         group_id = getattr(command, "group_id", None)
         # (ListGroups names no group: it lists those of the partitions this node holds.)
         group_ids = (group_id,) if group_id is not None else getattr(command, "group_ids", ())
         for name in group_ids:
-            group = self._core.group(name)
-            partition = group.partition if group is not None else self._core.partition_for(name)
+            partition = self._placed.get(name)
+            if partition is None:
+                partition = self._partition_for(name)
+                if len(self._placed) < _PLACED_MAX:
+                    self._placed[name] = partition
             if not self.may_answer(partition):
                 self._resign(partition)
                 return command.error_reply(ErrorCode.NOT_COORDINATOR)

@@ -203,7 +203,7 @@ class GroupRuntime:
         (reply,) = result.replies
         assert isinstance(reply.response, HeartbeatReply)
         if self._gate is not None:
-            return cast(HeartbeatReply, self._gate.checked(command, reply.response))
+            return self._gate.checked(command, reply.response)
         return reply.response
 
     async def submit(self, command: Command[R]) -> R:
