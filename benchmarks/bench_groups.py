@@ -417,7 +417,13 @@ class Conn(asyncio.Protocol):
             self.transport.close()
 
 
-def join_values(group: str, member_id: str) -> dict[str, Any]:
+def subscription(user_data: int) -> bytes:
+    """A consumer's subscription to orders carrying `user_data` (a 4-byte int): metadata that
+    differs from the last generation's, as a rejoin after a change has."""
+    return SUBSCRIPTION[:-4] + struct.pack(">ii", 4, user_data)
+
+
+def join_values(group: str, member_id: str, metadata: bytes = SUBSCRIPTION) -> dict[str, Any]:
     return {
         "group_id": group,
         "session_timeout": 30_000,
@@ -425,16 +431,22 @@ def join_values(group: str, member_id: str) -> dict[str, Any]:
         "member_id": member_id,
         "group_instance_id": None,
         "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
+        "protocols": [{"name": "range", "metadata": metadata}],
     }
 
 
 async def form_group(conns: list[Conn], group: str) -> tuple[list[str], int, str]:
-    """All join (v5 two-step... v3 one-step), leader syncs; returns (ids, generation, leader)."""
-    replies = await asyncio.gather(*(c.call(11, 3, join_values(group, "")) for c in conns))
+    """All join (v3: one step), leader syncs; returns (ids, generation, leader). Every member
+    must land in one generation (the initial rebalance delay must outlast sending the joins)."""
+    join = encode_request(build_request(ApiKey.JOIN_GROUP, 3, join_values(group, "")), 1, "b")
+    for c in conns:  # (encoded once and written in one go: the joins arrive together)
+        c.write(join)
+    replies = await asyncio.gather(*(c.read(ApiKey.JOIN_GROUP, 3) for c in conns))
     ids = [r.member_id for r in replies]
     generation, leader = replies[0].generation_id, replies[0].leader
-    await asyncio.gather(
+    if any(r.error_code or r.generation_id != generation for r in replies):
+        raise RuntimeError(f"group {group}: the joins did not form one generation")
+    synced = await asyncio.gather(
         *(
             c.call(
                 14,
@@ -452,6 +464,8 @@ async def form_group(conns: list[Conn], group: str) -> tuple[list[str], int, str
             for c, m in zip(conns, ids, strict=True)
         )
     )
+    if any(r.error_code for r in synced):
+        raise RuntimeError(f"group {group}: a SyncGroup was refused")
     return ids, generation, leader
 
 
@@ -462,8 +476,13 @@ async def rebalance_round(
     generation: int,
     leader: str,
     assignments: dict[str, bytes] | None = None,
+    parked: bool = True,
+    metadata: bytes = SUBSCRIPTION,
 ) -> float:
-    """Everybody rejoins; ms from the last JoinGroup sent to the last SyncGroup reply.
+    """Everybody rejoins; ms from the last JoinGroup sent to the last SyncGroup reply (not
+    `parked`: all joins sent at once, ms from the first JoinGroup sent). A broker that answers
+    a follower's rejoin of a stable group with unchanged `metadata` at once (Kafka does) needs
+    new metadata each round (`subscription`) to see the joins as a rebalance.
 
     Every request is encoded before the clock starts (the next generation and the leader are
     known: a rejoining leader stays leader), so the figure is the server's work plus loopback,
@@ -472,7 +491,7 @@ async def rebalance_round(
     """
     handed_out = assignments or dict.fromkeys(ids, b"b" * 24)
     joins = [
-        encode_request(build_request(ApiKey.JOIN_GROUP, 3, join_values(group, m)), 1, "b")
+        encode_request(build_request(ApiKey.JOIN_GROUP, 3, join_values(group, m, metadata)), 1, "b")
         for m in ids
     ]
     syncs = [
@@ -524,15 +543,20 @@ async def rebalance_round(
 
     for conn, sync in zip(conns, syncs, strict=True):
         conn.on_frame = chain(conn, sync)
-    # All but one rejoin first; their joins park until the last one arrives.
-    for conn, join in zip(conns[:-1], joins[:-1], strict=True):
-        conn.write(join)
-    await asyncio.sleep(0.3 + len(conns) / 2000)  # let every parked join reach the server
-    started = time.perf_counter()
-    conns[-1].write(joins[-1])
+    if not parked:
+        started = time.perf_counter()
+        for conn, join in zip(conns, joins, strict=True):
+            conn.write(join)
+    else:  # all but one rejoin first; their joins park until the last one arrives
+        for conn, join in zip(conns[:-1], joins[:-1], strict=True):
+            conn.write(join)
+        await asyncio.sleep(0.3 + len(conns) / 2000)  # let every parked join reach the server
+        started = time.perf_counter()
+        conns[-1].write(joins[-1])
     ended = await finished
     if failed:
-        raise RuntimeError(f"{len(failed)} answers of the round carried an error")
+        codes = sorted({struct.unpack(">h", frame[8:10])[0] for frame in failed})
+        raise RuntimeError(f"{len(failed)} answers of the round carried an error: codes {codes}")
     return (ended - started) * 1000
 
 
@@ -543,18 +567,34 @@ class Throughput:
     """Server CPU per request (µs), from /proc."""
 
 
+class Target(typing.Protocol):
+    """A server under load: its port and the CPU seconds its processes have used."""
+
+    port: int
+
+    def process_cpu(self) -> float: ...
+
+
 async def heartbeat_load(
-    server: Server, groups: int, per_group: int, seconds: float, depth: int = 1
+    server: Target,
+    groups: int,
+    per_group: int,
+    seconds: float,
+    depth: int = 1,
+    prefix: str = "hb",
 ) -> Throughput:
-    """Heartbeats/s of formed groups, `depth` requests in flight per connection."""
+    """Heartbeats/s of formed groups (named `prefix`-N), `depth` requests in flight per
+    connection."""
     port = server.port
     conns = [await Conn.open(port) for _ in range(groups * per_group)]
     frames: list[bytes] = []
-    for g in range(groups):
-        members = conns[g * per_group : (g + 1) * per_group]
-        ids, generation, _ = await form_group(members, f"hb-{g}")
+    formed = await asyncio.gather(*(
+        form_group(conns[g * per_group : (g + 1) * per_group], f"{prefix}-{g}")
+        for g in range(groups)
+    ))  # fmt: skip
+    for g, (ids, generation, _) in enumerate(formed):
         for m in ids:
-            values = {"group_id": f"hb-{g}", "generation_id": generation, "member_id": m}
+            values = {"group_id": f"{prefix}-{g}", "generation_id": generation, "member_id": m}
             frames.append(encode_request(build_request(ApiKey.HEARTBEAT, 1, values), 7, "b"))
     result = await _measured(server, conns, frames, seconds, depth)
     for c in conns:
@@ -563,7 +603,7 @@ async def heartbeat_load(
 
 
 async def _measured(
-    server: Server, conns: list[Conn], frames: list[bytes], seconds: float, depth: int
+    server: Target, conns: list[Conn], frames: list[bytes], seconds: float, depth: int
 ) -> Throughput:
     cpu_before = server.process_cpu()
     rate, requests = await _hammer(conns, frames, seconds, depth)

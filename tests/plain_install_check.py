@@ -27,7 +27,9 @@ from pathlib import Path
 
 REBALANCE = str(Path(sys.executable).parent / "rebalance")
 PACKAGES = ("rebalance", "assignors", "coordinator")
-EXTRAS = ("pyspark", "matplotlib", "aiokafka", "confluent_kafka", "pytest", "hypothesis")
+EXTRAS = (
+    "pyspark", "matplotlib", "aiokafka", "confluent_kafka", "pytest", "hypothesis", "psycopg",
+)  # fmt: skip
 
 
 def installed_from_this_environment() -> None:
@@ -121,6 +123,20 @@ def consumer_demo_says_which_extra() -> None:
     assert (done.returncode, done.stderr) == (1, expected), (done.returncode, done.stderr)
 
 
+def cluster_store_says_which_extra() -> None:
+    """The cluster modules import without psycopg, and opening the store says which extra."""
+    from coordinator.cluster.store import PostgresRecordStore
+    from coordinator.errors import MissingExtraError
+
+    try:
+        PostgresRecordStore("postgresql://postgres@127.0.0.1:1/none", epochs=None)  # type: ignore[arg-type]
+    except MissingExtraError as error:
+        expected = "needs the 'cluster' extra (psycopg): pip install 'rebalance-kafka[cluster]'"
+        assert str(error) == expected, str(error)
+    else:
+        raise AssertionError("the cluster store opened without psycopg")
+
+
 REPLAY = [REBALANCE, "conformance", "--bootstrap", "127.0.0.1:1", "--replay", "join a0"]
 HINTED = "rebalance conformance: needs the 'conformance' extra (hypothesis): "
 
@@ -154,6 +170,7 @@ CHECKS: list[Callable[[], None]] = [
     analytics_say_which_extra,
     consumer_demo_says_which_extra,
     differential_replay_says_which_extra,
+    cluster_store_says_which_extra,
     the_printed_hint_installs_the_extra,  # last: it installs Hypothesis
 ]
 

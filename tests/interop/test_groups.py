@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -54,6 +55,7 @@ GROUP_CONFIG = CoordinatorConfig.from_properties(
 )
 PROC = Path(__file__).with_name("consumer_proc.py")
 ALL = {(TOPIC, p) for p in range(PARTITIONS)}
+STATIC_SESSION_MS = 20_000
 
 
 @dataclass
@@ -257,20 +259,18 @@ async def test_commit_restart_resume_from_committed_offsets(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("lib", ["aiokafka", "kafka-python", "confluent"])
 async def test_static_member_restart_does_not_rebalance_the_others(lib: str) -> None:
+    # A session long enough that a restart under load still comes back within it.
+    static = functools.partial(start_member, session_ms=STATIC_SESSION_MS)
     async with node() as server:
-        steady = await start_member(server, lib, f"static-{lib}", name="steady", instance_id="s1")
-        bouncing = await start_member(
-            server, lib, f"static-{lib}", name="bouncing", instance_id="s2"
-        )
+        steady = await static(server, lib, f"static-{lib}", name="steady", instance_id="s1")
+        bouncing = await static(server, lib, f"static-{lib}", name="bouncing", instance_id="s2")
         async with members_of(steady, bouncing):
             await eventually(lambda: split_cleanly([steady, bouncing]), "two static members split")
             rebalances_before = len(steady.assignments)
             # Static members do not leave on close: a restart within the session timeout
             # replaces the old member id without a rebalance (KIP-345).
             await bouncing.kill()
-            again = await start_member(
-                server, lib, f"static-{lib}", name="bouncing", instance_id="s2"
-            )
+            again = await static(server, lib, f"static-{lib}", name="bouncing", instance_id="s2")
             async with members_of(again):
                 await eventually(lambda: bool(again.assignment), "the restarted member is back")
                 assert again.assignment == bouncing.assignment

@@ -9,6 +9,7 @@ JUnit XML (`output`), and the exit status is 1 on any failure.
 
 * `broker`     the broker under test: versions it advertises, its settings, member connections;
 * `scenarios`  the rules, one async function each, registered with their metadata;
+  `timer_scenarios` the classic ones a timer decides, `consumer_scenarios` KIP-848's;
 * `runner`     runs them (each in a group of its own), with timeouts and skips;
 * `output`     the table, JSON and JUnit XML;
 
@@ -18,6 +19,7 @@ and the differential run (scenario `differential.lockstep`, needs Hypothesis):
 * `model_side`   the pure core as the model, on a clock that stands still;
 * `broker_side`  the same commands over the wire, the answers read back as the core's replies;
 * `lockstep`     one run: each step to both sides, answers normalised and compared;
+* `member_ids`   the KIP-848 member ids, in the same assignor order on both sides;
 * `differential` Hypothesis drives and shrinks runs; `replay` runs printed steps again.
 
 May import: the folders under it on the ladder (`coordinator.clients`, `groups`, `node`,

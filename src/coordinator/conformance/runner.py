@@ -8,7 +8,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from coordinator.conformance import consumer_scenarios  # noqa: F401 (registers KIP-848's)
+from coordinator.conformance import (
+    consumer_scenarios,  # noqa: F401 (registers KIP-848's)
+    timer_scenarios,  # noqa: F401 (registers the timed ones)
+)
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.scenarios import SCENARIOS, Context, Scenario, ScenarioFailed
 

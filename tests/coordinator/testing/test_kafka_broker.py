@@ -25,6 +25,9 @@ async def test_the_session_broker_runs_kafka_with_the_test_settings(
     assert settings["group.initial.rebalance.delay.ms"] == "0"
     assert settings["group.consumer.session.timeout.ms"] == "3000"
     assert settings["offsets.topic.num.partitions"] == "1"
+    # It answered ApiVersions after its format step and before it served groups.
+    assert kafka_broker.formatted_in_s < kafka_broker.api_versions_in_s
+    assert kafka_broker.api_versions_in_s <= kafka_broker.started_in_s
 
 
 async def test_a_classic_group_forms_on_it(kafka_broker: KafkaBroker) -> None:

@@ -29,9 +29,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from assignors.spec import TopicPartition
@@ -43,6 +42,13 @@ from coordinator.clients.member.errors import (
     OffsetFetchFailed,
     RebalanceInProgress,
 )
+from coordinator.clients.member.links import Links
+from coordinator.clients.member.options import (
+    Callback,
+    build_member,
+    parse_servers,
+    require_callable,
+)
 from coordinator.wire.api_keys import ApiKey
 from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
@@ -50,41 +56,17 @@ from rebalance.member import (
     Assigned,
     Change,
     ClassicMember,
-    ConsumerEmbedded,
     DescribeTopics,
     EmbeddedProtocol,
     FindCoordinator,
     Lost,
-    MemberConfig,
     MemberState,
     Revoked,
 )
-from rebalance.member.consumer import ConsumerMember, ConsumerMemberConfig
+from rebalance.member.consumer import ConsumerMember
 from rebalance.member.messages import CommitRefused, FindCoordinatorReply, MemberFailed
 
 log = logging.getLogger(__name__)
-
-Callback = Callable[[frozenset[TopicPartition]], Awaitable[None] | None]
-"""`on_assigned`, `on_revoked`, `on_lost`: a coroutine function or a plain function."""
-
-
-def require_callable(name: str, callback: object) -> None:
-    """Refuse a callback that cannot be called at construction, not at the first rebalance."""
-    if callback is not None and not callable(callback):
-        raise TypeError(f"{name} must be a function or a coroutine function, not {callback!r}")
-
-
-def parse_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out: list[tuple[str, int]] = []
-    for item in items:
-        host, _, port = item.strip().rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"bootstrap server must be HOST:PORT, not {item!r}")
-        out.append((host, int(port)))
-    if not out:
-        raise ValueError("no bootstrap servers")
-    return out
 
 
 class GroupMember:
@@ -112,57 +94,22 @@ class GroupMember:
         on_revoked: Callback | None = None,
         on_lost: Callback | None = None,
     ) -> None:
-        self._servers = parse_servers(bootstrap_servers)
-        self.member: ClassicMember | ConsumerMember
-        if group_protocol == "consumer":
-            if heartbeat_interval_ms is not None:
-                raise ValueError(
-                    "heartbeat_interval_ms is the coordinator's under group_protocol='consumer' "
-                    "(group.consumer.heartbeat.interval.ms, sent in each heartbeat's answer)"
-                )
-            # KIP-848: the session timeout is the coordinator's (group.consumer.session.timeout.ms);
-            # the value given here is what the member assumes for its ownership lease.
-            self.member = ConsumerMember(
-                ConsumerMemberConfig(
-                    group_id,
-                    str(uuid.uuid4()),
-                    tuple(topics),
-                    topic_regex=topic_regex,
-                    group_instance_id=group_instance_id,
-                    server_assignor=server_assignor,
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    session_timeout_ms=session_timeout_ms,
-                    retry_backoff_ms=retry_backoff_ms,
-                    client_id=client_id,
-                )
-            )
-        elif group_protocol == "classic":
-            if topic_regex is not None:
-                # DIFFERS: Java's classic consumer matches a pattern against its own metadata
-                # and subscribes to the names; here a regex is the consumer protocol's (KIP-848,
-                # matched by the coordinator) only.
-                raise ValueError("topic_regex needs group_protocol='consumer'")
-            if protocol is None:
-                protocol = ConsumerEmbedded(tuple(topics), tuple(assignors))
-            self.member = ClassicMember(
-                MemberConfig(
-                    group_id,
-                    session_timeout_ms=session_timeout_ms,
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    heartbeat_interval_ms=3_000
-                    if heartbeat_interval_ms is None
-                    else heartbeat_interval_ms,
-                    retry_backoff_ms=retry_backoff_ms,
-                    group_instance_id=group_instance_id,
-                    client_id=client_id,
-                ),
-                protocol,
-            )
-        else:
-            raise ValueError(
-                f"group_protocol must be 'classic' or 'consumer', not {group_protocol!r}"
-            )
-        self._client_id = client_id
+        servers = parse_servers(bootstrap_servers)
+        self.member: ClassicMember | ConsumerMember = build_member(
+            group_id,
+            topics,
+            topic_regex=topic_regex,
+            protocol=protocol,
+            group_protocol=group_protocol,
+            assignors=assignors,
+            server_assignor=server_assignor,
+            group_instance_id=group_instance_id,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            client_id=client_id,
+        )
         self._request_timeout_s = request_timeout_ms / 1000
         for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked),
                                ("on_lost", on_lost)):  # fmt: skip
@@ -172,10 +119,7 @@ class GroupMember:
             Revoked: on_revoked,
             Lost: on_lost,
         }
-        self._bootstrap: Connection | None = None
-        self._bootstrap_index = 0
-        self._coordinator: Connection | None = None
-        self._coordinator_address: tuple[str, int] | None = None
+        self._links = Links(servers, client_id, self._request_timeout_s)
         self._coordinator_node = -1
         self._session_learned = False
         self._wake = asyncio.Event()
@@ -224,9 +168,7 @@ class GroupMember:
         for task in (self._task, self._in_flight, self._callback_task):
             if task is not None:
                 task.cancel()
-        for connection in (self._bootstrap, self._coordinator):
-            if connection is not None:
-                connection.close()
+        self._links.close()
 
     # -- what the application sees --------------------------------------------------------------
 
@@ -427,9 +369,9 @@ class GroupMember:
         """Send one member request; (request, reply) or (request, None) when it failed."""
         try:
             if isinstance(request, (FindCoordinator, DescribeTopics)):
-                connection = await self._bootstrap_connection()
+                connection = await self._links.bootstrap()
             else:
-                connection = await self._connect_coordinator()
+                connection = await self._links.coordinator(self.member.coordinator)
             coordinator_request = not isinstance(request, (FindCoordinator, DescribeTopics))
             consumer = isinstance(self.member, ConsumerMember)
             if coordinator_request and consumer and not self._session_learned:
@@ -472,32 +414,6 @@ class GroupMember:
             return
         self.member.learn_session_timeout(value)
 
-    async def _bootstrap_connection(self) -> Connection:
-        if self._bootstrap is None or self._bootstrap.closed:
-            host, port = self._servers[self._bootstrap_index % len(self._servers)]
-            self._bootstrap_index += 1
-            self._bootstrap = await Connection.open(
-                host, port, self._client_id, self._request_timeout_s
-            )
-        return self._bootstrap
-
-    async def _connect_coordinator(self) -> Connection:
-        address = self.member.coordinator
-        if address is None:
-            raise ConnectionLost("coordinator unknown")
-        if (
-            self._coordinator is None
-            or self._coordinator.closed
-            or self._coordinator_address != address
-        ):
-            if self._coordinator is not None:
-                self._coordinator.close()
-            self._coordinator = await Connection.open(
-                *address, self._client_id, self._request_timeout_s
-            )
-            self._coordinator_address = address
-        return self._coordinator
-
     async def _coordinator_connection(self, deadline: float) -> Connection:
         """The coordinator's connection, waiting (until `deadline`) while it is rediscovered."""
         loop = asyncio.get_running_loop()
@@ -508,7 +424,7 @@ class GroupMember:
             ):
                 raise ConnectionLost("coordinator unknown")
             await asyncio.sleep(self.member.config.retry_backoff_ms / 1000)
-        return await self._connect_coordinator()
+        return await self._links.coordinator(self.member.coordinator)
 
     async def _shutdown(self) -> None:
         for task in (self._in_flight, self._callback_task):
@@ -516,6 +432,4 @@ class GroupMember:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        for connection in (self._bootstrap, self._coordinator):
-            if connection is not None:
-                await connection.wait_closed()
+        await self._links.wait_closed()

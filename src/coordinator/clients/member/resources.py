@@ -18,7 +18,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass
 
 from assignors.spec import TopicPartition
-from coordinator.clients.member.group_member import GroupMember, require_callable
+from coordinator.clients.member.group_member import GroupMember
+from coordinator.clients.member.options import require_callable
 from rebalance.member import Assigned, Change, Lost, MemberFailed, Revoked
 from rebalance.member.resources import ResourceEmbedded, names
 

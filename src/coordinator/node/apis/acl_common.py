@@ -1,5 +1,6 @@
 """What the ACL APIs (CreateAcls, DescribeAcls, DeleteAcls) share: reading a filter off the
-wire, and the answer when the node has no authorizer or the client may not change ACLs."""
+wire, and the answer when the node has no authorizer or the client may not read or change the
+ACLs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from kio.schema.errors import ErrorCode
 from coordinator.node.access_control import AccessControl
 from coordinator.node.contract import RequestContext
 from coordinator.wire.security.acls import (
-    CLUSTER_NAME,
     Acl,
     AclFilter,
     Operation,
@@ -22,19 +22,22 @@ from coordinator.wire.security.acls import (
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
-def refusal(ctx: RequestContext, operation: Operation) -> tuple[ErrorCode, str] | None:
-    """Why this request may not read (DESCRIBE) or change (ALTER) the ACLs, or None."""
-    access = ctx.broker.access
-    if access is None:
+def disabled(ctx: RequestContext) -> tuple[ErrorCode, str] | None:
+    """SECURITY_DISABLED when the node has no authorizer, as Kafka answers the ACL APIs then (not
+    an authorization check: with an authorizer, the module's `AUTHORIZATION` asks it first)."""
+    if ctx.broker.access is None:
         return ErrorCode.security_disabled, NO_AUTHORIZER
-    if not access.allowed(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME):
-        return ErrorCode.cluster_authorization_failed, f"{operation.name} on the cluster is denied"
     return None
+
+
+def cluster_denied(operation: Operation) -> tuple[ErrorCode, str]:
+    """The answer when the client may not read (DESCRIBE) or change (ALTER) the ACLs."""
+    return ErrorCode.cluster_authorization_failed, f"{operation.name} on the cluster is denied"
 
 
 def access_of(ctx: RequestContext) -> AccessControl:
     access = ctx.broker.access
-    assert access is not None  # `refusal` said so
+    assert access is not None  # `disabled` said so
     return access
 
 

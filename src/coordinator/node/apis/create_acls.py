@@ -12,8 +12,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.node.apis.acl_common import access_of, refusal
-from coordinator.node.authorization import Exempt
+from coordinator.node.apis.acl_common import access_of, cluster_denied, disabled
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import on_cluster
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import (
@@ -28,7 +29,17 @@ from coordinator.wire.security.acls import (
 API_KEY = ApiKey.CREATE_ACLS
 VERSIONS = range(1, 4)
 
-AUTHORIZATION = Exempt("checks ALTER on the cluster in its handler (CLUSTER_AUTHORIZATION_FAILED)")
+
+def _refused(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "results": [{"error_code": code, "error_message": message} for _ in request.creations],
+    }
+
+
+AUTHORIZATION = Rule(
+    on_cluster(Operation.ALTER, lambda r: _refused(r, *cluster_denied(Operation.ALTER)))
+)
 
 
 def _acl(creation: Any) -> Acl:
@@ -47,13 +58,9 @@ def _acl(creation: Any) -> Acl:
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    refused = refusal(ctx, Operation.ALTER)
-    if refused is not None:
-        code, message = refused
-        return {
-            "throttle_time": 0,
-            "results": [{"error_code": code, "error_message": message} for _ in request.creations],
-        }
+    off = disabled(ctx)
+    if off is not None:
+        return _refused(request, *off)
     results: list[dict[str, Any]] = []
     valid: list[Acl] = []
     for creation in request.creations:

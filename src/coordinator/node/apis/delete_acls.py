@@ -10,8 +10,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.node.apis.acl_common import access_of, binding, read_filter, refusal
-from coordinator.node.authorization import Exempt
+from coordinator.node.apis.acl_common import (
+    access_of,
+    binding,
+    cluster_denied,
+    disabled,
+    read_filter,
+)
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import on_cluster
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
@@ -19,17 +26,23 @@ from coordinator.wire.security.acls import Operation
 API_KEY = ApiKey.DELETE_ACLS
 VERSIONS = range(1, 4)
 
-AUTHORIZATION = Exempt("checks ALTER on the cluster in its handler (CLUSTER_AUTHORIZATION_FAILED)")
+
+def _refused(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:
+    failed = {"error_code": code, "error_message": message, "matching_acls": []}
+    return {"throttle_time": 0, "filter_results": [dict(failed) for _ in request.filters]}
+
+
+AUTHORIZATION = Rule(
+    on_cluster(Operation.ALTER, lambda r: _refused(r, *cluster_denied(Operation.ALTER)))
+)
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    refused = refusal(ctx, Operation.ALTER)
+    off = disabled(ctx)
+    if off is not None:
+        return _refused(request, *off)
     results: list[dict[str, Any]] = []
     for wire in request.filters:
-        if refused is not None:
-            code, message = refused
-            results.append({"error_code": code, "error_message": message, "matching_acls": []})
-            continue
         try:
             selector = read_filter(wire)
         except ValueError as exc:

@@ -10,8 +10,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.node.apis.acl_common import access_of, read_filter, refusal
-from coordinator.node.authorization import Exempt
+from coordinator.node.apis.acl_common import access_of, cluster_denied, disabled, read_filter
+from coordinator.node.authorization import Rule
+from coordinator.node.authorization.checks import on_cluster
 from coordinator.node.contract import RequestContext, ResponseValue
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Acl, Operation
@@ -19,21 +20,24 @@ from coordinator.wire.security.acls import Acl, Operation
 API_KEY = ApiKey.DESCRIBE_ACLS
 VERSIONS = range(1, 4)
 
-AUTHORIZATION = Exempt(
-    "checks DESCRIBE on the cluster in its handler (CLUSTER_AUTHORIZATION_FAILED)"
+
+def _refused(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
+
+
+AUTHORIZATION = Rule(
+    on_cluster(Operation.DESCRIBE, lambda r: _refused(*cluster_denied(Operation.DESCRIBE)))
 )
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    refused = refusal(ctx, Operation.DESCRIBE)
-    if refused is None:
-        try:
-            selector = read_filter(request)
-        except ValueError as exc:
-            refused = ErrorCode.invalid_request, str(exc)
-    if refused is not None:
-        code, message = refused
-        return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
+    off = disabled(ctx)
+    if off is not None:
+        return _refused(*off)
+    try:
+        selector = read_filter(request)
+    except ValueError as exc:
+        return _refused(ErrorCode.invalid_request, str(exc))
     by_pattern: dict[tuple[int, str, int], list[Acl]] = {}
     for acl in access_of(ctx).acls.all():
         if selector.matches(acl):
