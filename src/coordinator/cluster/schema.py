@@ -13,7 +13,9 @@
   load by last write. No index on `seq` (a load sorts): updates then touch no index and stay
   HOT-updatable in pages left part free (`fillfactor`).
 * `rebalance_fenced_append(...)`: one batch of upserts and deletes, written only if every
-  partition's epoch is still the writer's (see `FENCED_APPEND`).
+  partition's epoch is still the writer's (see `FENCED_APPEND`). Version 2 takes the batch's
+  keys and values as two blobs with their lengths (version 1 took arrays of them, which the
+  driver sent element by element: most of a large batch's time).
 
 Every expiry is `clock_timestamp()` in SQL: the server's clock, never a node's.
 """
@@ -27,7 +29,7 @@ from coordinator.errors import ClusterError
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 LEASES_CHANNEL: Final = "rebalance_leases"
 """The NOTIFY channel every lease change is announced on (a hint; nodes also poll)."""
 MIGRATION_LOCK: Final = 0x7265_6261_6C61_6E63  # "rebalanc": one advisory lock for migrations
@@ -61,11 +63,43 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE SEQUENCE IF NOT EXISTS records_seq;
 """
 
-FENCED_APPEND: Final = """
+FENCED_APPEND_V1: Final = """
 CREATE OR REPLACE FUNCTION rebalance_fenced_append(
     held_partitions integer[], held_epochs bigint[],
     upsert_partitions integer[], upsert_kinds text[], upsert_keys text[], upsert_values bytea[],
     delete_partitions integer[], delete_kinds text[], delete_keys text[]
+) RETURNS integer[] LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'rebalance_fenced_append of schema version 1 is replaced in version 2';
+END
+$$;
+"""
+
+FENCED_APPEND: Final = """
+DROP FUNCTION IF EXISTS rebalance_fenced_append(
+    integer[], bigint[], integer[], text[], text[], bytea[], integer[], text[], text[]);
+-- Rows as columns of one batch: partition, kind, the key's and the value's byte length (value
+-- length -1: a tombstone), the keys and values each one blob (the driver then sends a few
+-- large parameters, not thousands of array elements).
+CREATE OR REPLACE FUNCTION rebalance_batch_rows(
+    row_partitions integer[], row_kinds text[],
+    key_lengths integer[], keys bytea, value_lengths integer[], row_values bytea
+) RETURNS TABLE (n bigint, p integer, k text, key text, v bytea) LANGUAGE sql IMMUTABLE AS $$
+    SELECT r.n, r.p, r.k,
+           convert_from(substring(keys FROM (r.ko - r.kl + 1)::integer FOR r.kl), 'UTF8'),
+           CASE WHEN r.vl < 0 THEN NULL
+                ELSE substring(row_values FROM (r.vo - greatest(r.vl, 0) + 1)::integer FOR r.vl)
+           END
+      FROM (SELECT u.n, u.p, u.k, u.kl, u.vl,
+                   sum(u.kl) OVER w AS ko, sum(greatest(u.vl, 0)) OVER w AS vo
+              FROM unnest(row_partitions, row_kinds, key_lengths, value_lengths)
+                   WITH ORDINALITY AS u(p, k, kl, vl, n)
+            WINDOW w AS (ORDER BY u.n)) AS r
+$$;
+CREATE OR REPLACE FUNCTION rebalance_fenced_append(
+    held_partitions integer[], held_epochs bigint[],
+    row_partitions integer[], row_kinds text[],
+    key_lengths integer[], keys bytea, value_lengths integer[], row_values bytea
 ) RETURNS integer[] LANGUAGE plpgsql AS $$
 DECLARE
     fenced integer[];
@@ -83,20 +117,21 @@ BEGIN
         RETURN fenced;  -- nothing written
     END IF;
     DELETE FROM records AS r
-     USING unnest(delete_partitions, delete_kinds, delete_keys) AS d(p, k, key)
-     WHERE r.partition = d.p AND r.kind = d.k AND r.key = d.key;
+     USING rebalance_batch_rows(row_partitions, row_kinds, key_lengths, keys, value_lengths,
+                                row_values) AS b
+     WHERE b.v IS NULL AND r.partition = b.p AND r.kind = b.k AND r.key = b.key;
     INSERT INTO records (partition, kind, key, value, seq)
-    SELECT u.p, u.k, u.key, u.v, nextval('records_seq')
-      FROM unnest(upsert_partitions, upsert_kinds, upsert_keys, upsert_values)
-           WITH ORDINALITY AS u(p, k, key, v, n)
-     ORDER BY u.n
+    SELECT b.p, b.k, b.key, b.v, nextval('records_seq')
+      FROM rebalance_batch_rows(row_partitions, row_kinds, key_lengths, keys, value_lengths,
+                                row_values) AS b
+     WHERE b.v IS NOT NULL ORDER BY b.n
     ON CONFLICT (partition, kind, key) DO UPDATE SET value = excluded.value, seq = excluded.seq;
     RETURN fenced;
 END
 $$;
 """
 
-MIGRATIONS: Final[dict[int, str]] = {1: TABLES + FENCED_APPEND}
+MIGRATIONS: Final[dict[int, str]] = {1: TABLES + FENCED_APPEND_V1, 2: FENCED_APPEND}
 """The statements that bring a database from version N-1 to N (1: from nothing)."""
 
 

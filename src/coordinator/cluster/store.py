@@ -17,7 +17,9 @@ the rest written again in the next transaction, so one lost partition costs the 
 nothing. Within a transaction the last write of a key wins (PostgreSQL refuses to upsert one
 row twice in a statement).
 
-`load(partitions)` reads those partitions' rows in last-write order (all with None).
+`load(partitions)` reads those partitions' rows in last-write order (all with None). A lost
+connection fails the transaction it was lost in (`StoreError`: its outcome is unknown, the node
+reloads) and the next one opens a new connection.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -41,7 +43,10 @@ from coordinator.groups.store.base import UNPLACED, StoredRecord
 log = logging.getLogger("coordinator.cluster.store")
 
 MAX_RECORDS_PER_TRANSACTION: Final = 50_000
-FENCED_APPEND_CALL: Final = "SELECT rebalance_fenced_append(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+FENCED_APPEND_CALL: Final = (
+    "SELECT rebalance_fenced_append(%s::integer[], %s::bigint[], %s::integer[], %s::text[],"
+    " %s::integer[], %s, %s::integer[], %s)"
+)
 
 
 class Epochs(Protocol):
@@ -232,16 +237,22 @@ class PostgresRecordStore:
                 last.pop(row_id, None)  # re-inserted: ordered by its last write
                 last[row_id] = r.value
         partitions = sorted({p for pending in batch for p in pending.partitions})
-        up: tuple[list[Any], ...] = ([], [], [], [])
-        down: tuple[list[Any], ...] = ([], [], [])
-        for (p, kind, key), value in last.items():
-            columns = (p, kind, key) if value is None else (p, kind, key, value)
-            for column, item in zip(down if value is None else up, columns, strict=True):
-                column.append(item)
+        keys = [key.encode() for _, _, key in last]
+        values = [v for v in last.values() if v is not None]
+        params = (
+            _literal(partitions),
+            _literal([held[p] for p in partitions]),
+            _literal([p for p, _, _ in last]),
+            "{" + ",".join(_quoted(kind) for _, kind, _ in last) + "}",
+            _literal(map(len, keys)),
+            b"".join(keys),
+            _literal(-1 if v is None else len(v) for v in last.values()),
+            b"".join(values),
+        )
+        if self._db.closed or self._db.broken:  # lost with the last write: that one failed
+            self._db = self._open()
         began = time.perf_counter()
-        row = self._db.execute(
-            FENCED_APPEND_CALL, (partitions, [held[p] for p in partitions], *up, *down)
-        ).fetchone()
+        row = self._db.execute(FENCED_APPEND_CALL, params).fetchone()
         fenced = set(row[0]) if row and row[0] else set()
         if not fenced:
             stats = self.stats
@@ -250,6 +261,15 @@ class PostgresRecordStore:
             stats.records += sum(len(p.records) for p in batch)
             stats.transaction_seconds += time.perf_counter() - began
         return fenced
+
+
+def _literal(numbers: Iterable[int]) -> str:
+    """An array literal of whole numbers, made in one join (the driver would adapt each)."""
+    return "{" + ",".join(map(str, numbers)) + "}"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _fenced(lost: frozenset[int] | set[int], held: dict[int, int]) -> FencedError:

@@ -22,10 +22,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from coordinator.zookeeper.processes import first_serving, stop_process_group
 
 DEBIAN_CLASSPATH = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
 """The server and its dependencies (the jar's manifest lists them) and a logging binding."""
@@ -120,15 +121,16 @@ class ZooKeeperServer:
             scratch = tempfile.TemporaryDirectory(prefix="zookeeper-")
             data_dir = Path(scratch.name)
         data_dir.mkdir(parents=True, exist_ok=True)
-        problem = "not tried"
-        for _ in range(attempts):
+        folder = data_dir
+
+        def launch() -> ZooKeeperServer:
             port = free_port()
-            config = data_dir / "zoo.cfg"
+            config = folder / "zoo.cfg"
             config.write_text(
-                _config(data_dir, port, tick_ms, max_session_timeout_ms, force_sync),
+                _config(folder, port, tick_ms, max_session_timeout_ms, force_sync),
                 encoding="utf-8",
             )
-            log = (data_dir / "zookeeper.log").open("ab")
+            log = (folder / "zookeeper.log").open("ab")
             try:
                 process = subprocess.Popen(
                     [java_command(), *JVM_OPTIONS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
@@ -138,26 +140,16 @@ class ZooKeeperServer:
                 )  # fmt: skip
             finally:
                 log.close()
-            server = cls("127.0.0.1", port, data_dir, process, scratch)
-            problem = server._wait_until_serving()
-            if not problem:
-                return server
-            server.stop()
-        if scratch is not None:
-            scratch.cleanup()
-        raise ZooKeeperUnavailable(f"ZooKeeper did not start: {problem}")
+            return cls("127.0.0.1", port, folder, process, scratch)
 
-    def _wait_until_serving(self) -> str:
-        """'' once the server serves, else what went wrong."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return f"exited with status {self.process.returncode}: {self.log_tail()}"
-            with contextlib.suppress(OSError):
-                if "Mode: standalone" in four_letter_word(self.host, self.port, "srvr"):
-                    return ""
-            time.sleep(0.05)
-        return f"not serving after {START_TIMEOUT_S:.0f} s: {self.log_tail()}"
+        def unavailable(problem: str) -> Exception:
+            return ZooKeeperUnavailable(f"ZooKeeper did not start: {problem}")
+
+        return first_serving(attempts, launch, START_TIMEOUT_S, scratch, unavailable)
+
+    def serving(self) -> bool:
+        """Whether it answers `srvr` as a standalone server."""
+        return "Mode: standalone" in four_letter_word(self.host, self.port, "srvr")
 
     def log_tail(self, lines: int = 5) -> str:
         try:
@@ -168,15 +160,7 @@ class ZooKeeperServer:
 
     def stop(self) -> None:
         """Stop the JVM (SIGTERM, then SIGKILL) and remove a temporary data dir."""
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process, STOP_TIMEOUT_S)
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None

@@ -12,7 +12,8 @@ import psycopg
 import pytest
 
 from coordinator.cluster.leases import LeaseManager, LeaseSettings
-from coordinator.cluster.store import PostgresRecordStore
+from coordinator.cluster.schema import MIGRATIONS, SCHEMA_VERSION
+from coordinator.cluster.store import FENCED_APPEND_CALL, PostgresRecordStore
 from coordinator.errors import ClusterError, FencedError, StoreError
 from coordinator.groups.store.base import StoredRecord
 from coordinator.node.ownership import NodeAddress
@@ -66,11 +67,16 @@ async def test_rows_load_by_partition_in_last_write_order(
         await store.append([offset("a", 3, b"2"), offset("c", 3, None)])
         # Within one batch the last write of a key wins.
         await store.append([offset("d", 5, b"1"), offset("d", 5, b"2")])
+        # Keys and values of any bytes: quotes, backslashes, non-ASCII, empty.
+        odd = [StoredRecord("offset", 'é"\\,{}', b"", 9), StoredRecord("group", "", b"\x00", 9)]
+        await store.append(odd)
+        assert list(store.load([9])) == odd
         assert list(store.load([3])) == [offset("a", 3, b"2")]
         assert list(store.load()) == [
             offset("b", 4, b"1"),
             offset("a", 3, b"2"),
             offset("d", 5, b"2"),
+            *odd,
         ]
         assert list(store.load([7])) == []
     finally:
@@ -149,8 +155,7 @@ async def test_a_takeover_waits_for_an_open_write_then_the_write_is_seen(
         psycopg.connect(postgresql_database, autocommit=True) as takeover,
     ):
         writer.execute(
-            "SELECT rebalance_fenced_append(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            ([5], [owner.held()[5]], [5], ["offset"], ["k"], [b"v"], [], [], []),
+            FENCED_APPEND_CALL, ([5], [owner.held()[5]], [5], ["offset"], [1], b"k", [1], b"v")
         )  # the write's transaction stays open (no autocommit)
         takeover.execute("SET lock_timeout = '300ms'")
         with pytest.raises(psycopg.errors.LockNotAvailable):
@@ -168,7 +173,7 @@ async def test_a_schema_newer_than_ours_fails_in_one_line(
         db.execute("UPDATE schema_version SET version = 99")
     with pytest.raises(ClusterError) as newer:
         PostgresRecordStore(postgresql_database, owner)
-    assert "schema version 99, newer than this release's (1)" in str(newer.value)
+    assert f"schema version 99, newer than this release's ({SCHEMA_VERSION})" in str(newer.value)
     other = LeaseManager(postgresql_database, NodeAddress(3, "127.0.0.1", 9003), settings=FAST)
     with pytest.raises(ClusterError) as refused:
         await other.start()
@@ -183,3 +188,44 @@ async def test_another_partition_count_fails_in_one_line(
     with pytest.raises(ClusterError) as refused:
         await other.start()
     assert "has 50 __consumer_offsets partitions" in str(refused.value)
+
+
+async def test_a_version_1_database_is_migrated_by_the_node(postgresql_database: str) -> None:
+    with psycopg.connect(postgresql_database, autocommit=True) as db:
+        db.execute(MIGRATIONS[1])
+        db.execute("INSERT INTO schema_version (version) VALUES (1)")
+    leases = LeaseManager(postgresql_database, NodeAddress(1, "127.0.0.1", 9001), settings=FAST)
+    await leases.start()
+    store = PostgresRecordStore(postgresql_database, leases)
+    try:
+        await until(lambda: len(leases.held()) == 50)
+        await store.append([offset("m", 2, b"1")])
+        assert list(store.load([2])) == [offset("m", 2, b"1")]
+        with psycopg.connect(postgresql_database) as db:
+            assert db.execute("SELECT version FROM schema_version").fetchall() == [
+                (SCHEMA_VERSION,)
+            ]
+    finally:
+        store.close()
+        await leases.close()
+
+
+async def test_a_lost_connection_fails_its_write_and_the_next_write_reconnects(
+    owner: LeaseManager, postgresql_database: str, postgresql: str
+) -> None:
+    store = PostgresRecordStore(postgresql_database, owner)
+    try:
+        await store.append([offset("r", 1, b"1")])
+        with psycopg.connect(postgresql, autocommit=True) as db:
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'rebalance store' AND datname = %s",
+                (postgresql_database.rsplit("/", 1)[1],),
+            )
+        with pytest.raises(StoreError) as failed:
+            await store.append([offset("r", 1, b"2")])
+        assert "\n" not in str(failed.value)
+        await store.append([offset("r", 1, b"3")])
+        assert list(store.load([1])) == [offset("r", 1, b"3")]
+    finally:
+        store.close()

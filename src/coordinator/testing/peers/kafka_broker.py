@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -33,6 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coordinator.wire.api_keys import ApiKey
+from coordinator.zookeeper.processes import (
+    GiveUp,
+    first_serving,
+    kill_process_group,
+    stop_process_group,
+)
 from coordinator.zookeeper.server import die_with_parent, free_port
 
 KAFKA_VERSION = "4.4.0"
@@ -127,10 +132,6 @@ class KafkaBroker:
     _answered_at: float = field(default=0.0, repr=False)
     _scratch: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
     @classmethod
     def start(
         cls,
@@ -147,46 +148,44 @@ class KafkaBroker:
         if log_dir is None:
             scratch = tempfile.TemporaryDirectory(prefix="kafka-")
             log_dir = Path(scratch.name)
-        problem = "not tried"
-        for _ in range(attempts):
+        folder = log_dir
+        began = formatted = 0.0
+
+        def launch() -> KafkaBroker:
+            nonlocal began, formatted
             began = time.monotonic()
-            data = log_dir / "data"
+            data = folder / "data"
             shutil.rmtree(data, ignore_errors=True)
             port, controller_port = free_port(), free_port()
-            config = log_dir / "server.properties"
+            config = folder / "server.properties"
             config.write_text(_properties(merged, data, port, controller_port), encoding="utf-8")
-            (log_dir / "log4j2.properties").write_text(_log_config(log_dir), encoding="utf-8")
+            (folder / "log4j2.properties").write_text(_log_config(folder), encoding="utf-8")
             problem = _format(config, jvm_options)
             formatted = time.monotonic()
             if problem:
-                break  # a format failure is not a port race: trying again would fail alike
-            process = _launch(log_dir, config, jvm_options)
-            broker = cls("127.0.0.1", port, controller_port, log_dir, merged, process)
-            problem = broker._wait_until_serving()
-            if not problem:
-                broker.started_in_s = time.monotonic() - began
-                broker.formatted_in_s = formatted - began
-                broker.api_versions_in_s = broker._answered_at - began
-                broker._scratch = scratch
-                return broker
-            broker.stop()
-        if scratch is not None:
-            scratch.cleanup()
-        raise KafkaUnavailable(f"Kafka {KAFKA_VERSION} did not start: {problem}")
+                raise GiveUp(problem)  # not a port race: trying again would fail alike
+            process = _launch(folder, config, jvm_options)
+            return cls("127.0.0.1", port, controller_port, folder, merged, process)
 
-    def _wait_until_serving(self) -> str:
-        """'' once the broker answers ApiVersions and FindCoordinator, else what went wrong."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return f"exited with status {self.process.returncode}: {self.log_tail()}"
-            with contextlib.suppress(OSError):
-                if not self._answered_at and api_versions_answered(self.host, self.port):
-                    self._answered_at = time.monotonic()
-                if self._answered_at and coordinator_found(self.host, self.port):
-                    return ""
-            time.sleep(0.05)
-        return f"not serving after {START_TIMEOUT_S:.0f} s: {self.log_tail()}"
+        def unavailable(problem: str) -> Exception:
+            return KafkaUnavailable(f"Kafka {KAFKA_VERSION} did not start: {problem}")
+
+        broker = first_serving(attempts, launch, START_TIMEOUT_S, scratch, unavailable)
+        broker.started_in_s = time.monotonic() - began
+        broker.formatted_in_s = formatted - began
+        broker.api_versions_in_s = broker._answered_at - began
+        broker._scratch = scratch
+        return broker
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def serving(self) -> bool:
+        """Whether it answers ApiVersions (when it first did is kept) and FindCoordinator."""
+        if not self._answered_at and api_versions_answered(self.host, self.port):
+            self._answered_at = time.monotonic()
+        return bool(self._answered_at) and coordinator_found(self.host, self.port)
 
     def log_tail(self, lines: int = 5) -> str:
         text = ""
@@ -206,22 +205,14 @@ class KafkaBroker:
     def stop(self) -> None:
         """Stop the JVM (SIGTERM: a controlled shutdown, then SIGKILL) and remove a temporary
         log dir."""
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_process_group(self.process, STOP_TIMEOUT_S)
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
 
     def kill(self) -> None:
         """SIGKILL the JVM (a crash), leaving its log dir."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        kill_process_group(self.process)
 
     def __enter__(self) -> KafkaBroker:
         return self
