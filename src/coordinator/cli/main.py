@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps of the differential run (scenario differential.lockstep; default 10000)",
     )
     conformance.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the groups and topics the run used (removed at the end by default)",
+    )
+    conformance.add_argument(
         "--replay",
         metavar="STEPS",
         help="run these steps of the differential run once, as a failure prints them "
@@ -238,6 +243,7 @@ def _run(args: argparse.Namespace) -> int:
             junit_path=args.junit,
             differential_steps=args.differential_steps,
             replay=args.replay,
+            keep=args.keep,
         )
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")
