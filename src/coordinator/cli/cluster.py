@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 
 def parse_node_id(text: str) -> int:
+    """A whole number ≥ 0 (a node id, a count)."""
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"a node id is a whole number ≥ 0, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, not {text!r}")
     return int(text)
 
 
@@ -55,6 +56,10 @@ def add_cluster_command(commands: argparse._SubParsersAction[Any]) -> None:
         "--cluster", required=True, metavar="postgresql://USER@HOST:PORT/DB",
         help="the cluster's PostgreSQL, as given to rebalance serve --cluster",
     )  # fmt: skip
+    status.add_argument(
+        "--last", type=parse_node_id, default=10, metavar="N",
+        help="how many of the last ownership changes to print (default 10)",
+    )  # fmt: skip
     add_debug_argument(status)
 
 
@@ -62,7 +67,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     from coordinator.cluster.serving import check_url
     from coordinator.cluster.status import format_status, read_status
 
-    print(format_status(read_status(check_url(args.cluster))))
+    print(format_status(read_status(check_url(args.cluster), args.last)))
     return 0
 
 

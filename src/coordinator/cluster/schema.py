@@ -16,6 +16,8 @@
   partition's epoch is still the writer's (see `FENCED_APPEND`). Version 2 takes the batch's
   keys and values as two blobs with their lengths (version 1 took arrays of them, which the
   driver sent element by element: most of a large batch's time).
+* `ownership_changes` (version 3): every takeover and release, written by a trigger on `leases`
+  (`coordinator.cluster.history`).
 
 Every expiry is `clock_timestamp()` in SQL: the server's clock, never a node's.
 """
@@ -24,12 +26,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from coordinator.cluster.history import OWNERSHIP_CHANGES
 from coordinator.errors import ClusterError
 
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 LEASES_CHANNEL: Final = "rebalance_leases"
 """The NOTIFY channel every lease change is announced on (a hint; nodes also poll)."""
 MIGRATION_LOCK: Final = 0x7265_6261_6C61_6E63  # "rebalanc": one advisory lock for migrations
@@ -131,7 +134,11 @@ END
 $$;
 """
 
-MIGRATIONS: Final[dict[int, str]] = {1: TABLES + FENCED_APPEND_V1, 2: FENCED_APPEND}
+MIGRATIONS: Final[dict[int, str]] = {
+    1: TABLES + FENCED_APPEND_V1,
+    2: FENCED_APPEND,
+    3: OWNERSHIP_CHANGES,
+}
 """The statements that bring a database from version N-1 to N (1: from nothing)."""
 
 

@@ -2,8 +2,8 @@
 
 `read_status(url)` reads, in one snapshot, the registered nodes (alive while their lease has not
 expired on the server's clock), each `__consumer_offsets` partition's owner, epoch and lease, and
-the partitions' last ownership changes (`leases.changed_at`: the last takeover or release of each
-partition, newest first; the schema keeps no longer history). `format_status` prints it.
+the last ownership changes (`coordinator.cluster.history`, newest first). `format_status` prints
+it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.cluster.connection import driver, one_line, redacted
+from coordinator.cluster.history import OwnershipChange, last_changes
 from coordinator.cluster.schema import SCHEMA_VERSION, newer_schema_error
 from coordinator.errors import ClusterError
 
@@ -43,6 +44,7 @@ class ClusterStatus:
     url: str
     nodes: Sequence[NodeRow]
     leases: Sequence[LeaseRow]
+    changes: Sequence[OwnershipChange]
 
     def held_by(self, node_id: int) -> list[LeaseRow]:
         return [row for row in self.leases if row.live and row.owner == node_id]
@@ -50,12 +52,8 @@ class ClusterStatus:
     def unowned(self) -> list[LeaseRow]:
         return [row for row in self.leases if not row.live]
 
-    def last_changes(self, count: int = LAST_CHANGES) -> list[LeaseRow]:
-        changed = [row for row in self.leases if row.epoch > 0]
-        return sorted(changed, key=lambda r: (r.changed_at, r.partition), reverse=True)[:count]
 
-
-def read_status(url: str) -> ClusterStatus:
+def read_status(url: str, changes: int = LAST_CHANGES) -> ClusterStatus:
     """The cluster at `url` now; `ClusterError` (one line) if it cannot be read or has no
     schema (no node ever started there)."""
     driver()
@@ -75,8 +73,14 @@ def read_status(url: str) -> ClusterStatus:
                     f"(rebalance serve --cluster creates its tables)"
                 )
             version = db.execute("SELECT max(version) FROM schema_version").fetchone()
-            if version and version[0] is not None and version[0] > SCHEMA_VERSION:
-                raise newer_schema_error(version[0], shown)
+            found = version[0] if version else None
+            if found is not None and found > SCHEMA_VERSION:
+                raise newer_schema_error(found, shown)
+            if found != SCHEMA_VERSION:
+                raise ClusterError(
+                    f"the cluster at {shown} has schema version {found}, older than this "
+                    f"release's ({SCHEMA_VERSION}): start a node of this release to migrate it"
+                )
             nodes = db.execute(
                 "SELECT node_id, host, port, lease_expires > clock_timestamp(),"
                 " CASE WHEN lease_expires > clock_timestamp()"
@@ -87,12 +91,14 @@ def read_status(url: str) -> ClusterStatus:
                 "SELECT partition, epoch, owner, lease_expires > clock_timestamp(),"
                 " changed_at FROM leases ORDER BY partition"
             ).fetchall()
+            history = last_changes(db, changes)
     except psycopg.Error as exc:
         raise ClusterError(f"cannot read the cluster at {shown}: {one_line(exc)}") from exc
     return ClusterStatus(
         shown,
         [NodeRow(int(i), h, int(p), bool(a), float(left)) for i, h, p, a, left in nodes],
         [LeaseRow(int(p), int(e), o, bool(live), at) for p, e, o, live, at in leases],
+        history,
     )
 
 
@@ -113,13 +119,7 @@ def format_status(status: ClusterStatus) -> str:
         lines.append("    " + " ".join(f"{r.partition}@{r.epoch}" for r in unowned))
     lines.append("")
     lines.append("last ownership changes (partition@epoch, newest first):")
-    for row in status.last_changes():
-        at = row.changed_at.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-        if row.live:
-            what = f"taken by node {row.owner}"
-        elif row.owner is None:
-            what = "released"
-        else:
-            what = f"lease of node {row.owner} expired"
-        lines.append(f"  {at} UTC  {row.partition}@{row.epoch}  {what}")
+    for change in status.changes:
+        at = change.at.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        lines.append(f"  {at} UTC  {change.partition}@{change.epoch}  {change.describe()}")
     return "\n".join(lines)

@@ -129,22 +129,43 @@ async def find_coordinator(port: int, groups: list[str]) -> dict[str, tuple[int,
     return {c.key: (c.error_code, c.node_id, c.port) for c in found.coordinators}
 
 
-async def fetch_offsets(port: int, group: str) -> dict[int, int]:
-    """The group's committed offsets at the node on `port`, once it has loaded them."""
-    client = await WireClient.connect("127.0.0.1", port)
-    try:
-        for _ in range(200):
+RETRIED = (
+    ErrorCode.coordinator_load_in_progress,
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_not_available,
+)
+"""What a client retries at the coordinator it finds next (a partition can move again: a node
+that comes back gets its share handed over)."""
+
+
+async def fetch_offsets(cluster: Cluster, group: str) -> dict[int, int]:
+    """The group's committed offsets at its coordinator, once it has loaded them."""
+    for _ in range(200):
+        owner = cluster.owner(group)[0]
+        if owner is None:
+            await asyncio.sleep(0.05)
+            continue
+        client = await WireClient.connect("127.0.0.1", cluster.nodes[owner].port)
+        try:
             fetched = await client.request(
                 ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}]}
             )
-            (found,) = fetched.groups
-            if found.error_code != ErrorCode.coordinator_load_in_progress:
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        await client.close()
+        finally:
+            await client.close()
+        (found,) = fetched.groups
+        if found.error_code not in RETRIED:
+            break
+        await asyncio.sleep(0.05)
     assert found.error_code == ErrorCode.none, found
     return {p.partition_index: p.committed_offset for t in found.topics for p in t.partitions}
+
+
+async def status_of(cluster: Cluster) -> str:
+    status = await asyncio.to_thread(
+        run_rebalance, "cluster", "status", "--cluster", cluster.url, "--last", "200"
+    )
+    assert status.returncode == 0, status.stderr
+    return status.stdout
 
 
 async def test_three_nodes_share_the_partitions_and_every_node_names_the_owner(
@@ -235,8 +256,13 @@ async def test_sigkill_of_the_owner_loses_no_acknowledged_commit(cluster: Cluste
         await node.process.wait()
 
     successor, last_acked, _ = await owner_fails_over(cluster, "killed-app", kill)
-    offsets = await fetch_offsets(successor.port, "killed-app")
+    offsets = await fetch_offsets(cluster, "killed-app")
     assert offsets and all(o >= last_acked for o in offsets.values()), (last_acked, offsets)
+    assert re.search(
+        rf"  {partition_for('killed-app')}@\d+  node \d -> node {successor.node_id} "
+        r"\(its lease lapsed\)",
+        await status_of(cluster),
+    )
 
 
 async def test_sigterm_hands_the_partitions_over_before_the_lease_ends(cluster: Cluster) -> None:
@@ -251,13 +277,19 @@ async def test_sigterm_hands_the_partitions_over_before_the_lease_ends(cluster: 
 
     async def terminate(node: Node) -> None:
         node.process.terminate()
-        assert await node.process.wait() == 0, node.log.read_text()
+        exited = await asyncio.wait_for(node.process.wait(), 60)
+        assert exited == 0, node.log.read_text()
         logs.append(node.log.read_text())
 
     successor, last_acked, failover_s = await owner_fails_over(cluster, "leaving-app", terminate)
     assert failover_s < 20, failover_s
     assert re.search(r"handed over 1[67] partitions", logs[0]), logs[0][-2000:]
-    offsets = await fetch_offsets(successor.port, "leaving-app")
+    assert re.search(
+        rf"  {partition_for('leaving-app')}@\d+  node \d -> node {successor.node_id} "
+        r"\(handed over\)",
+        await status_of(cluster),
+    )
+    offsets = await fetch_offsets(cluster, "leaving-app")
     assert offsets and all(o >= last_acked for o in offsets.values()), (last_acked, offsets)
 
 
@@ -306,7 +338,7 @@ async def test_a_node_frozen_past_its_lease_answers_not_coordinator_once_resumed
     successor_id, new_epoch = cluster.owner(group)
     assert new_epoch > epoch
     assert successor_id is not None
-    assert await fetch_offsets(cluster.nodes[successor_id].port, group) == {0: 7}
+    assert await fetch_offsets(cluster, group) == {0: 7}
 
 
 def refused(*args: str) -> tuple[int, str]:
