@@ -657,7 +657,9 @@ def _timed_ours(run: Any, repeat: int, times: list[float], subscriptions: Any, o
     return result
 
 
-def scenario_java(repeat: int, small: bool, only: str | None) -> None:
+def scenario_java(
+    repeat: int, small: bool, only: str | None, java_repeat: int = JAVA_REPEAT
+) -> None:
     """Each case's epochs on both sides, each from its own previous result; timings are medians
     (ours: wall clock of `assignors.assign`; Java: the assign call, after a JIT warm-up)."""
     try:
@@ -667,7 +669,7 @@ def scenario_java(repeat: int, small: bool, only: str | None) -> None:
         return
     print(
         f"\nOurs beside Apache Kafka {JAVA_VERSION}'s own assignors, same run "
-        f"(Java: {JAVA_WARMUP} warm-up calls, median of {JAVA_REPEAT}; ours: median of {repeat})\n"
+        f"(Java: {JAVA_WARMUP} warm-up calls, median of {java_repeat}; ours: median of {repeat})\n"
     )
     print(
         "| case | epoch | ours ms | Java ms | ours / Java | balance gap ours / Java "
@@ -678,7 +680,7 @@ def scenario_java(repeat: int, small: bool, only: str | None) -> None:
         if only and only not in case.name:
             continue
         runs = java.run_java(
-            case.java_lines(warmup=JAVA_WARMUP, repeat=JAVA_REPEAT), heap="6g", timeout=1800
+            case.java_lines(warmup=JAVA_WARMUP, repeat=java_repeat), heap="6g", timeout=1800
         )
         by_label = {run.label: run for run in runs}
         times: list[float] = []
@@ -790,6 +792,9 @@ def main() -> None:
     parser.add_argument("--only", default="J", help="scenarios to run, e.g. CDJ")
     parser.add_argument("--small", action="store_true", help="J: a tenth of each size")
     parser.add_argument("--case", help="J: only the cases whose name contains this")
+    parser.add_argument(
+        "--java-repeat", type=int, default=JAVA_REPEAT, help="J: Java's timed calls"
+    )
     parser.add_argument("--memory-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -820,7 +825,7 @@ def main() -> None:
     if "M" in only:
         scenario_memory()
     if "J" in only:
-        scenario_java(args.repeat, args.small, args.case)
+        scenario_java(args.repeat, args.small, args.case, args.java_repeat)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

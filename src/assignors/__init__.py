@@ -112,6 +112,9 @@ def assign(
     ``instance_ids`` (static membership) and ``partition_brokers`` (for ``tubemq-modulo``) are
     optional extras beyond the Kafka inputs.
     """
+    assignor = get(name)
+    if not getattr(assignor, "reads_owned", True):
+        owned = None  # not sticky (range): a million owned pairs would be read for nothing
     spec = group_spec(
         subscriptions,
         owned=owned,
@@ -122,7 +125,6 @@ def assign(
     topics = StaticTopics(
         dict(partitions), dict(partition_racks or {}), dict(partition_brokers or {})
     )
-    assignor = get(name)
     result = assignor.assign(spec, topics)
     if getattr(assignor, "sorted_output", False):
         # a built-in that already returns fresh, sorted lists: sorting 1M pairs again is waste

@@ -61,9 +61,7 @@ class RangeAssignor:
             plan.append((topic, subscribers, count, partition_racks, rack_aware))
 
         if not any(rack_aware for *_, rack_aware in plan):
-            for topic, subscribers, count, _, _ in plan:
-                _assign_plain_ranges(topic, subscribers, count, result)
-            return result
+            return _plain_ranges_by_group(plan, result)
         states = [
             _TopicState(topic, subscribers, count, partition_racks, rack_aware)
             for topic, subscribers, count, partition_racks, rack_aware in plan
@@ -121,6 +119,32 @@ def _co_partitioned_ranges(
             span = slice(start, start + length)
             result[member] = list(chain.from_iterable(map(getitem, tables, repeat(span))))
         start += length
+    return result
+
+
+def _plain_ranges_by_group(
+    plan: list[tuple[str, list[str], int, list[frozenset[str]], bool]], result: GroupAssignment
+) -> GroupAssignment:
+    """The plain walk, topics with the same subscribers (the same list) and partition count
+    taken together as `_co_partitioned_ranges` takes them; lists sorted once at the end."""
+    groups: dict[tuple[tuple[str, ...], int], tuple[list[str], list[str]]] = {}
+    for topic, subscribers, count, _, _ in plan:
+        groups.setdefault((tuple(subscribers), count), (subscribers, []))[1].append(topic)
+    if len(groups) == len(plan):  # nothing shared: topic by topic, in topic order
+        for topic, subscribers, count, _, _ in plan:
+            _assign_plain_ranges(topic, subscribers, count, result)
+        return result
+    for (_, count), (subscribers, names) in groups.items():
+        part: GroupAssignment = {}
+        _co_partitioned_ranges(names, count, subscribers, part)
+        for member, pairs in part.items():
+            if result.get(member):
+                result[member] += pairs
+            else:
+                result[member] = pairs
+    if len(groups) > 1:
+        for pairs in result.values():
+            pairs.sort()
     return result
 
 

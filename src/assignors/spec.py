@@ -57,7 +57,12 @@ class GroupSpec:
 
     def ordered_member_ids(self) -> list[str]:
         """Member ids in member order (see the module docstring)."""
-        return sorted(self.members, key=lambda m: member_order_key(m, self.members[m].instance_id))
+        members = self.members
+        if not any(m.instance_id is not None for m in members.values()):
+            ids = list(members)
+            if "".join(ids).isascii():  # code point order is Java's order: no key to build
+                return sorted(ids)
+        return sorted(members, key=lambda m: member_order_key(m, members[m].instance_id))
 
 
 @runtime_checkable

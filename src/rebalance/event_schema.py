@@ -6,9 +6,9 @@ on every event the core emits), the Spark schema and validation of `rebalance re
 (`coordinator.analytics.schema` derives its structs and required fields from `FIELDS` and
 `EVENTS`), and the table in the README (`markdown_table`; a test fails when they drift).
 
-Schema version 1, one JSON object a line:
+Schema version 2, one JSON object a line:
 
-    {"v": 1, "ts": <ms since epoch>, "node": <int>, "type": <name>, "group": <id or null>,
+    {"v": 2, "ts": <ms since epoch>, "node": <int>, "type": <name>, "group": <id or null>,
      "generation": <int or null>, "member": <id or null>, ...fields of the type}
 
 `group` is null for the events about a partition, not a group. An optional `group_type` names a
@@ -16,6 +16,11 @@ group type other than the classic one (absent): "zookeeper" for Kafka 0.8's ZooK
 consumers, which write this schema with types of their own (`coordinator.zookeeper.events`), and
 "consumer" for KIP-848 consumer groups (`rebalance.consumer_group`), "client-balance" for TubeMQ's
 client-side assignment (`rebalance.client_balance`).
+
+Version 2 adds `owned` to `join_completed`: what each member of the new generation said it owned
+when it joined (a consumer protocol subscription's owned partitions, v1 and later), which tells
+a member that kept its partitions through the rebalance (cooperative) from one that revoked them
+all first (eager). Version 1 lines differ in nothing else and are still read.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+"""The versions readers accept: version 1 lines are version 2 lines without `owned`."""
 
 
 class EventType(StrEnum):
@@ -137,7 +144,8 @@ class Kind(Enum):
     STRINGS = "list of strings"
     #: `members`: a count in `rebalance_started`, a list of member ids in `join_completed`.
     COUNT_OR_IDS = "count or list of ids"
-    #: {member id: [[topic, [partitions]]]} (null per member for a non-consumer protocol).
+    #: {member id: [[topic, [partitions]]]} (null per member for a non-consumer protocol, or
+    #: for `owned`, a subscription that cannot say: version 0, or unreadable).
     ASSIGNMENTS = "assignments"
     #: {member id: int}
     SIZES = "sizes"
@@ -164,6 +172,11 @@ FIELDS: Mapping[str, Field] = {
     "leader": Field(Kind.STRING, "the new generation's leader"),
     "protocol": Field(Kind.STRING, "the protocol the group voted for"),
     "assignments": Field(Kind.ASSIGNMENTS, "each member's partitions"),
+    "owned": Field(
+        Kind.ASSIGNMENTS,
+        "the partitions each member said it owned when it joined (schema v2, consumer protocol)",
+        late=True,
+    ),
     "sizes": Field(Kind.SIZES, "each member's assignment in bytes"),
     "error": Field(Kind.STRING, "Kafka error name"),
     "code": Field(Kind.INT, "Kafka error code"),
@@ -245,7 +258,8 @@ EVENTS: Mapping[EventType, EventSpec] = {
     ),
     EventType.JOIN_COMPLETED: EventSpec(
         ("generation", "leader", "protocol", "members"),
-        note="members: ids; `generation` is the new one",
+        ("owned",),
+        note="members: ids; `generation` is the new one; owned: consumer protocol only (v2)",
     ),
     EventType.GROUP_EMPTY: EventSpec(("generation",), note="the join phase ended with nobody left"),
     EventType.SYNC_COMPLETED: EventSpec(("generation", "assignments"), ("sizes",)),
@@ -342,8 +356,11 @@ _NULLABLE = frozenset({"instance_id", "protocol", "leader"})
 
 def check_event(line: Mapping[str, Any]) -> str | None:
     """Why `line` (one decoded log line) breaks the schema, or None when it conforms."""
-    if line.get("v") != SCHEMA_VERSION:
-        return f"unknown version {line.get('v')!r}"
+    version = line.get("v")
+    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+        return f"unknown version {version!r}"
+    if version < 2 and "owned" in line:
+        return "owned is a field of version 2"
     for name in ("ts", "node"):
         if not _CHECKS[Kind.LONG](line.get(name)):
             return f"{name} is not an integer"
@@ -365,6 +382,10 @@ def check_event(line: Mapping[str, Any]) -> str | None:
         if value is None and name in _NULLABLE:
             continue
         if not _CHECKS[FIELDS[name].kind](value):
+            return f"{event_type}: {name} is not {FIELDS[name].kind.value}"
+    for name in spec.optional:  # checked when present with a value (null: not known)
+        value = line.get(name)
+        if value is not None and not _CHECKS[FIELDS[name].kind](value):
             return f"{event_type}: {name} is not {FIELDS[name].kind.value}"
     unknown = set(line) - set(COMMON_FIELDS) - set(FIELDS)
     if unknown:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalance.event_schema import SCHEMA_VERSION, EventType
-from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, assigned_partitions
+from rebalance.subscription import CONSUMER_PROTOCOL_TYPE, assigned_partitions, owned_partitions
 
 EVENT_SCHEMA_VERSION = SCHEMA_VERSION
 
@@ -26,8 +26,9 @@ class Event:
     fields: dict[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self, node: int) -> dict[str, Any]:
-        """The log line (schema above). `sync_completed` carries raw assignment bytes until
-        here; they are decoded now, by whoever writes the log, not on the request path."""
+        """The log line (schema above). `sync_completed` carries raw assignment bytes and
+        `join_completed` raw subscriptions until here; they are decoded now, by whoever writes
+        the log, not on the request path."""
         fields = self.fields
         if self.type == EventType.SYNC_COMPLETED:  # a str from older callers too
             fields = dict(fields)
@@ -38,6 +39,14 @@ class Event:
                 for member, data in raw.items()
             }
             fields["sizes"] = {member: len(data) for member, data in raw.items()}
+        elif self.type == EventType.JOIN_COMPLETED and "subscriptions" in fields:
+            # Raw subscriptions too: their owned partitions (consumer protocol only), decoded here.
+            fields = dict(fields)
+            subscriptions: dict[str, bytes] = fields.pop("subscriptions")
+            if fields.pop("protocol_type", None) == CONSUMER_PROTOCOL_TYPE:
+                fields["owned"] = {
+                    member: owned_partitions(data) for member, data in subscriptions.items()
+                }
         return {
             "v": EVENT_SCHEMA_VERSION,
             "ts": self.ts,

@@ -56,10 +56,22 @@ def test_conforming_lines_pass() -> None:
     assert check_event(zookeeper) is None
 
 
+def test_version_2_adds_owned_partitions_to_join_completed_and_version_1_still_reads() -> None:
+    joined = line(type="join_completed", leader="m", protocol="cooperative-sticky",
+                  members=["m", "n"])  # fmt: skip
+    owned = {"m": [["t", [0, 1]]], "n": None}
+    assert check_event({**joined, "v": 2, "owned": owned}) is None
+    assert check_event({**joined, "v": 1}) is None
+    assert check_event({**joined, "v": 1, "owned": owned}) == "owned is a field of version 2"
+    not_a_map = check_event({**joined, "v": 2, "owned": [1]})
+    assert not_a_map == "join_completed: owned is not assignments"
+
+
 @pytest.mark.parametrize(
     ("bad", "why"),
     [
-        (line(v=2, type="group_stable"), "unknown version"),
+        (line(v=3, type="group_stable"), "unknown version"),
+        (line(v=True, type="group_stable"), "unknown version"),
         (line(type="group_exploded"), "unknown type"),
         (line(type="member_left", member="m"), "reason missing"),
         (line(type="member_left", member="m", reason="bored"), "reason 'bored'"),

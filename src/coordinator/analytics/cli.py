@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from coordinator.analytics.load import InputError, resolve_input
+from coordinator.analytics.report_html import counted
 from coordinator.analytics.session import (
     MasterURLError,
     SparkConfError,
@@ -69,7 +70,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="one index.html with the group pages and every image inside it",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"
+    )
 
 
 def _is_remote(path: str) -> bool:
@@ -122,10 +125,12 @@ def run_report(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     finally:
         spark.stop()
-    print(
-        f"{counts.lines} lines: {counts.events} events, {counts.quarantined} quarantined; "
-        f"tables in {out}, report {report_dir / 'index.html'}"
-    )
+    if not args.quiet:
+        print(
+            f"{counted(counts.lines, 'line')}: {counted(counts.events, 'event')}, "
+            f"{counts.quarantined:,} quarantined; "
+            f"tables in {out}, report {report_dir / 'index.html'}"
+        )
     return 0
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from coordinator.analytics.schema import ASSIGNMENTS, ORDER_COLUMNS
+from coordinator.analytics.schema import ASSIGNMENTS, ORDER_COLUMNS, TOPIC_PARTITIONS
 
 CLASSIC_GROUP_TYPE = "classic"
 """The `group_type` of the episodes cut here: events without a `group_type` field."""
@@ -33,8 +33,30 @@ def empty_assignments() -> Column:
 
 
 def is_cooperative(protocol: Column) -> Column:
-    """Cooperative assignors only revoke the partitions that move; eager ones revoke them all."""
+    """By the protocol's name, for logs that cannot say what the members did (schema v1,
+    version-0 subscriptions): cooperative assignors only revoke the partitions that move, eager
+    ones revoke them all."""
     return F.coalesce(protocol.contains("cooperative"), F.lit(False))
+
+
+def kept_through_join(owned: Column) -> Column:
+    """What a `join_completed`'s `owned` says of its rebalance: true when some member said it
+    owned partitions when it joined (it kept them into the rebalance: cooperative), false when
+    every member could say and none did (each revoked everything first, or had nothing yet),
+    null when the log cannot tell (no `owned`, or a member whose subscription cannot say).
+
+    The name of the protocol is no evidence: a cooperative assignor under a client that revokes
+    everything before it joins (aiokafka) rebalances eagerly.
+    """
+    values = F.map_values(owned)
+    known = F.flatten(values).isNotNull()  # a member's null entry makes the flattened list null
+    said = F.flatten(F.array_except(values, F.array(F.lit(None).cast(TOPIC_PARTITIONS))))
+    some_owned = F.size(F.flatten(said["partitions"])) > 0
+    return (
+        F.when(owned.isNull(), F.lit(None).cast("boolean"))
+        .when(some_owned, True)
+        .when(known, False)
+    )
 
 
 def _order_key() -> Column:
@@ -125,10 +147,12 @@ def _rebalance_events(events: DataFrame) -> DataFrame:
     (0 before the first one); `closed` is true once the episode's ending event has been seen, for
     the events that follow it; `in_force` is the last assignment handed out (or released by
     `group_empty`) before the row; `next_start_ts` is set on the row just before a
-    `rebalance_started`, so the episode that row belongs to knows when it was superseded.
+    `rebalance_started`, so the episode that row belongs to knows when it was superseded;
+    `group_kept` is `kept_through_join` over all the group's joins (the same sort: one window).
     """
     in_group = Window.partitionBy("group").orderBy(*ORDER_COLUMNS)
     so_far = in_group.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    whole_group = in_group.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     before_row = in_group.rowsBetween(Window.unboundedPreceding, -1)
     event_type = F.col("type")
     is_start = event_type == "rebalance_started"
@@ -156,10 +180,16 @@ def _rebalance_events(events: DataFrame) -> DataFrame:
             "leader",
             "protocol",
             "assignments",
+            "owned",
             *ORDER_COLUMNS[1:],
         )
         .select(
             "*",
+            # What the group's members did in any rebalance the log can tell of (true if they
+            # kept partitions in one): for its rebalances that cannot tell (superseded ones).
+            F.max(F.when(event_type == "join_completed", kept_through_join(F.col("owned"))))
+            .over(whole_group)
+            .alias("group_kept"),
             F.sum(is_start.cast("int")).over(so_far).alias("episode"),
             F.when(is_start, F.last(assignment_set, ignorenulls=True).over(before_row)).alias(
                 "in_force"
@@ -173,17 +203,20 @@ def _rebalance_events(events: DataFrame) -> DataFrame:
 def _stop_the_world(start: Column, end: Column) -> Column:
     """Per member of the new generation: ms spent without partitions during the episode.
 
-    Eager protocols revoke everything at the start, so every member waits from the start until
-    the assignment is handed out. With a cooperative protocol a member keeps the partitions that do
-    not move, so only members that keep none of their previous partitions wait (the log has no
-    revocation time, so they are counted from the start too).
+    In an eager rebalance (`cooperative` false) members revoke everything at the start, so every
+    member waits from the start until the assignment is handed out. In a cooperative one a member
+    keeps the partitions that do not move, so only members that keep none wait (the log has no
+    revocation time, so they are counted from the start too): kept is what it said it owned when
+    it joined (`owned`) and is given again, or, where it could not say, what it held before.
     """
     members = F.array_distinct(F.col("members_after"))
     wait = end - start
 
     def cooperative_wait(member: Column) -> Column:
-        previous = _topic_partitions(F.coalesce(F.col("before")[member], F.array()))
         current = _topic_partitions(F.coalesce(F.col("after")[member], F.array()))
+        owned = F.col("owned")[member]
+        held = F.when(owned.isNotNull(), owned).otherwise(F.col("before")[member])
+        previous = _topic_partitions(F.coalesce(held, F.array()))
         keeps_something = F.size(F.array_intersect(previous, current)) > 0
         return F.when(keeps_something, F.lit(0).cast("long")).otherwise(wait)
 
@@ -191,7 +224,7 @@ def _stop_the_world(start: Column, end: Column) -> Column:
         F.transform(members, lambda m: F.struct(m, cooperative_wait(m)))
     )
     everyone_waits = F.map_from_arrays(members, F.array_repeat(wait, F.size(members)))
-    return F.when(is_cooperative(F.col("protocol")), cooperative).otherwise(everyone_waits)
+    return F.when(F.col("cooperative"), cooperative).otherwise(everyone_waits)
 
 
 def _episode_parts(rows: DataFrame) -> DataFrame:
@@ -232,9 +265,10 @@ def _episode_parts(rows: DataFrame) -> DataFrame:
             "trigger",
             F.col("member_count").alias("members_before"),
             before,
+            "group_kept",
             first(F.struct("type", "ts"), event_type.isin(*ENDING_TYPES)).alias("ending"),
             last(
-                F.struct("generation", "member_ids", "leader", "protocol"),
+                F.struct("generation", "member_ids", "leader", "protocol", "owned"),
                 event_type == "join_completed",
             ).alias("join"),
             last(F.struct("assignments"), event_type == "sync_completed").alias("synced"),
@@ -273,6 +307,13 @@ def build_episodes(events: DataFrame) -> DataFrame:
         F.col("join").isNotNull().alias("joined"),
         F.col("join.leader").alias("leader"),
         F.col("join.protocol").alias("protocol"),
+        F.col("join.owned").alias("owned"),
+        # What the members did, where the log says; the protocol's name only where it cannot.
+        F.coalesce(
+            kept_through_join(F.col("join.owned")),
+            F.col("group_kept"),
+            is_cooperative(F.col("join.protocol")),
+        ).alias("cooperative"),
         "before",
         "synced",
     ).withColumn("after", after)
@@ -299,6 +340,7 @@ def build_episodes(events: DataFrame) -> DataFrame:
         .alias("members_after_count"),
         "leader",
         "protocol",
+        "cooperative",
         F.when(measurable, partitions_moved(F.col("before"), F.col("after"))).alias(
             "partitions_moved"
         ),
@@ -311,4 +353,5 @@ def build_episodes(events: DataFrame) -> DataFrame:
             F.map_values("stop_the_world_ms"), F.lit(0).cast("long"), lambda a, b: a + b
         ).alias("stop_the_world_total_ms"),
         F.col("after").alias("assignment"),
+        "owned",
     )

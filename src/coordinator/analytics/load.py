@@ -29,7 +29,7 @@ from coordinator.analytics.schema import (
     OPTIONAL_RAW_FIELDS,
     RAW_JSON_SCHEMA,
     REQUIRED_MASK,
-    SUPPORTED_VERSION,
+    SUPPORTED_VERSIONS,
     TOPIC_PARTITIONS,
 )
 
@@ -181,16 +181,6 @@ def _read_jsonl(
     )
     j = F.col("j")
     raw_members = j["members"]
-    assignments = F.transform_values(
-        j["assignments"],
-        lambda _member, entries: F.transform(
-            entries,
-            lambda pair: F.struct(
-                F.get(pair, 0).alias("topic"),
-                F.from_json(F.get(pair, 1), "array<int>").alias("partitions"),
-            ),
-        ),
-    )
     blank = F.trim(F.col("line")) == ""
     unparsed = j.isNull() | (
         j[CORRUPT_COLUMN].isNotNull() & j["v"].isNull() & j["ts"].isNull() & j["type"].isNull()
@@ -204,7 +194,8 @@ def _read_jsonl(
         ),
         j["leader"].alias("leader"),
         j["protocol"].alias("protocol"),
-        assignments.alias("assignments"),
+        _as_entries(j["assignments"]).alias("assignments"),
+        _as_entries(j["owned"]).alias("owned"),
         *(j[name].alias(name) for name in ("sizes", "error", "code", "partitions")),
         *(j[name].alias(name) for name in ("partition", "groups")),
         *(j[name].alias(name) for name, _ in OPTIONAL_RAW_FIELDS),
@@ -218,6 +209,20 @@ def _read_jsonl(
         .when(unparsed, "malformed_json")
         .when(j[CORRUPT_COLUMN].isNotNull(), "invalid_field_type")
         .alias("parse_problem"),
+    )
+
+
+def _as_entries(raw: Column) -> Column:
+    """An assignments map as read (`[topic, "[partitions]"]` pairs) with structs for entries."""
+    return F.transform_values(
+        raw,
+        lambda _member, entries: F.transform(
+            entries,
+            lambda pair: F.struct(
+                F.get(pair, 0).alias("topic"),
+                F.from_json(F.get(pair, 1), "array<int>").alias("partitions"),
+            ),
+        ),
     )
 
 
@@ -248,13 +253,13 @@ def _contains_null(values: Column) -> Column:
     return F.coalesce(F.get(F.sort_array(values), 0).isNull() & (F.size(values) > 0), F.lit(False))
 
 
-def _assignment_entries_invalid() -> Column:
+def _assignment_entries_invalid(column: str = "assignments") -> Column:
     """An assignment entry without a topic, without partitions, or with a null partition.
 
-    A member whose entry is null (a non-consumer protocol) is valid and left out first; a null
-    partition list makes the flattened list null.
+    A member whose entry is null (a non-consumer protocol; for `owned`, a subscription that
+    cannot say) is valid and left out first; a null partition list makes the flattened list null.
     """
-    assignments = F.col("assignments")
+    assignments = F.col(column)
     no_entry = F.lit(None).cast(TOPIC_PARTITIONS)
     entries = F.flatten(F.array_except(F.map_values(assignments), F.array(no_entry)))
     partitions = F.flatten(entries["partitions"])  # null when one entry's partitions is null
@@ -301,11 +306,12 @@ def _rules(types: Collection[str] | None = None) -> list[tuple[Column, Column]]:
     missing = _missing_fields(types)
     rules = [
         (parse_problem.isin("blank_line", "malformed_json"), parse_problem),
-        (_missing("v") | (F.col("v") != SUPPORTED_VERSION), F.lit("unknown_version")),
+        (_missing("v") | ~F.col("v").isin(*SUPPORTED_VERSIONS), F.lit("unknown_version")),
         *((_missing(name), F.lit(f"missing_field:{name}")) for name in COMMON_REQUIRED),
         (~F.col("type").isin(*EVENT_TYPES), F.lit("unknown_type")),
         (missing != 0, _first_missing_name(missing)),
         (_assignment_entries_invalid(), F.lit("invalid_field:assignments")),
+        (_assignment_entries_invalid("owned"), F.lit("invalid_field:owned")),
         (parse_problem.isNotNull(), parse_problem),
     ]
     return [(F.coalesce(broken, F.lit(False)), reason) for broken, reason in rules]

@@ -5,7 +5,9 @@ of a completed episode) until the assignment is revoked. An eager protocol revok
 the start of the next episode, whatever its outcome; a cooperative one keeps its partitions
 through episodes that decide nothing (superseded, unfinished) and, at the start of the next
 episode that does (completed or empty), revokes what the new assignment takes away, while what
-it keeps stays owned through that episode (a `kept` row). A member that stopped heartbeating (a
+it keeps (and, where it said, owned when it joined) stays owned through that episode (a `kept`
+row). Eager or cooperative is what the members did (the episodes' `cooperative`), not the
+protocol's name. A member that stopped heartbeating (a
 session expiry) is taken to own nothing from its last heartbeat, one session timeout before its
 expiry: that is when the coordinator last knew it alive, and a crashed consumer consumes
 nothing. Only classic groups (`group_type` "classic") are read here.
@@ -20,7 +22,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE, is_cooperative
+from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE
 from coordinator.analytics.schema import ORDER_COLUMNS
 
 PARTITION = "struct<topic:string,partition:int>"
@@ -76,7 +78,7 @@ def member_notes(events: DataFrame) -> DataFrame:
 def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
     """The `ownership` table (columns in docs/analytics.md) of the classic groups."""
     outcome = F.col("outcome")
-    cooperative = is_cooperative(F.col("protocol"))
+    cooperative = F.col("cooperative")  # what the members did (episodes.kept_through_join)
     revokes = ~cooperative | outcome.isin("completed", "empty")
     # An episode's assignment is measurable exactly when the episodes job counted its
     # partitions (`partitions_assigned` is null otherwise): no test of every member's entry here.
@@ -99,6 +101,7 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         F.when((outcome == "completed") & cooperative & measurable, F.col("assignment")).alias(
             "keeps_from"
         ),
+        "owned",
     )
     holders = (
         episodes.where(F.col("group_type") == CLASSIC_GROUP_TYPE)
@@ -140,10 +143,17 @@ def build_ownership(episodes: DataFrame, notes: DataFrame) -> DataFrame:
         F.lit(False).alias("kept"),
     )
     keeps = nxt["keeps_from"].isNotNull()
+    kept_partitions = F.array_intersect(
+        "partitions", partitions_of(nxt["keeps_from"][F.col("member")])
+    )
+    # A member that said what it owned when it joined kept only that (a member that revoked
+    # everything first, beside members that kept theirs, kept nothing).
+    said = nxt["owned"][F.col("member")]
+    kept_partitions = F.when(
+        said.isNotNull(), F.array_intersect(kept_partitions, partitions_of(said))
+    ).otherwise(kept_partitions)
     kept = F.struct(
-        F.array_intersect("partitions", partitions_of(nxt["keeps_from"][F.col("member")])).alias(
-            "partitions"
-        ),
+        kept_partitions.alias("partitions"),
         nxt["start_ts"].alias("start_ts"),
         nxt["end_ts"].alias("end_ts"),
         nxt["episode"].alias("start_episode"),

@@ -2,8 +2,9 @@
 protocol made its groups suffer for the same kind of churn.
 
 Keyed on `group_type`: "classic" and "zookeeper" from the episodes (a type whose episodes are
-appended to `episodes/` needs no change here), with classic groups whose members agreed on a
-cooperative assignor (KIP-429, e.g. this package's `GroupMember`) in a row of their own,
+appended to `episodes/` needs no change here), with classic groups whose members rebalanced
+cooperatively (KIP-429, e.g. this package's `GroupMember`: they kept partitions through a
+rebalance, the episodes' `cooperative`, whatever the protocol's name) in a row of their own,
 `COOPERATIVE`: they revoke only what moves, so the same churn stops their members differently.
 Client-balance and KIP-848 consumer groups, which have no episodes, get their rows from
 `client_balance` and `consumer_groups` (see the pipeline's `EVENT_DERIVED_ROWS`). Per type:
@@ -27,14 +28,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE, is_cooperative
+from coordinator.analytics.episodes import CLASSIC_GROUP_TYPE
 from coordinator.analytics.metrics import DURATION_QUANTILES
 from coordinator.analytics.report_html import html_table
 from coordinator.analytics.report_style import OKABE_ITO, save, spans_decades
 
 PLOT_FILE = "protocols.png"
 COOPERATIVE = "classic-cooperative"
-"""The comparison's row for classic groups that rebalanced with a cooperative assignor."""
+"""The comparison's row for classic groups whose members rebalanced cooperatively."""
 COLUMNS = [
     "group_type", "groups", "churn_events", "rebalances", "completed", "duration_p50_ms",
     "duration_p95_ms", "duration_p99_ms", "partitions_moved", "member_seconds_without_partitions",
@@ -55,10 +56,10 @@ nothing to compare."""
 
 def comparison_types(episodes: DataFrame) -> DataFrame:
     """Each group's row of the comparison: its episodes' `group_type`, `COOPERATIVE` for a
-    classic group whose rebalances used a cooperative assignor (any of them: the first
-    rebalances of a group can end before its members agree on a protocol)."""
+    classic group with a cooperative rebalance (any of them: its first rebalance has nothing to
+    keep yet)."""
     cooperative = F.col("group_type") == CLASSIC_GROUP_TYPE
-    cooperative = cooperative & is_cooperative(F.col("protocol"))
+    cooperative = cooperative & F.col("cooperative")
     return (
         episodes.groupBy("group", "group_type")
         .agg(F.max(cooperative).alias("cooperative"))
@@ -73,7 +74,7 @@ def episode_type_flags() -> list[Column]:
     (`cooperative`) and whether some was not (`eager`). The pipeline observes them on the
     episodes write (`DataFrame.observe`), so that they cost no job of their own."""
     classic = F.col("group_type") == CLASSIC_GROUP_TYPE
-    cooperative = F.coalesce(classic & is_cooperative(F.col("protocol")), F.lit(False))
+    cooperative = F.coalesce(classic & F.col("cooperative"), F.lit(False))
     return [
         F.collect_set(F.when(~classic, F.col("group_type"))).alias("others"),
         F.max(cooperative).alias("cooperative"),

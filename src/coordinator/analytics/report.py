@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from coordinator.analytics.group_pages import collect_stories, drawn_groups, write_group_pages
 from coordinator.analytics.protocols import protocols_section
-from coordinator.analytics.report_html import html_table, inline_images, page
+from coordinator.analytics.report_html import counted, html_table, inline_images, page
 from coordinator.analytics.report_style import (
     OUTCOME_COLOURS,
     integer_ticks,
@@ -102,7 +102,7 @@ def _timeline(episodes: DataFrame, busiest: list[str], path: Path) -> None:
         outcome_legend(ax, list(OUTCOME_COLOURS))
     ax.set_xlabel("time (UTC)")
     ax.set_ylabel("group")
-    ax.set_title(f"Rebalance episodes of the busiest groups (up to {TIMELINE_GROUPS})")
+    ax.set_title(timeline_title(len(busiest)))
     save(fig, path)
     plt.close(fig)
 
@@ -211,9 +211,20 @@ its episodes.</p>{absent}
     return section, "".join(appended)
 
 
-def groups_heading(shown: int, limit: int) -> str:
+def groups_heading(shown: int, left_out: bool) -> str:
     """The groups table's title: "(the 50 that rebalance most)" only when some were left out."""
-    return f"Groups (the {limit} that rebalance most)" if shown >= limit else "Groups"
+    return f"Groups (the {shown} that rebalance most)" if left_out else "Groups"
+
+
+def timeline_title(shown: int) -> str:
+    """The timeline's title, agreeing with how many groups it shows."""
+    if shown == 1:
+        return "Rebalance episodes of the one group that rebalanced"
+    return (
+        f"Rebalance episodes of the {shown} groups that rebalance most"
+        if shown
+        else "No rebalances"
+    )
 
 
 def _busiest_phrase(count: int) -> str:
@@ -237,8 +248,10 @@ def write_report(
     _timeline(episodes, busiest, out_dir / "timeline.png")
     _duration_histogram(episodes, out_dir / "durations.png")
     _moved_histogram(episodes, out_dir / "partitions_moved.png")
-    top = metrics.orderBy(F.desc("rebalances"), "group").limit(TABLE_GROUPS).collect()
-    group_rows = [[r[c] for c in GROUP_COLUMNS] for r in top]
+    # One more than the table holds: whether some were left out, without counting them all.
+    top = metrics.orderBy(F.desc("rebalances"), "group").limit(TABLE_GROUPS + 1).collect()
+    left_out = len(top) > TABLE_GROUPS
+    group_rows = [[r[c] for c in GROUP_COLUMNS] for r in top[:TABLE_GROUPS]]
     bad = quarantine_summary.collect()
     bad_rows = [[r["reason"], r["lines"], " | ".join(r["examples"])] for r in bad]
     ownership, group_pages, protocols = "", "", ""
@@ -249,11 +262,12 @@ def write_report(
             out_dir, inputs, metrics, episodes, partitions=partitions,
             self_contained=self_contained,
         )  # fmt: skip
+    read = f"{counted(counts.lines, 'input line')}: {counted(counts.events, 'valid event')}"
     body = f"""<h1>Rebalance report</h1>
-<section id="summary"><p>{counts.lines:,} input lines: {counts.events:,} valid events,
+<section id="summary"><p>{read},
 {counts.quarantined:,} quarantined (kept in <code>quarantine/</code> with their reason).</p>
 </section>
-<section id="groups"><h2>{groups_heading(len(group_rows), TABLE_GROUPS)}</h2>
+<section id="groups"><h2>{groups_heading(len(group_rows), left_out)}</h2>
 {html_table(GROUP_COLUMNS, group_rows)}</section>
 {ownership}
 {protocols}

@@ -20,6 +20,11 @@ th{background:#eee}img{max-width:100%;height:auto}
 @media print{body{margin:0}.side-by-side{display:block}img{page-break-inside:avoid}}"""
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 line`, `2 lines`, `1,000 lines`: a count that agrees with its noun."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def cell(value: Any) -> str:
     if isinstance(value, float):
         return "" if math.isnan(value) else f"{value:,.1f}"

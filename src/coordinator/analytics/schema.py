@@ -1,4 +1,4 @@
-"""The event log's schema (v1) as Spark sees it, derived from `rebalance.event_schema`.
+"""The event log's schema (v1 and v2) as Spark sees it, derived from `rebalance.event_schema`.
 
 Raw JSON Lines are parsed with `RAW_JSON_SCHEMA`, then normalised into `EVENT_SCHEMA`: the one
 table every later stage reads, and the layout of Parquet input. Normalising splits the
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from rebalance.event_schema import COMMON, EVENTS, FIELDS, SCHEMA_VERSION, EventType, Kind
+from rebalance import event_schema
+from rebalance.event_schema import COMMON, EVENTS, FIELDS, EventType, Kind
 
-SUPPORTED_VERSION = SCHEMA_VERSION
+SUPPORTED_VERSIONS = event_schema.SUPPORTED_VERSIONS
 
 NOT_READ = frozenset({"rolled_back"})
 """Fields the report has no use for: not read, not kept."""
@@ -52,6 +53,7 @@ ASSIGNMENTS = T.MapType(T.StringType(), TOPIC_PARTITIONS)
 _NORMALISED: dict[str, tuple[tuple[str, T.DataType], ...]] = {
     "members": (("member_count", T.IntegerType()), ("member_ids", T.ArrayType(T.StringType()))),
     "assignments": (("assignments", ASSIGNMENTS),),
+    "owned": (("owned", ASSIGNMENTS),),
     "conflicts": (("conflict_count", T.IntegerType()),),
 }
 _MEMBERS_AS = {EventType.REBALANCE_STARTED: "member_count", EventType.JOIN_COMPLETED: "member_ids"}
@@ -127,7 +129,8 @@ RAW_JSON_SCHEMA = T.StructType(
         T.StructField(CORRUPT_COLUMN, T.StringType()),
     ]
 )
-"""The raw lines: every field as written (`members`, `assignments` and `conflicts` still raw)."""
+"""The raw lines: every field as written (`members`, `assignments`, `owned` and `conflicts` still
+raw)."""
 
 EVENT_SCHEMA = T.StructType(
     [

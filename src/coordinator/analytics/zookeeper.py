@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from coordinator.analytics.episodes import partitions_moved
-from coordinator.analytics.schema import ORDER_COLUMNS, TOPIC_PARTITIONS
+from coordinator.analytics.schema import ASSIGNMENTS, ORDER_COLUMNS, TOPIC_PARTITIONS
 
 GROUP_TYPE = "zookeeper"
 RUN_EVENT_TYPES = (
@@ -200,12 +200,14 @@ def zookeeper_episodes(runs: DataFrame) -> tuple[DataFrame, DataFrame]:
         F.size(members_after).alias("members_after_count"),
         F.lit(None).cast("string").alias("leader"),
         F.col("strategy").alias("protocol"),
+        F.lit(False).alias("cooperative"),  # a consumer releases everything before it claims
         partitions_moved(F.col("before"), F.col("after")).alias("partitions_moved"),
         _count_partitions(F.col("after")).alias("partitions_assigned"),
         F.col("waits").alias("stop_the_world_ms"),
         F.array_max(waits).alias("stop_the_world_max_ms"),
         total_wait.alias("stop_the_world_total_ms"),
         F.col("after").alias("assignment"),
+        F.lit(None).cast(ASSIGNMENTS).alias("owned"),
     )
     table = joined.select(
         "group",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from coordinator.conformance.broker import BrokerError, BrokerUnderTest
+from coordinator.conformance.cleanup import clean_up
 from coordinator.conformance.output import (
     progress_line,
     settings_lines,
@@ -31,14 +32,19 @@ def run_conformance(
     junit_path: Path | None = None,
     differential_steps: int = 10_000,
     replay: str | None = None,
+    keep: bool = False,
     say: Callable[[str], None] = print,
 ) -> int:
     broker = asyncio.run(_connect(bootstrap, assume))
-    if replay is not None:
-        return _replay(broker, replay, say)
-    return asyncio.run(
-        _run(broker, bootstrap, pattern, json_path, junit_path, differential_steps, say)
-    )
+    try:
+        if replay is not None:
+            return _replay(broker, replay, say)
+        return asyncio.run(
+            _run(broker, bootstrap, pattern, json_path, junit_path, differential_steps, say)
+        )
+    finally:
+        if not keep:  # the run's groups and topics go, whatever its outcome (`--keep`: not)
+            say(asyncio.run(clean_up(broker)).summary())
 
 
 async def _connect(bootstrap: str, assume: Mapping[str, str]) -> BrokerUnderTest:

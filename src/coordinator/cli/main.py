@@ -17,6 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from coordinator.cli.cluster import (
+    add_cluster_command,
+    add_cluster_serve_arguments,
+    run_cluster,
+    serve_parts,
+)
 from coordinator.cli.serve import add_serve_arguments
 from coordinator.cli.users import add_users_arguments
 from coordinator.cli.zookeeper import (
@@ -89,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the Kafka-protocol group coordinator and partition log"
     )
     add_serve_arguments(serve)
+    add_cluster_serve_arguments(serve)
     add_zookeeper_arguments(serve)
     serve.add_argument(
         "--event-log",
@@ -151,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps of the differential run (scenario differential.lockstep; default 10000)",
     )
     conformance.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the groups and topics the run used (removed at the end by default)",
+    )
+    conformance.add_argument(
         "--replay",
         metavar="STEPS",
         help="run these steps of the differential run once, as a failure prints them "
@@ -172,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         )  # fmt: skip
         add_debug_argument(sub)
     add_users_arguments(commands)
+    add_cluster_command(commands)
     for command, purpose in ANALYTICS.items():
         # Parsed by coordinator.analytics.cli (see `main`); `--help` there too.
         analytics = commands.add_parser(
@@ -230,6 +243,7 @@ def _run(args: argparse.Namespace) -> int:
             junit_path=args.junit,
             differential_steps=args.differential_steps,
             replay=args.replay,
+            keep=args.keep,
         )
     if args.command == "zk-offsets":
         _require("zookeeper", "kazoo")
@@ -253,8 +267,16 @@ def _run(args: argparse.Namespace) -> int:
         from coordinator.groups.extension import GroupCoordinatorExtension
 
         groups = GroupCoordinatorExtension(event_log_dir=args.event_log)
+        parts = serve_parts(args, groups)
         zookeeper = zookeeper_extensions(args)
-        return serve_main(args, extensions=[groups, *zookeeper], claims=[groups])
+        return serve_main(
+            args,
+            extensions=[*parts.extensions, *zookeeper],
+            claims=parts.claims,
+            stopping=parts.stopping,
+        )
+    if args.command == "cluster":
+        return run_cluster(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects others
 
 

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,14 +125,21 @@ async def run_serve(
     claims: Sequence[SettingClaim] = (),
     ready: asyncio.Event | None = None,
     tune_collector: bool = False,
+    stopping: Sequence[Callable[[], Awaitable[None]]] = (),
 ) -> int:
     """Run until SIGTERM/SIGINT; returns the process exit status. A failed start raises
     (`UsageError` for a bad setting, another `OperationalError` for what else stops it).
     `tune_collector`: the process only serves (`rebalance serve`): set up the garbage
-    collector for it once started (`coordinator.node.collector`)."""
+    collector for it once started (`coordinator.node.collector`). `stopping`: awaited on
+    SIGTERM before the server drains its connections (cluster mode hands its partitions over
+    there, so parked requests are answered NOT_COORDINATOR at once and peers take over)."""
     config_file = getattr(args, "config", None)
     from_file = read_properties(config_file) if config_file is not None else {}
     settings = [f"{key}={value}" for key, value in from_file.items()] + list(args.settings)
+    if getattr(args, "node_id", None) is not None:
+        if any(s.split("=", 1)[0].strip() in ("node.id", "broker.id") for s in settings):
+            raise UsageError("--node-id and the node.id setting both name the node; give one")
+        settings.append(f"node.id={args.node_id}")
     if getattr(args, "advertise", None) is not None:
         host, port = args.advertise
         settings += [f"advertised.host.name={host}", f"advertised.port={port}"]
@@ -157,6 +164,8 @@ async def run_serve(
     try:
         await stop.wait()
         logger.info("shutting down")
+        for hook in stopping:
+            await hook()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
@@ -217,6 +226,7 @@ def serve_main(
     *,
     extensions: Sequence[Extension] = (),
     claims: Sequence[SettingClaim] = (),
+    stopping: Sequence[Callable[[], Awaitable[None]]] = (),
 ) -> int:
     """Synchronous entry for the console script: one line and an exit status on failure."""
     configure_logging(args.log_level, args.log_format)
@@ -224,7 +234,9 @@ def serve_main(
         "rebalance serve",
         args.debug,
         lambda: asyncio.run(
-            run_serve(args, extensions=extensions, claims=claims, tune_collector=True)
+            run_serve(
+                args, extensions=extensions, claims=claims, tune_collector=True, stopping=stopping
+            )
         ),
     )
 

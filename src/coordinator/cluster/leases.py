@@ -181,6 +181,7 @@ class LeaseManager:
              self.settings.lease_ms),
         )  # fmt: skip
         if row is not None:
+            await self._notify()  # peers count this node now, and hand over its share
             return
         other = await self._one(
             "SELECT host, port, extract(epoch FROM lease_expires - clock_timestamp())"

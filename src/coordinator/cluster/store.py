@@ -17,7 +17,9 @@ the rest written again in the next transaction, so one lost partition costs the 
 nothing. Within a transaction the last write of a key wins (PostgreSQL refuses to upsert one
 row twice in a statement).
 
-`load(partitions)` reads those partitions' rows in last-write order (all with None).
+`load(partitions)` reads those partitions' rows in last-write order (all with None). A lost
+connection fails the transaction it was lost in (`StoreError`: its outcome is unknown, the node
+reloads) and the next one opens a new connection.
 """
 
 from __future__ import annotations
@@ -247,6 +249,8 @@ class PostgresRecordStore:
             _literal(-1 if v is None else len(v) for v in last.values()),
             b"".join(values),
         )
+        if self._db.closed or self._db.broken:  # lost with the last write: that one failed
+            self._db = self._open()
         began = time.perf_counter()
         row = self._db.execute(FENCED_APPEND_CALL, params).fetchone()
         fenced = set(row[0]) if row and row[0] else set()

@@ -82,8 +82,11 @@ class BrokerUnderTest:
     #: Where each setting came from: "broker" or "assumed".
     sources: dict[str, str] = field(default_factory=dict)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    #: Topics this run created (`ensure_topic`), deleted by `clean_up`.
+    #: Topics this run created (`ensure_topic`), and the groups it used: `cleanup` removes them.
     created_topics: list[str] = field(default_factory=list)
+    used_groups: set[str] = field(default_factory=set)
+    #: Member ids the differential runs were given (pending ones among them), for `cleanup`.
+    member_ids: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     async def connect(cls, bootstrap: str, assume: Mapping[str, str]) -> BrokerUnderTest:
@@ -215,6 +218,7 @@ class BrokerUnderTest:
 
     async def member(self, group_id: str) -> Member:
         """A connection to `group_id`'s coordinator."""
+        self.used_groups.add(group_id)
         client = await WireClient.connect(self.host, self.port)
         version = self.versions.get(ApiKey.FIND_COORDINATOR)
         if version is None:

@@ -17,6 +17,8 @@ from coordinator.groups.apis.as_client import api_key_of, reply_of, request_valu
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 from coordinator.wire.codec import build_request, encode_request
+from rebalance.classic.commands import JoinGroup
+from rebalance.classic.replies import JoinGroupReply
 from rebalance.commands import (
     Command,
     OffsetCommit,
@@ -90,6 +92,7 @@ class BrokerSide:
     async def open(self, names: dict[str, str]) -> None:
         """Connect each name (a slot, or a group's admin) to its group's coordinator."""
         addresses: dict[str, tuple[str, int]] = {}
+        self.broker.used_groups.update(names.values())
         for name, group_id in names.items():
             if group_id not in addresses:
                 addresses[group_id] = await self.pool.coordinator(group_id)
@@ -109,8 +112,17 @@ class BrokerSide:
         request = build_request(api_key, version, values)
         await client.send(encode_request(request, sent_as, client.client_id))
         task = asyncio.ensure_future(self._answer(client, command, api_key, version, sent_as))
+        if isinstance(command, JoinGroup):
+            task.add_done_callback(lambda done: self._note_member_id(command.group_id, done))
         self._pending[connection] = task
         return task
+
+    def _note_member_id(self, group_id: str, task: asyncio.Task[object]) -> None:
+        """Every member id the broker hands out, pending ones too (MEMBER_ID_REQUIRED): the
+        run's clean-up names them in LeaveGroup, as DescribeGroups does not list pending ones."""
+        reply = None if task.cancelled() or task.exception() else task.result()
+        if isinstance(reply, JoinGroupReply) and reply.member_id:
+            self.broker.member_ids.setdefault(group_id, set()).add(reply.member_id)
 
     @staticmethod
     async def _answer(

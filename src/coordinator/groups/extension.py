@@ -2,9 +2,10 @@
 
 `GroupCoordinatorExtension` is what `rebalance serve` and the in-process test server plug into
 `ServerApp`. It claims the group settings of `--set KEY=VALUE` (Kafka's names, validated by
-`rebalance.config.CoordinatorConfig`), opens `groups.sqlite` in the data dir, replays it into a
-fresh core (every `__consumer_offsets` partition is owned: a single node coordinates every
-group), registers the group API modules and publishes the `GroupRuntime` as a service. It also
+`rebalance.config.CoordinatorConfig`), opens `groups.sqlite` in the data dir (or the store its
+`store` argument opens: cluster mode's, `coordinator.cluster`), replays it into a fresh core (the
+partitions the broker's `Ownership` lets it answer for: every one on a single node), registers
+the group API modules and publishes the `GroupRuntime` as a service. It also
 makes `__consumer_offsets` an internal topic of the node (`coordinator.partition_log.internal`),
 with the partition count the core places groups by.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from coordinator.errors import OperationalError
 from coordinator.groups.apis import GROUP_APIS
 from coordinator.groups.event_log.log import EventLog
 from coordinator.groups.runtime import GroupRuntime
+from coordinator.groups.store.base import RecordStore
 from coordinator.groups.store.sqlite import SqliteStore
 from coordinator.node.contract import Broker
 from coordinator.node.data_dir import DirectoryLock
@@ -49,6 +51,7 @@ class GroupCoordinatorExtension:
         event_log_dir: Path | None = None,
         event_log_max_bytes: int | None = None,
         seed: int | None = None,
+        store: Callable[[Broker], RecordStore] | None = None,
     ) -> None:
         self._settings: dict[str, Any] = {}
         self._config = config
@@ -56,6 +59,8 @@ class GroupCoordinatorExtension:
         self.event_log_dir = event_log_dir
         self.event_log_max_bytes = event_log_max_bytes
         self.seed = seed
+        #: Opens the record store for a broker (cluster mode: PostgreSQL); default SQLite.
+        self.open_store = store or _sqlite_store
         self.runtime: GroupRuntime | None = None
 
     def owns(self, key: str) -> bool:
@@ -90,7 +95,7 @@ class GroupCoordinatorExtension:
             # The event log's lock first: a directory another server writes to is refused
             # before this start touches anything.
             lock = self._lock_event_log(broker, stack) if self.event_log else None
-            store = SqliteStore(broker.data_dir / STORE_FILE)
+            store = self.open_store(broker)
             stack.callback(store.close)
             events = self._open_event_log(broker, stack) if self.event_log else None
             core = GroupCoordinatorCore(self.config, SplitMix64(seed))
@@ -153,6 +158,10 @@ class GroupCoordinatorExtension:
             ) from exc
         stack.callback(events.close)
         return events
+
+
+def _sqlite_store(broker: Broker) -> RecordStore:
+    return SqliteStore(broker.data_dir / STORE_FILE)
 
 
 def topic_metadata(topics: TopicStore) -> TopicMetadata:

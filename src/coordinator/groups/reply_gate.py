@@ -7,6 +7,11 @@ completes without a write that the store could fence. A reply for a partition th
 longer answer for becomes the command's NOT_COORDINATOR reply (the client asks FindCoordinator
 again) and the runtime resigns the partition. A single node (`SingleNodeOwnership`) has no gate:
 its replies cost nothing more.
+
+The other way round, a request for a partition the ownership says this node holds but the runtime
+has not loaded (it resigned it at a lapsed deadline that a late renewal then extended, or the
+announcement of its lease is still queued) makes the runtime take it over: the request itself is
+answered as the core answers it (NOT_COORDINATOR), the client's retry finds the groups loaded.
 """
 
 from __future__ import annotations
@@ -28,11 +33,17 @@ _PLACED_MAX = 100_000
 
 class ReplyGate:
     def __init__(
-        self, ownership: Ownership, core: GroupCoordinatorCore, resign: Callable[[int], None]
+        self,
+        ownership: Ownership,
+        core: GroupCoordinatorCore,
+        resign: Callable[[int], None],
+        take_over: Callable[[int], None],
     ) -> None:
         self.may_answer = ownership.may_answer
         self._partition_for = core.partition_for
+        self._owned = core.state.partitions  # (loading or live)
         self._resign = resign
+        self._take_over = take_over
         self._placed: dict[str, int] = {}
 
     def checked(self, command: Command[R], response: R) -> R:
@@ -50,13 +61,18 @@ class ReplyGate:
             if not self.may_answer(partition):
                 self._resign(partition)
                 return command.error_reply(ErrorCode.NOT_COORDINATOR)
+            if partition not in self._owned:
+                self._take_over(partition)
         return response
 
 
 def gate_for(
-    ownership: Ownership | None, core: GroupCoordinatorCore, resign: Callable[[int], None]
+    ownership: Ownership | None,
+    core: GroupCoordinatorCore,
+    resign: Callable[[int], None],
+    take_over: Callable[[int], None],
 ) -> ReplyGate | None:
     """The gate for `ownership`; None (no check at all) for a single node."""
     if ownership is None or isinstance(ownership, SingleNodeOwnership):
         return None
-    return ReplyGate(ownership, core, resign)
+    return ReplyGate(ownership, core, resign, take_over)

@@ -103,7 +103,8 @@ class GroupRuntime:
         #: Partitions loading, each with its load's token: a load whose partition was resigned
         #: (or loaded again) meanwhile finds another token, and drops what it read.
         self._loading: dict[int, object] = {}
-        self._gate = gate_for(ownership, core, self.resign)
+        self._reviving: set[int] = set()
+        self._gate = gate_for(ownership, core, self.resign, self._take_over_soon)
         #: When a failed store write was last logged, and how many failed since (a full disk
         #: fails every write: one line per `_WRITE_FAILURE_LOG_EVERY` seconds, not thousands).
         self._failure_logged_at = -_WRITE_FAILURE_LOG_EVERY
@@ -147,6 +148,12 @@ class GroupRuntime:
         self._log_events(unloaded)
         self._carry_out_timers(unloaded)
         self._deliver(unloaded, gated=False)  # NOT_COORDINATOR already
+
+    def _take_over_soon(self, partition: int) -> None:
+        if partition not in self._reviving:  # (one load, however many requests ask meanwhile)
+            self._reviving.add(partition)
+            task = self._running_loop().create_task(self.take_over(partition))
+            task.add_done_callback(lambda _: self._reviving.discard(partition))
 
     async def _load(self, partitions: list[int]) -> None:
         owned = self.core.state.partitions

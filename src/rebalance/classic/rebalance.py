@@ -139,7 +139,7 @@ def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms:
         result.event(EventType.GROUP_EMPTY, now_ms, group.group_id, group.generation)
         state.apply(result, GroupMetadataRecord(group.group_id, metadata_value(group)))
         return
-    group.protocol_name = group.select_protocol()
+    group.protocol_name = protocol = group.select_protocol()
     group.transition("complete_join", now_ms)
     result.event(
         EventType.JOIN_COMPLETED,
@@ -149,6 +149,10 @@ def complete_join(state: CoordinatorState, result: Result, group: Group, now_ms:
         leader=group.leader_id,
         protocol=group.protocol_name,
         members=list(group.members),
+        # Raw subscriptions: their owned partitions are read by the event writer, off the
+        # request path (the report tells eager members from cooperative ones by them).
+        protocol_type=group.protocol_type,
+        subscriptions={m.member_id: m.metadata_for(protocol) for m in group.members.values()},
     )
     for member in group.members.values():
         token = group.unpark_join(member)

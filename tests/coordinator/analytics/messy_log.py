@@ -1,6 +1,7 @@
 """Generated event logs meant to be awkward for the analytics job: events out of order and sharing
 milliseconds, endings followed by stray events, rebalances superseded or never finished, logs that
-start mid-life, duplicate owners, non-consumer groups and cooperative protocols."""
+start mid-life, duplicate owners, non-consumer groups and cooperative protocols; schema v2 groups
+whose members say what they owned when they joined (eager, cooperative, some unable to say)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ def _assignments(rng: random.Random, members: list[str]) -> dict[str, Any]:
     return result
 
 
+def _owned(said: random.Random, mode: str, members: list[str], last: dict[str, Any]) -> Any:
+    """`join_completed.owned` (schema v2): eager members say they own nothing, cooperative ones
+    part of what they were last given; in "mixed" some cannot say."""
+    owned: dict[str, Any] = {}
+    for member in members:
+        held = [[t, [p for p in ps if said.random() < 0.7]] for t, ps in last.get(member) or []]
+        owned[member] = [] if mode == "eager" else [e for e in held if e[1]]
+        if mode == "mixed" and said.random() < 0.3:
+            owned[member] = None
+    return owned
+
+
 def _group_events(rng: random.Random, group: str) -> list[dict[str, Any]]:
     names, weights = zip(*TYPES, strict=True)
     protocol = rng.choice(["range", "cooperative-sticky", "roundrobin"])
@@ -43,6 +56,10 @@ def _group_events(rng: random.Random, group: str) -> list[dict[str, Any]]:
     ts = rng.randrange(1_000, 100_000)
     generation = rng.choice([0, 0, 3])  # 3: a log that starts mid-life
     events: list[dict[str, Any]] = []
+    # Its own generator: the draws of `rng` stay what the seed always gave.
+    said = random.Random(f"owned-{group}")
+    mode = said.choice(["v1", "v1", "eager", "cooperative", "mixed"])
+    last: dict[str, Any] = {}
     for _ in range(rng.randint(0, 25)):
         kind = rng.choices(names, weights)[0]
         ts += rng.choice([0, 0, 1, 7, 50, 400, -30])  # ties and the odd step back in time
@@ -55,8 +72,11 @@ def _group_events(rng: random.Random, group: str) -> list[dict[str, Any]]:
             generation += 1
             event |= {"generation": generation, "leader": members[0], "protocol": protocol}
             event["members"] = members + ([members[0]] if rng.random() < 0.05 else [])
+            if mode != "v1":
+                event |= {"v": 2, "owned": _owned(said, mode, members, last)}
         elif kind == "sync_completed":
             event |= {"generation": generation, "assignments": _assignments(rng, members)}
+            last = event["assignments"]
         elif kind in ("group_stable", "group_empty"):
             event["generation"] = generation
         elif kind == "offset_commit":

@@ -26,6 +26,7 @@ def assert_episodes_match(episodes: list[Row], log: list[dict[str, Any]]) -> lis
     for actual, wanted in zip(episodes, expected, strict=True):
         row = actual.asDict()
         row["assignment"] = as_json_assignment(row["assignment"])
+        row["owned"] = as_json_assignment(row["owned"])
         assert row == wanted, (actual["group"], actual["episode"])
     return expected
 

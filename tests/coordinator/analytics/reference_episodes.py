@@ -48,9 +48,26 @@ def _held(assignments: Assignments | None, member: str) -> set[tuple[str, int]]:
     return {(topic, p) for topic, partitions in entries for p in partitions}
 
 
+def kept_through_join(owned: Assignments | None) -> bool | None:
+    """True when a member said it owned partitions when it joined, False when every member could
+    say and none did, None when the log cannot tell."""
+    if owned is None:
+        return None
+    if any(partitions for entries in owned.values() for _, partitions in entries or []):
+        return True
+    return False if all(entries is not None for entries in owned.values()) else None
+
+
+def _group_kept(events: list[Event]) -> bool | None:
+    """What the group's joins say, all of them: True if one kept partitions."""
+    said = [kept_through_join(e.get("owned")) for e in events if e["type"] == "join_completed"]
+    known = [s for s in said if s is not None]
+    return any(known) if known else None
+
+
 def _episode(
     group: str, number: int, start: Event, body: list[Event], next_start: Event | None,
-    before: Assignments | None,
+    before: Assignments | None, group_kept: bool | None,
 ) -> dict[str, Any]:  # fmt: skip
     ending = next((e for e in body if e["type"] in ENDINGS), None)
     inside = body[: body.index(ending)] if ending is not None else body
@@ -70,12 +87,19 @@ def _episode(
         after = {}
     members_after = list(join["members"]) if join else []
     protocol = join["protocol"] if join else None
+    owned = join.get("owned") if join else None
+    # What the members did; the protocol's name only where the log cannot say.
+    cooperative = next(
+        (said for said in (kept_through_join(owned), group_kept) if said is not None),
+        protocol is not None and "cooperative" in protocol,
+    )
     waits: dict[str, int] = {}
     if outcome == "completed":
         wait = end_ts - start["ts"]
         for member in dict.fromkeys(members_after):
-            keeps = _held(before, member) & _held(after, member)
-            cooperative = protocol is not None and "cooperative" in protocol
+            said = (owned or {}).get(member)
+            held = {member: said} if said is not None else before
+            keeps = _held(held, member) & _held(after, member)
             waits[member] = 0 if cooperative and keeps else wait
     return {
         "group": group, "group_type": "classic", "episode": number, "node": start["node"],
@@ -86,6 +110,7 @@ def _episode(
         "members_after": members_after,
         "members_after_count": len(members_after) if join else (0 if outcome == "empty" else None),
         "leader": join["leader"] if join else None, "protocol": protocol,
+        "cooperative": cooperative, "owned": owned,
         "partitions_moved": _moved(before, after)  # type: ignore[arg-type]
         if _measurable(before) and _measurable(after) else None,
         "partitions_assigned": _partition_count(after) if _measurable(after) else None,  # type: ignore[arg-type]
@@ -106,6 +131,7 @@ def episodes(events: list[Event]) -> list[dict[str, Any]]:
     for group in sorted(by_group):
         ordered = [e for _, e in sorted(by_group[group], key=lambda pe: (pe[1]["ts"], pe[0]))]
         starts = [i for i, e in enumerate(ordered) if e["type"] == "rebalance_started"]
+        group_kept = _group_kept(ordered)
         for number, i in enumerate(starts, start=1):
             following = starts[number] if number < len(starts) else len(ordered)
             in_force: Assignments | None = None
@@ -118,7 +144,9 @@ def episodes(events: list[Event]) -> list[dict[str, Any]]:
                 in_force = {}
             next_start = ordered[following] if following < len(ordered) else None
             body = ordered[i + 1 : following]
-            result.append(_episode(group, number, ordered[i], body, next_start, in_force))
+            result.append(
+                _episode(group, number, ordered[i], body, next_start, in_force, group_kept)
+            )
     return result
 
 
@@ -172,10 +200,11 @@ def compared_types(
     episode_rows: list[dict[str, Any]], without_episodes: Collection[str] = ()
 ) -> set[str]:
     """The group types of the `protocols` table: each group's episodes' type, "classic-cooperative"
-    for a classic group with a cooperative episode, and the types whose rows come from their own
-    events (`without_episodes`); none when that makes fewer than two, nothing to compare."""
-    cooperative = {e["group"] for e in episode_rows if e["group_type"] == "classic"
-                   and e["protocol"] is not None and "cooperative" in e["protocol"]}  # fmt: skip
+    for a classic group with a cooperative episode (members kept partitions through it), and the
+    types whose rows come from their own events (`without_episodes`); none when that makes fewer
+    than two, nothing to compare."""
+    cooperative = {e["group"] for e in episode_rows
+                   if e["group_type"] == "classic" and e["cooperative"]}  # fmt: skip
     types = {"classic-cooperative" if e["group"] in cooperative else e["group_type"]
              for e in episode_rows} | set(without_episodes)  # fmt: skip
     return types if len(types) > 1 else set()

@@ -10,10 +10,6 @@ Event = dict[str, Any]
 Partition = tuple[str, int]
 
 
-def _cooperative(protocol: str | None) -> bool:
-    return protocol is not None and "cooperative" in protocol
-
-
 def _measurable(assignment: dict[str, Any] | None) -> bool:
     return assignment is not None and all(v is not None for v in assignment.values())
 
@@ -52,7 +48,7 @@ def _revoker(episodes: list[dict[str, Any]], after: int) -> dict[str, Any] | Non
     """The first episode after index `after` that revokes: any eager one, or a cooperative one
     that decides (completed or empty)."""
     for e in episodes[after + 1 :]:
-        if not _cooperative(e["protocol"]) or e["outcome"] in ("completed", "empty"):
+        if not e["cooperative"] or e["outcome"] in ("completed", "empty"):
             return e
     return None
 
@@ -82,10 +78,13 @@ def ownership(events: list[Event], episode_rows: list[dict[str, Any]]) -> list[d
                 if (
                     revoker is not None
                     and revoker["outcome"] == "completed"
-                    and _cooperative(revoker["protocol"])
+                    and revoker["cooperative"]
                     and _measurable(revoker["assignment"])
                 ):
                     kept = sorted(set(held) & set(_partitions(revoker["assignment"].get(member))))
+                    said = (revoker["owned"] or {}).get(member)
+                    if said is not None:  # it kept only what it said it owned when it joined
+                        kept = sorted(set(kept) & set(_partitions(said)))
                     if kept:
                         rows.append(_row(
                             group, member, kept, revoker["start_ts"], revoker["end_ts"],

@@ -110,3 +110,17 @@ def test_stop_session_ends_the_jvm_it_started() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "jvm alive after stop: False"
+
+
+@pytest.mark.spark
+def test_report_quiet_prints_nothing_on_success(tmp_path: Path) -> None:
+    """`rebalance report --quiet` as a user runs it: its own process, launching Spark's JVM, whose
+    banner, log4j lines and module warning are not printed; the report is written all the same."""
+    program = Path(sys.executable).with_name("rebalance")
+    done = subprocess.run(
+        [str(program), "report", str(_log(tmp_path)), "--out", str(tmp_path / "out"),
+         "--master", "local[1]", "--quiet"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert (tmp_path / "out" / "index.html").is_file()

@@ -118,7 +118,7 @@ SECOND_FILE = [
         2020, "sync_completed", "g2", 1, assignments={"X": tps(("a", [0, 1]), ("b", [0]))}, sizes={}
     ),
     ev(2020, "group_stable", "g2", 1),
-    json.dumps({"v": 2, "ts": 2500, "node": 1, "type": "group_stable", "group": "g2"}),
+    json.dumps({"v": 3, "ts": 2500, "node": 1, "type": "group_stable", "group": "g2"}),
     ev(3000, "rebalance_started", "g2", 1, trigger="member_joined", members=1),
     ev(
         3100,

@@ -60,6 +60,9 @@ JSON_CASES: list[tuple[dict[str, Any] | str, str | None]] = [
     (SYNC, "missing_field:assignments"),
     (JOIN | {"members": ["a"]}, None),
     (JOIN, "missing_field:member_ids"),
+    # Version 2: what each member said it owned when it joined (null: it could not say).
+    (JOIN | {"v": 2, "members": ["a", "b"], "owned": {"a": [["t", [0]]], "b": None}}, None),
+    (JOIN | {"v": 2, "members": ["a"], "owned": {"a": [[None, [0]]]}}, "invalid_field:owned"),
     # Two fields missing: the first in the reporting order is named.
     (without(JOIN, "leader", "generation"), "missing_field:generation"),
     (STARTED | {"trigger": "member_joined", "members": 2}, None),
@@ -72,7 +75,7 @@ JSON_CASES: list[tuple[dict[str, Any] | str, str | None]] = [
     (BASE | {"type": "commit_fenced", "code": 22}, "missing_field:error"),
     (BASE | {"type": "offset_commit", "partitions": 3}, None),
     (BASE | {"type": "heartbeat"}, "unknown_type"),
-    (BASE | {"v": 2, "type": "group_stable", "generation": 1}, "unknown_version"),
+    (BASE | {"v": 3, "type": "group_stable", "generation": 1}, "unknown_version"),
     (without(BASE, "node") | {"type": "group_stable"}, "missing_field:node"),
     (BASE | {"type": "group_stable", "generation": 1, "member": 7}, None),
     (BASE | {"type": "group_stable", "generation": 1, "partition": "x"}, "invalid_field_type"),
@@ -126,6 +129,9 @@ PARQUET_CASES: list[tuple[dict[str, Any], str | None]] = [
     (_row(type="member_left", member="m", reason="leave"), None),
     (_row(type="member_left", member=None, reason=None), "missing_field:member"),
     (_row(v=None, type="group_stable", generation=1), "unknown_version"),
+    (_row(v=2, type="group_stable", generation=1), None),
+    (_row(v=2, type="join_completed", generation=1, leader="a", protocol="p", member_ids=["a"],
+          owned={"a": [("t", [0, None])]}), "invalid_field:owned"),
     # Checked whatever the type requires: a scan of the membership events rejects it too.
     (_row(type="member_left", member="m", reason="leave", assignments={"a": [("t", None)]}),
      "invalid_field:assignments"),

@@ -208,3 +208,24 @@ async def test_a_version_1_database_is_migrated_by_the_node(postgresql_database:
     finally:
         store.close()
         await leases.close()
+
+
+async def test_a_lost_connection_fails_its_write_and_the_next_write_reconnects(
+    owner: LeaseManager, postgresql_database: str, postgresql: str
+) -> None:
+    store = PostgresRecordStore(postgresql_database, owner)
+    try:
+        await store.append([offset("r", 1, b"1")])
+        with psycopg.connect(postgresql, autocommit=True) as db:
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'rebalance store' AND datname = %s",
+                (postgresql_database.rsplit("/", 1)[1],),
+            )
+        with pytest.raises(StoreError) as failed:
+            await store.append([offset("r", 1, b"2")])
+        assert "\n" not in str(failed.value)
+        await store.append([offset("r", 1, b"3")])
+        assert list(store.load([1])) == [offset("r", 1, b"3")]
+    finally:
+        store.close()

@@ -4,7 +4,9 @@ rule fail, unmet assumptions skip, and the command's outputs and exit statuses a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +19,8 @@ from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.runner import Outcome, run_scenarios, select
 from coordinator.conformance.scenarios import SCENARIOS
 from coordinator.testing.server import RunningServer, running_server, server_in_thread
+from coordinator.wire.api_keys import ApiKey
+from coordinator.wire.client import WireClient
 from rebalance import ErrorCode
 from rebalance.classic import ClassicGroupType, expiry, join, liveness, rebalance
 from rebalance.classic.group import Group, Member
@@ -223,6 +227,44 @@ def test_the_command_writes_json_and_junit_and_exits_0(tmp_path: Path) -> None:
     assert {s["status"] for s in report["scenarios"]} == {"passed"}
     suite = ElementTree.parse(tmp_path / "r.xml").getroot()
     assert (suite.get("tests"), suite.get("failures")) == (str(len(joins)), "0")
+
+
+def what_remains(bootstrap: str) -> tuple[list[str], list[str]]:
+    """The broker's groups and topics (ListGroups, Metadata), the offsets topic aside."""
+
+    async def ask() -> tuple[list[str], list[str]]:
+        host, _, port = bootstrap.rpartition(":")
+        client = await WireClient.connect(host, int(port))
+        try:
+            listed = await client.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
+            everything = {"topics": None, "allow_auto_topic_creation": False}
+            metadata = await client.request(ApiKey.METADATA, 12, everything)
+        finally:
+            await client.close()
+        topics = [t.name for t in metadata.topics if t.name != "__consumer_offsets"]
+        return sorted(g.group_id for g in listed.groups), sorted(topics)
+
+    return asyncio.run(ask())
+
+
+def test_a_run_removes_its_groups_and_topics_and_a_second_run_passes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Three runs of the command (the point; about 2 s each). Consumer scenarios create topics,
+    # KIP-848 groups and classic ones (migration), and leave members behind whose sessions have
+    # not expired: the run removes them all at the end.
+    with server_in_thread(settings=QUICK) as server:
+        run = ["conformance", "--bootstrap", server.bootstrap, "-k", "consumer."]
+        for _ in range(2):
+            assert main(run) == 0
+            assert re.search(
+                r"removed [1-9]\d* groups and [1-9]\d* topics of this run\n",
+                capsys.readouterr().out,
+            )
+            assert what_remains(server.bootstrap) == ([], [])
+        assert main([*run, "--keep"]) == 0
+        groups, topics = what_remains(server.bootstrap)
+        assert groups and topics and all(g.startswith("conformance-") for g in groups)
 
 
 async def test_the_differential_runs_are_skipped_under_a_quick_offsets_cleanup() -> None:

@@ -44,7 +44,7 @@ def test_every_event_accepted_is_written_on_close(tmp_path: Path) -> None:
     assert [e["ts"] for e in written] == [1_000_000 + i for i in range(3000)]
     assert {e["node"] for e in written} == {7}
     assert written[0] == {
-        "v": 1, "ts": 1_000_000, "node": 7, "type": "offset_commit", "group": "g",
+        "v": 2, "ts": 1_000_000, "node": 7, "type": "offset_commit", "group": "g",
         "generation": 1, "member": "m", "partitions": 1,
     }  # fmt: skip
 

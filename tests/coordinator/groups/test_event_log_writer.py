@@ -20,14 +20,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from serve_process import alive, children, start_serve
 
-from assignors.consumer_protocol import Assignment, encode_assignment
+from assignors.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from coordinator.groups.event_log.log import EventLog
-from coordinator.groups.event_log.writer import assigned_partitions, event_line
+from coordinator.groups.event_log.writer import assigned_partitions, event_line, owned_partitions
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import WireClient, running_server
 from coordinator.wire.api_keys import ApiKey
 from rebalance.events import Event
 from rebalance.subscription import assigned_partitions as reference_partitions
+from rebalance.subscription import owned_partitions as reference_owned
 from rebalance.testing import GroupHarness
 
 MAX_WRITER_RSS_MB = 30
@@ -253,6 +259,40 @@ ODD_EVENTS = [
             },
         },
     ),
+    Event(
+        "join_completed",
+        11,
+        "g",
+        2,
+        None,
+        {
+            "leader": "v3",
+            "protocol": "cooperative-sticky",
+            "members": ["v0", "v3", "garbage"],
+            "protocol_type": "consumer",
+            "subscriptions": {
+                "v0": encode_subscription(Subscription(("a",), owned_partitions=()), version=0),
+                "v3": encode_subscription(
+                    Subscription(("a", "b"), b"u", (("b", 1), ("a", 0), ("b", 0)), 4, "r1")
+                ),
+                "garbage": b"\x00\x01\xff",
+            },
+        },
+    ),
+    Event(
+        "join_completed",
+        12,
+        "g",
+        3,
+        None,
+        {
+            "leader": "w",
+            "protocol": "x",
+            "members": ["w"],
+            "protocol_type": "connect",
+            "subscriptions": {"w": b"\x00\x01"},
+        },
+    ),
 ]
 
 
@@ -292,3 +332,32 @@ def assignment_bytes(draw: st.DrawFn) -> bytes:
 @given(assignment_bytes() | st.binary(max_size=40))
 def test_the_writers_assignment_reader_agrees_with_the_protocol_codec(data: bytes) -> None:
     assert assigned_partitions(data) == reference_partitions(data)
+
+
+@st.composite
+def subscription_bytes(draw: st.DrawFn) -> bytes:
+    """Valid Subscriptions of every version, then maybe cut, extended or with a byte changed."""
+    subscription = Subscription(
+        tuple(draw(st.lists(topics, max_size=3))),
+        draw(st.none() | st.binary(max_size=8)),
+        tuple(draw(partitions)),
+        draw(st.integers(-1, 9)),
+        draw(st.none() | topics),
+    )
+    data = encode_subscription(subscription, version=draw(st.integers(0, 3)))
+    if draw(st.booleans()):
+        data = draw(st.integers(0, 0x7FFF)).to_bytes(2, "big") + data[2:]  # a future version
+    edit = draw(st.sampled_from(["none", "cut", "append", "flip"]))
+    if edit == "cut":
+        data = data[: draw(st.integers(0, len(data)))]
+    elif edit == "append":
+        data += draw(st.binary(min_size=1, max_size=6))
+    elif edit == "flip" and data:
+        at = draw(st.integers(0, len(data) - 1))
+        data = data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1 :]
+    return data
+
+
+@given(subscription_bytes() | st.binary(max_size=40))
+def test_the_writers_subscription_reader_agrees_with_the_protocol_codec(data: bytes) -> None:
+    assert owned_partitions(data) == reference_owned(data)

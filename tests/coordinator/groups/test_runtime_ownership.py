@@ -236,6 +236,25 @@ async def test_a_heartbeat_and_a_parked_join_after_the_lease_lapsed_are_refused(
     await runtime.close()
 
 
+async def test_a_partition_held_again_after_a_lapse_is_taken_over_at_the_next_request() -> None:
+    """The deadline passed (the gate resigned the partition), then a late renewal extended the
+    lease without announcing it anew: the next request for it loads it again."""
+    placement = Placement(default=1)
+    runtime = await runtime_of(MemoryStore(), placement)
+    member, generation = await form(runtime)
+    placement.lapse(1, P)
+    beat = runtime.heartbeat_now(Heartbeat("g", generation, member))
+    assert beat is not None and beat.error is ErrorCode.NOT_COORDINATOR and not owns(runtime, P)
+    placement.move(P, 1)  # renewed: this node may answer again, nobody told the runtime
+    beat = runtime.heartbeat_now(Heartbeat("g", generation, member))
+    assert beat is not None and beat.error is ErrorCode.NOT_COORDINATOR  # not loaded yet
+    await asyncio.sleep(0.05)
+    assert owns(runtime, P)
+    beat = runtime.heartbeat_now(Heartbeat("g", generation, member))
+    assert beat is not None and beat.error is ErrorCode.NONE  # same member, same generation
+    await runtime.close()
+
+
 async def test_a_single_node_has_no_gate() -> None:
     runtime = GroupRuntime(GroupCoordinatorCore(CONFIG, SplitMix64(3)), MemoryStore())
     assert runtime._gate is None

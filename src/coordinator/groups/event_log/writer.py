@@ -47,7 +47,7 @@ FRAME_HEADER = struct.Struct(">I")
 PARENT_CHECK_SECONDS = 1.0
 RETRY_SECONDS = 1.0
 READ_BYTES = 1 << 20
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 EventTuple = tuple[str, int, "str | None", "int | None", "str | None", "dict[str, Any]"]
@@ -129,7 +129,7 @@ def _whole_lines_size(handle: IO[bytes]) -> int:
 
 
 def event_line(event: EventTuple, offset_ms: int, node_id: int) -> bytes:
-    """One log line, as `rebalance.events.Event.to_json_dict` shapes it (schema version 1)."""
+    """One log line, as `rebalance.events.Event.to_json_dict` shapes it (`SCHEMA_VERSION`)."""
     kind, ts, group, generation, member, fields = event
     if kind == "sync_completed":
         fields = dict(fields)
@@ -139,6 +139,11 @@ def event_line(event: EventTuple, offset_ms: int, node_id: int) -> bytes:
             who: assigned_partitions(data) if consumer else None for who, data in raw.items()
         }
         fields["sizes"] = {who: len(data) for who, data in raw.items()}
+    elif kind == "join_completed" and "subscriptions" in fields:
+        fields = dict(fields)
+        subscriptions: dict[str, bytes] = fields.pop("subscriptions")
+        if fields.pop("protocol_type", None) == CONSUMER_PROTOCOL_TYPE:
+            fields["owned"] = {who: owned_partitions(data) for who, data in subscriptions.items()}
     record = {
         "v": SCHEMA_VERSION,
         "ts": ts + offset_ms,
@@ -152,7 +157,11 @@ def event_line(event: EventTuple, offset_ms: int, node_id: int) -> bytes:
     return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
-class _Truncated(ValueError):
+class _Malformed(ValueError):
+    pass
+
+
+class _Truncated(_Malformed):
     pass
 
 
@@ -210,6 +219,55 @@ def assigned_partitions(data: bytes) -> list[list[object]] | None:
     except (_Truncated, UnicodeDecodeError):
         return None
     return [[topic, partitions] for topic, partitions in by_topic.items()]
+
+
+def owned_partitions(data: bytes) -> list[list[object]] | None:
+    """`[[topic, [partitions...]], ...]`: the owned partitions of a ConsumerProtocol Subscription
+    of version 1 or later (above 3: its v3 prefix), None for version 0 (it has none) or bytes
+    that are not a Subscription."""
+    reader = _Reader(data)
+    try:
+        version = reader.int16()
+        if version < 0:
+            return None
+        for _ in range(_count_of(reader)):  # topics
+            _string(reader)
+        user_data = reader.int32()
+        if user_data < -1:
+            return None
+        reader.take(max(user_data, 0))
+        if version < 1:
+            return None
+        by_topic: dict[str, list[int]] = {}
+        for _ in range(_count_of(reader)):
+            topic = _string(reader)
+            count = _count_of(reader)
+            numbers = struct.unpack(f">{count}i", reader.take(4 * count))
+            by_topic.setdefault(topic, []).extend(numbers)
+        if version >= 2:
+            reader.int32()  # generation
+        if version >= 3:
+            length = reader.int16()  # rack, nullable
+            if length < -1:
+                return None
+            reader.take(max(length, 0)).decode("utf-8")
+    except (_Malformed, UnicodeDecodeError):
+        return None
+    return [[topic, partitions] for topic, partitions in by_topic.items()]
+
+
+def _count_of(reader: _Reader) -> int:
+    count = reader.int32()
+    if count < 0:
+        raise _Malformed
+    return count
+
+
+def _string(reader: _Reader) -> str:
+    length = reader.int16()
+    if length < 0:
+        raise _Malformed
+    return reader.take(length).decode("utf-8")
 
 
 def _frames(buffer: bytearray) -> tuple[list[bytes], int]:
