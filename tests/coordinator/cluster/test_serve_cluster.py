@@ -11,6 +11,8 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -305,3 +307,57 @@ async def test_a_node_frozen_past_its_lease_answers_not_coordinator_once_resumed
     assert new_epoch > epoch
     assert successor_id is not None
     assert await fetch_offsets(cluster.nodes[successor_id].port, group) == {0: 7}
+
+
+def refused(*args: str) -> tuple[int, str]:
+    done = run_rebalance("serve", "--bind", "127.0.0.1:0", *args)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr  # one line, no traceback
+    return done.returncode, lines[0]
+
+
+def test_a_cluster_url_that_is_not_postgresql_is_refused_in_one_line(tmp_path: Path) -> None:
+    status, line = refused("--cluster", "mysql://me@db/x", "--data-dir", str(tmp_path))
+    assert status == 2
+    assert line == (
+        "rebalance serve: --cluster wants postgresql://USER@HOST:PORT/DB, not 'mysql://me@db/x'"
+    )
+    assert not tmp_path.joinpath("groups.sqlite").exists()
+
+
+def test_an_unreachable_postgresql_is_refused_in_one_line(tmp_path: Path) -> None:
+    url = "postgresql://postgres:secret@127.0.0.1:1/rebalance"
+    status, line = refused("--cluster", url, "--data-dir", str(tmp_path / "d"))
+    assert status == 1
+    assert line.startswith(
+        "rebalance serve: cannot reach PostgreSQL at postgresql://postgres:***@127.0.0.1:1/"
+    ), line
+    assert "secret" not in line
+
+
+async def test_a_node_id_live_on_another_node_is_refused_in_one_line(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    await cluster.start(1)
+    status, line = await asyncio.to_thread(
+        refused, "--cluster", cluster.url, "--node-id", "1", "--data-dir", str(tmp_path / "again")
+    )
+    assert status == 1
+    assert re.fullmatch(
+        r"rebalance serve: node id 1 is live on another node \(127\.0\.0\.1:\d+, .*", line
+    ), line
+
+
+def test_plain_serve_imports_nothing_of_cluster_mode() -> None:
+    code = (
+        "import sys\n"
+        "from coordinator.cli.main import build_parser\n"
+        "from coordinator.cli.cluster import serve_parts\n"
+        "from coordinator.groups.extension import GroupCoordinatorExtension\n"
+        "args = build_parser().parse_args(['serve', '--data-dir', 'd'])\n"
+        "parts = serve_parts(args, GroupCoordinatorExtension())\n"
+        "assert [type(e).__name__ for e in parts.extensions] == ['GroupCoordinatorExtension']\n"
+        "print(sorted(m for m in sys.modules if 'psycopg' in m or 'coordinator.cluster' in m))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
