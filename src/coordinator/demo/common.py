@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 GROUP = "demo-billing"
 TOPIC = "orders"
@@ -14,6 +14,14 @@ PARTITIONS = 12
 RECORDS = 1200
 SESSION_MS = 6000
 Say = Callable[[str], None]
+P = TypeVar("P", bound=Hashable)
+
+
+def partitions_moved(previous: Mapping[P, str], owners: Mapping[P, str]) -> int:
+    """How many of `owners`' partitions have another owner than in `previous`, a first owner
+    included: what the report counts as moved for the same rebalance (a partition moves when it
+    gets a new owner; docs/analytics.md)."""
+    return sum(1 for p, owner in owners.items() if previous.get(p) != owner)
 
 
 async def produce(bootstrap: str) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordinator.demo.common import partitions_moved
+
 Say = Callable[[str], None]
 
 
@@ -43,9 +45,7 @@ def consumer_epochs(events_dir: Path, group: str) -> dict[int, Epoch]:
                     for topic, partitions in topics
                     for p in partitions
                 }
-                epochs[epoch].moved = sum(
-                    1 for tp, member in target.items() if owners.get(tp, member) != member
-                )
+                epochs[epoch].moved = partitions_moved(owners, target)
                 owners = target
             elif event["type"] == "member_reconciled" and event["revoking"] > 0:
                 target_epoch = event["target_epoch"]

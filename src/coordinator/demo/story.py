@@ -36,10 +36,12 @@ from coordinator.demo.common import (
     STORY_CONFIG,
     TOPIC,
     Say,
+    partitions_moved,
     produce,
     produce_confluent,
     supervised,
 )
+from coordinator.demo.summary import explain
 from coordinator.groups.extension import GroupCoordinatorExtension
 from coordinator.testing.server import RunningServer, WireClient, running_server
 from coordinator.wire.api_keys import ApiKey
@@ -132,7 +134,7 @@ class Stage:
                 raise RuntimeError(f"the group did not settle after: {what}")
             await asyncio.sleep(0.1)
         owners = {p: m.name for m in members for p in m.partitions}
-        moved = sum(1 for p, owner in owners.items() if self.previous.get(p, owner) != owner)
+        moved = partitions_moved(self.previous, owners)
         revoked = ""
         if self.cooperative:
             # Members still in the group gave back only what moved away from them (what they
@@ -280,43 +282,6 @@ async def run_group_story(data_dir: Path, say: Say, protocol: str = "classic") -
         for m in members:
             await m.process.wait()
         say("members stopped; the server stops and flushes its event log")
-
-
-def explain(events_dir: Path, out: Path, say: Say) -> None:
-    """Run the Spark report on the demo's event log and summarise its episodes."""
-    from coordinator.analytics.pipeline import run_pipeline
-    from coordinator.analytics.session import build_session, stop_session
-
-    say("\nexplaining the rebalances with Spark (local mode)...")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local demo: stay on loopback
-    spark = build_session("local[*]")
-    try:
-        counts = run_pipeline(spark, str(events_dir), str(out), out, show_progress=False)
-        episodes = spark.read.parquet(str(out / "episodes")).orderBy("start_ts").collect()
-        zookeeper = (
-            spark.read.parquet(str(out / "zookeeper")).orderBy("start_ts").collect()
-            if (out / "zookeeper").exists()
-            else []
-        )
-    finally:
-        stop_session(spark)  # "nothing left running" includes Spark's JVM
-    say(
-        f"{counts.events} events ({counts.quarantined} malformed lines) -> {len(episodes)} episodes"
-    )
-    for e in episodes:
-        generation = "-" if e["generation"] is None else e["generation"]  # none: group emptied
-        label = f"episode {e['episode']}" if e["node"] == -1 else f"generation {generation}"
-        say(
-            f"    {label}: {e['trigger']:<14} {e['outcome']:<9} "
-            f"{e['duration_ms']:>6} ms, {e['partitions_moved']} partitions moved"
-        )
-    for z in zookeeper:
-        say(
-            f"    ZooKeeper episode {z['episode']}: {z['runs']} consumer runs, "
-            f"{z['failed_claim_rounds']} failed claim rounds, {z['zk_ops']} ZooKeeper requests, "
-            f"{z['time_without_partitions_ms']} ms without partitions (all consumers)"
-        )
-    say(f"report: {(out / 'index.html').resolve()}")
 
 
 def run_demo(

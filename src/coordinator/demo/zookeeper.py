@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from coordinator.demo.common import partitions_moved
 from coordinator.testing.server import RunningServer, running_server
 from coordinator.zookeeper.broker import ZooKeeperBrokerRegistration
 from coordinator.zookeeper.client import ZooKeeper
@@ -121,7 +122,7 @@ class ZkStage:
             await asyncio.sleep(0.1)
         names = {f"{m.consumer_id}-0": m.name for m in members}
         owners = {p: names[thread] for p, thread in (await self.owners()).items()}
-        moved = sum(1 for p, owner in owners.items() if self.previous.get(p, owner) != owner)
+        moved = partitions_moved(self.previous, owners)
         rounds = sum(m.failed_rounds for m in members)
         self.say(
             f"{what}: assignment complete after {time.monotonic() - started:.1f} s; partitions "

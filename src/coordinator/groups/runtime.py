@@ -163,7 +163,7 @@ class GroupRuntime:
             self.core.begin_load(p)
             self._loading[p] = token
         try:
-            rows = await asyncio.to_thread(lambda: list(self.store.load()))
+            rows = await asyncio.to_thread(lambda: list(self.store.load(partitions)))
         except BaseException:  # (a store that cannot be read: nothing stays loading forever)
             for p in partitions:
                 if self._loading.get(p) is token:

@@ -1,7 +1,7 @@
 """The event log of ZooKeeper-coordinated consumers: the coordinator's schema, written by each
 consumer.
 
-Lines are schema version 1 (`rebalance.events`), one JSON object a line, with `group_type`
+Lines are of the current schema (`rebalance.events`), one JSON object a line, with `group_type`
 "zookeeper" (absent means a classic group), `node` -1 (no coordinator node wrote it) and
 `generation` null (0.8 has no generations); `member` is the consumer id. Each consumer appends
 to a file of its own, `zookeeper-<consumer id>.jsonl`, in a directory it may share with a

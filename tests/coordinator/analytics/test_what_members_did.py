@@ -4,19 +4,22 @@ server, its event log read by the report's pipeline.
 aiokafka with our `cooperative-sticky` plug-in revokes everything before each JoinGroup (it has
 no cooperative protocol), so its members say they own nothing when they join: the report draws
 that group as eager (every member waits, nothing kept through a rebalance) although its protocol
-is called cooperative-sticky. `GroupMember` rebalances incrementally (KIP-429): its members join
-saying what they own and keep it, and that group is drawn as cooperative.
+is called cooperative-sticky. `GroupMember` and librdkafka (confluent-kafka's cooperative-sticky)
+rebalance incrementally (KIP-429): their members join saying what they own and keep it, and
+those groups are drawn as cooperative.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer
+from confluent_kafka import Consumer
 from pyspark.sql import SparkSession
 
 from assignors.aiokafka import assignor
@@ -30,6 +33,7 @@ pytestmark = pytest.mark.spark
 
 EAGER_GROUP = "aiokafka-cooperative-sticky"
 COOPERATIVE_GROUP = "group-member-cooperative"
+LIBRDKAFKA_GROUP = "librdkafka-cooperative-sticky"
 FAST = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 100}
 
 
@@ -81,6 +85,47 @@ async def group_members_join_and_leave(bootstrap: str) -> None:
         await until(lambda: len(a.owned()) == 4)
 
 
+class LibrdkafkaMember:
+    """A confluent-kafka consumer polling on a thread of its own; `held` is its assignment."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.held: frozenset[tuple[str, int]] = frozenset()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(bootstrap,))
+        self._thread.start()
+
+    def _run(self, bootstrap: str) -> None:
+        consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": LIBRDKAFKA_GROUP,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": 3000, "heartbeat.interval.ms": 100,
+        })  # fmt: skip
+        consumer.subscribe(["t"])
+        while not self._stop.is_set():
+            consumer.poll(0.05)
+            self.held = frozenset((tp.topic, tp.partition) for tp in consumer.assignment())
+        consumer.close()
+
+    async def close(self) -> None:
+        self._stop.set()
+        await asyncio.to_thread(self._thread.join)
+
+
+async def librdkafka_joins_and_leaves(bootstrap: str) -> None:
+    """The same story with librdkafka consumers."""
+    a = LibrdkafkaMember(bootstrap)
+    try:
+        await until(lambda: len(a.held) == 4)
+        b = LibrdkafkaMember(bootstrap)
+        try:
+            await until(lambda: len(a.held) == len(b.held) == 2)
+        finally:
+            await b.close()
+        await until(lambda: len(a.held) == 4)
+    finally:
+        await a.close()
+
+
 async def test_the_report_draws_what_the_members_did(spark: SparkSession, tmp_path: Path) -> None:
     events = tmp_path / "events"
     extension = GroupCoordinatorExtension(event_log_dir=events)
@@ -89,13 +134,13 @@ async def test_the_report_draws_what_the_members_did(spark: SparkSession, tmp_pa
     async with running_server(topics=[("t", 4)], settings=settings, groups=extension) as server:
         await aiokafka_joins_and_leaves(server.bootstrap)
         await group_members_join_and_leave(server.bootstrap)
+        await librdkafka_joins_and_leaves(server.bootstrap)
 
     out = tmp_path / "tables"
     run_pipeline(spark, str(events), str(out), None, show_progress=False)
     episodes = spark.read.parquet(str(out / "episodes")).collect()
     eager = [e for e in episodes if e["group"] == EAGER_GROUP]
-    cooperative = [e for e in episodes if e["group"] == COOPERATIVE_GROUP]
-    joined = [e for e in eager + cooperative if e["generation"] is not None]
+    joined = [e for e in episodes if e["generation"] is not None]
     assert {e["protocol"] for e in joined} == {"cooperative-sticky"}
 
     # aiokafka's members said they owned nothing at every join: eager, though named cooperative.
@@ -106,16 +151,19 @@ async def test_the_report_draws_what_the_members_did(spark: SparkSession, tmp_pa
     two = [e for e in eager if e["outcome"] == "completed" and e["members_after_count"] == 2]
     assert two and all(min(e["stop_the_world_ms"].values()) > 0 for e in two)
 
-    # GroupMember's members joined saying what they owned, and kept it.
-    assert any(e["cooperative"] for e in cooperative)
-    kept_through = [e for e in cooperative if e["cooperative"] and e["outcome"] == "completed"]
-    assert any(0 in e["stop_the_world_ms"].values() for e in kept_through)
+    # GroupMember's and librdkafka's members joined saying what they owned, and kept it.
+    for group in (COOPERATIVE_GROUP, LIBRDKAFKA_GROUP):
+        mine = [e for e in episodes if e["group"] == group]
+        assert any(e["cooperative"] for e in mine), group
+        kept_through = [e for e in mine if e["cooperative"] and e["outcome"] == "completed"]
+        assert any(0 in e["stop_the_world_ms"].values() for e in kept_through), group
 
     ownership = spark.read.parquet(str(out / "ownership")).collect()
     kept = {r["group"] for r in ownership if r["kept"]}
-    assert kept == {COOPERATIVE_GROUP}  # no "keeps them through a rebalance" bar for aiokafka
+    # No "keeps them through a rebalance" bar for aiokafka's group.
+    assert kept == {COOPERATIVE_GROUP, LIBRDKAFKA_GROUP}
 
     rows = {r["group_type"]: r for r in spark.read.parquet(str(out / "protocols")).collect()}
     assert set(rows) == {"classic", COOPERATIVE}
-    assert rows["classic"]["groups"] == rows[COOPERATIVE]["groups"] == 1
+    assert (rows["classic"]["groups"], rows[COOPERATIVE]["groups"]) == (1, 2)
     assert rows["classic"]["member_seconds_without_partitions"] > 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from movable_ownership import Placement
@@ -88,10 +88,10 @@ class SlowLoadStore(MemoryStore):
         self.release = threading.Event()
         self.loading = threading.Event()
 
-    def load(self) -> Iterator[StoredRecord]:
+    def load(self, partitions: Collection[int] | None = None) -> Iterator[StoredRecord]:
         self.loading.set()
         self.release.wait(5)
-        return super().load()
+        return super().load(partitions)
 
 
 class FencingStore(MemoryStore):

@@ -12,7 +12,7 @@ records come back in the order they were last written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -52,8 +52,10 @@ class RecordStore(Protocol):
         the error; `asyncio.CancelledError` if the write was cancelled)."""
         ...
 
-    def load(self) -> Iterator[StoredRecord]:
-        """Live records (no tombstones), ordered by their last write, oldest first."""
+    def load(self, partitions: Collection[int] | None = None) -> Iterator[StoredRecord]:
+        """Live records (no tombstones), ordered by their last write, oldest first: at least
+        those of `partitions` (all with None). A store that does not keep rows by partition
+        returns all; the runtime keeps only the partitions it loads."""
         ...
 
     def close(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from coordinator.groups.store.base import StoredRecord, StoreError
 
@@ -33,7 +33,7 @@ class MemoryStore:
         write = asyncio.get_running_loop().create_task(self.append(records))
         write.add_done_callback(lambda task: done(_outcome(task)))
 
-    def load(self) -> Iterator[StoredRecord]:
+    def load(self, partitions: Collection[int] | None = None) -> Iterator[StoredRecord]:
         for (kind, key), value in list(self._records.items()):
             yield StoredRecord(kind, key, value)
 

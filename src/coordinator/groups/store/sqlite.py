@@ -29,7 +29,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -219,9 +219,9 @@ class SqliteStore:
             raise StoreError(f"{self.path}: store is closed")
         self._queue.put(_Pending(list(records), done, asyncio.get_running_loop()))
 
-    def load(self) -> Iterator[StoredRecord]:
-        """Every live record in last-write order; `StoreError` at a damaged row
-        (`checked_rows`)."""
+    def load(self, partitions: Collection[int] | None = None) -> Iterator[StoredRecord]:
+        """Every live record in last-write order, whatever `partitions` (one file holds them
+        all); `StoreError` at a damaged row (`checked_rows`)."""
         with self._lock:
             rows = checked_rows(self._db, self.path)
         for kind, key, value, _seq in rows:
