@@ -190,8 +190,20 @@ def member_epoch(groups: GroupCoordinatorExtension, member_id: str) -> int:
     return group.members[member_id].member_epoch
 
 
+def partition_not_held(groups: GroupCoordinatorExtension, member_id: str) -> int:
+    """A partition of the topic the KIP-848 member does not hold now: a commit for it at an
+    older member epoch is fenced (Kafka 4.4 lets one through for a partition held since)."""
+    assert groups.runtime is not None
+    group: object = groups.runtime.core.group(GROUP)
+    assert isinstance(group, ConsumerGroup)
+    member = group.members[member_id]
+    held = {p for owned in (member.assigned, member.pending_revocation) for ps in owned.values()
+            for p in ps}  # fmt: skip
+    return min(set(range(PARTITIONS)) - held)
+
+
 async def fenced_commit(
-    server: RunningServer, member_id: str, generation: int, version: int = 8
+    server: RunningServer, member_id: str, generation: int, version: int = 8, partition: int = 0
 ) -> str:
     """An OffsetCommit from `member_id` at `generation` (v9+: its member epoch)."""
     client = await WireClient.connect(server.host, server.port)
@@ -200,7 +212,7 @@ async def fenced_commit(
             "group_id": GROUP, "generation_id_or_member_epoch": generation,
             "member_id": member_id, "group_instance_id": None,
             "topics": [{"name": TOPIC, "partitions": [{
-                "partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                "partition_index": partition, "committed_offset": 0, "committed_leader_epoch": -1,
                 "committed_metadata": "late commit from a zombie"}]}],
         })  # fmt: skip
     finally:
@@ -264,7 +276,8 @@ async def run_group_story(data_dir: Path, say: Say, protocol: str = "classic") -
         await stage.settle(members, "carol expired")
 
         if consumer:
-            outcome = await fenced_commit(server, alice_id, stale_epoch, version=9)
+            elsewhere = partition_not_held(groups, alice_id)
+            outcome = await fenced_commit(server, alice_id, stale_epoch, 9, elsewhere)
             say(
                 f"\na commit from alice's member epoch {stale_epoch} (now "
                 f"{member_epoch(groups, alice_id)}) is fenced: {outcome}"
