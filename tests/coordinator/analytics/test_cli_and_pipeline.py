@@ -113,6 +113,8 @@ def test_stop_session_ends_the_jvm_it_started() -> None:
 
 
 @pytest.mark.spark
+# Its own JVM, not the shared session: beside the Spark worker, not after it (the critical path).
+@pytest.mark.xdist_group("spark_processes")
 def test_report_quiet_prints_nothing_on_success(tmp_path: Path) -> None:
     """`rebalance report --quiet` as a user runs it: its own process, launching Spark's JVM, whose
     banner, log4j lines and module warning are not printed; the report is written all the same."""

@@ -75,7 +75,7 @@ def test_report_on_a_cluster_equals_the_reference(spark: SparkSession, runs: Clu
     log, out = runs.report_log, runs.root / "report-out"
     stdout = finished(runs.report, runs.root / "report-events")
 
-    assert f"{len(log)} lines: {len(log)} events, 0 quarantined" in stdout
+    assert stdout == ""  # --quiet: the counts are checked against the reference below
     _ran_on_both_executors(runs.root / "report-events")
     episodes = spark.read.parquet(str(out / "episodes")).orderBy("group", "episode").collect()
     expected = assert_episodes_match(episodes, log)

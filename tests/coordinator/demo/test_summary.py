@@ -43,6 +43,8 @@ def test_the_demo_counts_a_first_owner_as_a_move() -> None:
 
 
 @pytest.mark.spark
+# Its own JVM, not the shared session: beside the Spark worker, not after it (the critical path).
+@pytest.mark.xdist_group("spark_processes")
 def test_each_generation_moves_what_the_report_counts_for_the_same_log(tmp_path: Path) -> None:
     # Spark in a process of its own: `summarise` stops its session, which must not be a
     # session another test of this worker shares.
