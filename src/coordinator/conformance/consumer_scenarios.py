@@ -10,7 +10,9 @@ default from 4.0), and a topic they create. No scenario here waits on a timer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,13 +258,16 @@ async def stale_epoch_commit(ctx: Context) -> None:
 
 # -- online migration (group.consumer.migration.policy, Kafka 4.0 default: bidirectional) ------
 MIGRATION_PLAN = ((0, 1), (2,))  # the classic leader's range assignment of the three partitions
+# Nothing here is about expiry: a session and rebalance timeout a loaded machine cannot outlast
+# (a classic member that expired mid-scenario would hand its partitions to the one rejoining).
+MIGRATION_SESSION_MS = 30_000
 
 
 async def classic_formed(ctx: Context, topic: str) -> list[tuple[Member, frozenset[int]]]:
     """Two classic consumers of `topic` (ConsumerProtocol v0 metadata, "range"), joined in one
     round and synced with `MIGRATION_PLAN`; the leader first, each with its partitions."""
     protocols = (("range", encode_subscription(Subscription((topic,)), 0)),)
-    session_ms = ctx.session_ms * 3
+    session_ms = MIGRATION_SESSION_MS
     members = [await ctx.member() for _ in range(2)]
     for m in members:  # v4+: take the id the coordinator hands out first
         await m.join(session_ms=session_ms, protocols=protocols)
@@ -306,8 +311,28 @@ async def upgraded(ctx: Context) -> tuple[ConsumerMember, list[tuple[Member, fro
     assumes=KIP848,
 )
 async def migration_upgrade(ctx: Context) -> None:
-    _, classic = await upgraded(ctx)
-    await rejoined(ctx, classic)
+    modern, classic = await upgraded(ctx)
+    async with heartbeating(modern):
+        await rejoined(ctx, classic)
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(member: ConsumerMember) -> AsyncIterator[None]:
+    """`member` heartbeats in the background meanwhile: a KIP-848 session that expired would
+    hand its partitions to the classic members rejoining."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            await member.heartbeat()
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def rejoined(ctx: Context, classic: list[tuple[Member, frozenset[int]]]) -> None:
@@ -316,7 +341,7 @@ async def rejoined(ctx: Context, classic: list[tuple[Member, frozenset[int]]]) -
     protocols = (("range", encode_subscription(Subscription((f"{ctx.group_id}-t",)), 0)),)
     for m, owned in classic:
         expect(error_name(await m.heartbeat()), "rebalance_in_progress", "a classic heartbeat")
-        again = await m.join(session_ms=ctx.session_ms * 3, protocols=protocols)
+        again = await m.join(session_ms=MIGRATION_SESSION_MS, protocols=protocols)
         expect((error_name(again.error_code), again.leader), ("none", ""), "its rejoin")
         synced = await m.sync()
         expect(error_name(synced.error_code), "none", "its SyncGroup")
@@ -335,7 +360,8 @@ async def rejoined(ctx: Context, classic: list[tuple[Member, frozenset[int]]]) -
 )
 async def migration_downgrade(ctx: Context) -> None:
     modern, classic = await upgraded(ctx)
-    await rejoined(ctx, classic)
+    async with heartbeating(modern):
+        await rejoined(ctx, classic)
     left = await modern.heartbeat(LEAVE_EPOCH)
     expect(error_name(left.error_code), "none", "the last KIP-848 member's leave")
     member, _ = classic[0]
