@@ -88,6 +88,7 @@ class TopicCatalogue:
         self._connection = await connect(self.url, application_name=self.session_name)
         try:
             await ensure_tables(self._connection, redacted(self.url))
+            await self._listen()  # before the first sync: no change falls between the two
             await self._adopt_own_topics()
             await self.sync()
         except BaseException:
