@@ -24,9 +24,6 @@ from coordinator.node.topic_admin import (
 )
 from coordinator.partition_log.topics import TopicStore
 
-Opened = Callable[..., "asyncio.Future[tuple[TopicCatalogue, TopicStore]]"]
-
-
 async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -152,7 +149,7 @@ async def test_a_change_to_a_topic_deleted_on_another_node_is_unknown(nodes: Nod
         lambda: two.set_configs(stale, {"retention.ms": "1"}),
         lambda: two.delete(stale),
     ):
-        with pytest.raises(UnknownTopicError, match="The topic 'short-lived' does not exist."):
+        with pytest.raises(UnknownTopicError, match=r"The topic 'short-lived' does not exist\."):
             await change()
     assert store_two.get("short-lived") is None
     assert nodes.deleted[2] and set(nodes.deleted[2]) == {"short-lived"}
