@@ -24,6 +24,7 @@ from coordinator.node.topic_admin import (
 )
 from coordinator.partition_log.topics import TopicStore
 
+
 async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

@@ -29,6 +29,9 @@ from rebalance.placement import partition_for
 
 FAST = ("--set", "cluster.lease.ms=2000", "--set", "cluster.lease.renew.ms=500")
 TOPIC_RESOURCE = 2
+TAKING_OVER = (ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator)
+"""What a group's node answers while it takes the partition over: the lease is its, and the
+runtime loads it (or has not begun: NOT_COORDINATOR until the lease callback runs)."""
 
 
 class Nodes:
@@ -175,11 +178,14 @@ async def test_of_two_nodes_creating_one_name_at_once_exactly_one_wins(nodes: No
             assert (topic.topic_id, len(topic.partitions)) == (won.topic_id, won.num_partitions)
 
 
-async def fetch_offsets(client: WireClient, group: str) -> dict[str, list[int]]:
+async def fetch_offsets(client: WireClient, group: str) -> dict[str, list[int]] | None:
+    """The group's committed offsets (None while its coordinator is still taking it over)."""
     fetched = await client.request(
         ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}]}
     )
     (found,) = fetched.groups
+    if found.error_code in TAKING_OVER:
+        return None
     assert found.error_code == ErrorCode.none, found
     return {t.name: [p.committed_offset for p in t.partitions] for t in found.topics}
 
@@ -199,7 +205,7 @@ async def commit(client: WireClient, group: str, topic: str, offset: int) -> Non
             "group_instance_id": None, "topics": [{"name": topic, "partitions": [partition]}],
         })  # fmt: skip
         code = committed.topics[0].partitions[0].error_code
-        assert code in (ErrorCode.none, ErrorCode.coordinator_load_in_progress), committed
+        assert code in (ErrorCode.none, *TAKING_OVER), committed
         return bool(code == ErrorCode.none)
 
     await eventually(acknowledged)
@@ -251,7 +257,7 @@ async def heartbeat(
         "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": None,
         "rack_id": None, "rebalance_timeout": 30_000, "subscribed_topic_names": ["growing"],
         "server_assignor": None, "topic_partitions": owned})  # fmt: skip
-    if beat.error_code == ErrorCode.coordinator_load_in_progress:  # just taken over: again
+    if beat.error_code in TAKING_OVER:
         return None
     assert beat.error_code == ErrorCode.none, beat
     return beat
