@@ -87,7 +87,6 @@ def serve_parts(args: argparse.Namespace, groups: GroupCoordinatorExtension) -> 
     from coordinator.cluster.serving import ClusterExtension
     from coordinator.cluster.topic_catalogue import ClusterTopicsExtension
 
-    cluster = ClusterExtension(args.cluster, groups)
-    # The topics first: the group coordinator starts from the cluster's topics.
     topics = ClusterTopicsExtension(args.cluster, lambda: cluster.lease_settings().renew_ms / 1000)
-    return ServeParts([topics, cluster], [groups, cluster], [cluster.hand_over])
+    cluster = ClusterExtension(args.cluster, groups, topics=topics)
+    return ServeParts([cluster], [groups, cluster], [cluster.hand_over])

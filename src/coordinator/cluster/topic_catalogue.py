@@ -321,7 +321,7 @@ class TopicCatalogue:
             gone.append(self._remove(local))
             local = None
         if local is None:
-            log.info("topic %s (id %s, %d partitions) from the cluster's catalogue",
+            log.debug("topic %s (id %s, %d partitions) from the cluster's catalogue",
                      wanted.name, wanted.topic_id, wanted.partitions)  # fmt: skip
             return self.store.create(
                 wanted.name, wanted.partitions, wanted.configs, topic_id=wanted.topic_id
@@ -359,8 +359,9 @@ class TopicCatalogue:
 
 
 class ClusterTopicsExtension:
-    """Puts a `TopicCatalogue` on the broker as its `topic_admin` (enter it before the group
-    coordinator, so the core starts from the cluster's topics)."""
+    """Puts a `TopicCatalogue` on the broker as its `topic_admin`. `ClusterExtension` enters it
+    once the node is registered (a refused start touches no topic) and before the group
+    coordinator (whose core starts from the cluster's topics)."""
 
     def __init__(self, url: str, poll_s: Callable[[], float]) -> None:
         self.url = url
