@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import signal
 import time
@@ -138,7 +139,7 @@ async def test_a_topic_created_on_node_1_is_seen_by_nodes_2_and_3_with_its_id(
     assert made.error_code == ErrorCode.none and made.topic_id != uuid_zero
     for node_id in (2, 3):
         client = nodes.clients[node_id]
-        await eventually(lambda c=client: seen(c, "payments"))
+        await eventually(functools.partial(seen, client, "payments"))
         topic = await metadata(client, "payments")
         assert (topic.topic_id, len(topic.partitions)) == (made.topic_id, 3)
         by_id = await client.request(ApiKey.METADATA, 12, {
@@ -173,7 +174,7 @@ async def test_of_two_nodes_creating_one_name_at_once_exactly_one_wins(nodes: No
         assert codes == sorted([ErrorCode.none, ErrorCode.topic_already_exists]), (name, pair)
         (won,) = [a for a in pair if a.error_code == ErrorCode.none]
         for client in nodes.clients.values():
-            await eventually(lambda c=client, n=name: seen(c, n))
+            await eventually(functools.partial(seen, client, name))
             topic = await metadata(client, name)
             assert (topic.topic_id, len(topic.partitions)) == (won.topic_id, won.num_partitions)
 
@@ -229,9 +230,8 @@ async def test_a_topic_deleted_from_another_node_is_gone_everywhere_with_its_off
         (ErrorCode.none, made.topic_id)
     ]
     for client in nodes.clients.values():
-        await eventually(
-            lambda c=client: _answers(c, "doomed", ErrorCode.unknown_topic_or_partition)
-        )
+        gone = functools.partial(_answers, client, "doomed", ErrorCode.unknown_topic_or_partition)
+        await eventually(gone)
 
     async def offsets_dropped() -> bool:
         return await fetch_offsets(coordinator, group) == {"kept": [6]}
@@ -270,7 +270,7 @@ async def test_partitions_added_from_another_node_are_assigned_by_a_coordinator_
     group = group_owned_by(nodes, 2)
     coordinator = nodes.clients[2]
     await eventually(lambda: seen(coordinator, "growing"))
-    member, epoch, owned = "", 0, []
+    member, epoch, owned = "", 0, list[dict[str, Any]]()
     assigned: dict[uuid.UUID, list[int]] = {}
 
     async def holds(partitions: list[int]) -> bool:
