@@ -17,8 +17,8 @@ store agree: a topic new to the node gets its local logs then, empty (as a new K
 come up empty: the record data of a topic stays per node); a grown one its new partitions;
 changed configs are stored; a local topic the catalogue does not have with that id is removed
 and announced deleted (the group coordinator drops its committed offsets), as Kafka removes a
-stray log. Metadata asking for a name or id the node has not heard of yet looks it up in the
-catalogue before answering it unknown.
+stray log. Metadata, DeleteTopics and CreatePartitions asking for a name or id the node has not
+heard of yet look it up in the catalogue (`find`) before answering it unknown.
 
 At start, before the first sync, the node's own topics that the catalogue has never seen (a
 data dir from a single node) are added to it with their ids, unless deleted meanwhile

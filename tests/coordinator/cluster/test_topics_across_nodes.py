@@ -297,3 +297,17 @@ async def test_partitions_added_from_another_node_are_assigned_by_a_coordinator_
         ErrorCode.invalid_partitions,
         "Topic currently has 5 partitions, which is higher than the requested 4.",
     )
+
+
+async def test_a_topic_just_made_on_one_node_is_grown_and_deleted_at_once_from_others(
+    nodes: Nodes,
+) -> None:
+    # No wait for the notification: the nodes asked look the topic up in the catalogue.
+    made = await create(nodes.clients[1], "fresh", 1)
+    grown = await nodes.clients[2].request(ApiKey.CREATE_PARTITIONS, 3, {
+        "topics": [{"name": "fresh", "count": 2, "assignments": None}],
+        "timeout": 5000, "validate_only": False})  # fmt: skip
+    assert grown.results[0].error_code == ErrorCode.none, grown
+    deleted = await nodes.clients[3].request(ApiKey.DELETE_TOPICS, 6, {
+        "topics": [{"name": None, "topic_id": made.topic_id}], "timeout": 5000})  # fmt: skip
+    assert [(r.error_code, r.name) for r in deleted.responses] == [(ErrorCode.none, "fresh")]

@@ -74,7 +74,10 @@ async def _grow(request: Any, validate_only: bool, ctx: RequestContext) -> None:
             f"Topic {request.name} is internal: its partition count is "
             f"offsets.topic.num.partitions.",
         )
-    topic = topics.get(str(request.name))
+    # Cluster mode: made on another node a moment ago, before this node heard of it.
+    topic = topics.get(str(request.name)) or await ctx.broker.topic_admin.find(
+        str(request.name), None
+    )
     if topic is None:
         raise TopicRefused(
             ErrorCode.unknown_topic_or_partition, f"The topic '{request.name}' does not exist."

@@ -89,6 +89,8 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     deleted: list[Topic] = []
     for name, topic_id in requested:
         topic = broker.topics.by_id(topic_id) if topic_id else broker.topics.get(name or "")
+        if topic is None and (name is None) != (topic_id is None):
+            topic = await broker.topic_admin.find(name, topic_id)  # made elsewhere just now
         if (name is None) == (topic_id is None):
             answer = _answer(name, topic_id, ErrorCode.invalid_request, NAME_OR_ID)
         elif name is not None and names[name] > 1:
