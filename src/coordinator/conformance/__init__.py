@@ -18,8 +18,14 @@ and the differential run (scenario `differential.lockstep`, needs Hypothesis):
 * `steps`        its vocabulary: one client action per step, one line of text each;
 * `model_side`   the pure core as the model, on a clock that stands still;
 * `broker_side`  the same commands over the wire, the answers read back as the core's replies;
+* `side_view`    what each side has told the run (member ids by name, generations, epochs);
+* `step_requests` a step as the command one side is sent, built from that side's view;
+* `answers`      a reply of either side as the fields that must agree;
 * `lockstep`     one run: each step to both sides, answers normalised and compared;
 * `member_ids`   the KIP-848 member ids, in the same assignor order on both sides;
+* `broker_probes` what the broker is asked before the runs (topic known, regexes at once);
+* `differential_session` what the runs share (broker, loop, connections) and their report;
+* `differential_rules` the steps Hypothesis may draw next, a state machine per run;
 * `differential` Hypothesis drives and shrinks runs; `replay` runs printed steps again.
 
 May import: the folders under it on the ladder (`coordinator.clients`, `groups`, `node`,
