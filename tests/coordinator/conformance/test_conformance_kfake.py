@@ -24,7 +24,7 @@ from coordinator.conformance.cleanup import clean_up
 from coordinator.conformance.differential import replay
 from coordinator.conformance.output import summary
 from coordinator.conformance.runner import run_scenarios
-from coordinator.conformance.scenarios import SCENARIOS
+from coordinator.conformance.scenario import SCENARIOS
 from coordinator.testing.peers.kfake import KFAKE_ASSUMED, KfakeBroker
 from coordinator.testing.peers.pytest_plugin import KfakeBrokers
 
