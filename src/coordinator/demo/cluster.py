@@ -361,9 +361,9 @@ class ClusterStory:
         for group in GROUPS:
             acked, committed = self.facts.last_acked[group], self.facts.committed[group]
             behind = sum(1 for p, o in acked.items() if committed.get(p, -1) < o)
-            offsets = sum(len(a.offsets) for a in acks_of(self.members, group))
+            count = sum(len(a.offsets) for a in acks_of(self.members, group))
             self.say(
-                f"    {group}: {len(acked)} partitions, {offsets} offsets acknowledged in all; "
+                f"    {group}: {len(acked)} partitions, {count} offsets acknowledged in all; "
                 f"committed behind the last acknowledged: {behind}"
             )
         self.say(f"acknowledged commits lost: {self.facts.lost}")
