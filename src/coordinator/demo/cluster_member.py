@@ -1,8 +1,7 @@
 """One member of the cluster demo's groups, committing its position over and over while the
 coordinator moves between nodes: an unmodified aiokafka consumer (`--client aiokafka`, eager
 rebalancing) or this package's `GroupMember` (`--client member`, cooperative-sticky), both in
-classic groups. (KIP-848 groups wait for the cluster's shared topic catalogue: a consumer
-group's assignment names topics by id, and each node still makes its own topic ids.)
+classic groups (a KIP-848 group is not in the demo yet).
 
 Every `--interval-ms` it commits one offset for each partition it owns: the milliseconds since
 `--origin` (a `time.monotonic()` of the demo, the same clock in every process on the machine),
