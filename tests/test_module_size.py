@@ -18,7 +18,6 @@ STILL_TO_SPLIT = frozenset({
     "coordinator/groups/runtime.py",
     "coordinator/wire/fast_encode.py",
     "rebalance/consumer_group/classic_requests.py",
-    "rebalance/member/classic.py",
 })  # fmt: skip
 
 

@@ -28,7 +28,7 @@ from rebalance.member import (
     Revoked,
     TopicsDescribed,
 )
-from rebalance.member.classic import Request
+from rebalance.member.classic_membership import Request
 from rebalance.replies import OffsetCommitReply
 from rebalance.testing import GroupHarness
 

@@ -38,7 +38,6 @@ same partition (tests/rebalance/test_member_properties.py, which found the SyncG
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from assignors.spec import TopicPartition
 from rebalance.classic.commands import Heartbeat, JoinGroup, LeaveGroup, LeavingMember, SyncGroup
@@ -51,90 +50,25 @@ from rebalance.classic.replies import (
 from rebalance.commands import OffsetCommit
 from rebalance.errors import ErrorCode
 from rebalance.member.actions import Action, Api, action_for
-from rebalance.member.base import DONE, MemberBase
-from rebalance.member.embedded import EmbeddedProtocol, EmbeddedProtocolError
+from rebalance.member.classic_membership import ClassicMembership, Reply, Request
+from rebalance.member.embedded import EmbeddedProtocolError
 from rebalance.member.lifecycle import MemberState, fire
 from rebalance.member.messages import (
     Assigned,
+    CommitOutcome,
     CommitRefused,
     DescribeTopics,
     FindCoordinator,
     FindCoordinatorReply,
     Lost,
-    MemberFailed,
     Revoked,
     TopicsDescribed,
 )
 from rebalance.replies import OffsetCommitReply
 
-Request = FindCoordinator | DescribeTopics | JoinGroup | SyncGroup | Heartbeat | LeaveGroup
-#: The answers to `Request`s.
-Reply = (
-    JoinGroupReply
-    | SyncGroupReply
-    | HeartbeatReply
-    | LeaveGroupReply
-    | FindCoordinatorReply
-    | TopicsDescribed
-)
 
-
-@dataclass(frozen=True)
-class MemberConfig:
-    """Kafka's consumer settings that shape the protocol (Java defaults)."""
-
-    group_id: str
-    session_timeout_ms: int = 45_000
-    rebalance_timeout_ms: int = 300_000  # Java sends max.poll.interval.ms
-    heartbeat_interval_ms: int = 3_000
-    retry_backoff_ms: int = 100
-    group_instance_id: str | None = None
-    client_id: str = "rebalance-member"
-
-    def __post_init__(self) -> None:
-        if not self.group_id:
-            raise ValueError("group_id must not be empty")
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
-
-
-@dataclass(frozen=True)
-class CommitOutcome:
-    """What became of one OffsetCommit: done, failed for good, or worth retrying."""
-
-    error: ErrorCode
-    action: Action | None  # None when every partition was committed
-    #: The commit raced a rebalance (its generation was superseded meanwhile): commit again.
-    rebalancing: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error is ErrorCode.NONE
-
-    @property
-    def retriable(self) -> bool:
-        return self.action in (Action.RETRY_COMMIT, Action.REDISCOVER)
-
-
-class ClassicMember(MemberBase[Request]):
+class ClassicMember(ClassicMembership):
     """One member of a classic group; see the module docstring."""
-
-    def __init__(self, config: MemberConfig, protocol: EmbeddedProtocol) -> None:
-        super().__init__(config.session_timeout_ms, config.rebalance_timeout_ms)
-        self.config = config
-        self.protocol = protocol
-        self.member_id = ""
-        self.generation = -1
-        self.protocol_name: str | None = None
-        self.leader_id = ""
-        #: The generation that gave what the member owns.
-        self.owned_generation = -1
-        self.previous: tuple[TopicPartition, ...] = ()
-        self._rejoin_needed = False
-        #: Assigned by the last SyncGroup, owned once a heartbeat confirms the generation.
-        self._pending: frozenset[TopicPartition] | None = None
-        self._join_reply: JoinGroupReply | None = None
-        self._partition_counts: dict[str, int] | None = None
 
     # -- what the shell calls ----------------------------------------------------------------
 
@@ -197,17 +131,6 @@ class ClassicMember(MemberBase[Request]):
         self._retry_at_ms = now_ms + self.config.retry_backoff_ms
         if isinstance(request, SyncGroup):
             self._rejoin()  # Java: every SyncGroup failure requests a rejoin
-
-    @property
-    def settled(self) -> bool:
-        """In a synced generation, no rebalance pending, every change announced and handled."""
-        return (
-            self.state is MemberState.STABLE
-            and self._pending is None
-            and not self._rejoin_needed
-            and not self._changes
-            and self._unacknowledged == 0
-        )
 
     def commit(self, offsets: Mapping[TopicPartition, int], *, metadata: str = "") -> OffsetCommit:
         """An OffsetCommit fenced by this member's generation, for partitions it owns.
@@ -320,20 +243,6 @@ class ClassicMember(MemberBase[Request]):
     def _heartbeat_request(self) -> Heartbeat:
         return Heartbeat(
             self.config.group_id, self.generation, self.member_id, self.config.group_instance_id
-        )
-
-    def _join_due(self) -> bool:
-        return self.state in (MemberState.UNJOINED, MemberState.JOINING) or (
-            self.state is MemberState.STABLE and self._rejoin_needed
-        )
-
-    def _can_heartbeat(self) -> bool:
-        """Heartbeats keep a generation alive while stable and while callbacks run before a
-        rejoin (Java's heartbeat thread runs until the JoinGroup is sent)."""
-        return (
-            self.generation >= 0
-            and self.member_id != ""
-            and self.state in (MemberState.STABLE, MemberState.JOINING)
         )
 
     def _join_request(self) -> JoinGroup:
@@ -490,56 +399,3 @@ class ClassicMember(MemberBase[Request]):
             self._retry_at_ms = now_ms + self.config.retry_backoff_ms
         elif action is Action.FATAL:
             self._fail(error, where)
-
-    # -- state changes -----------------------------------------------------------------------
-
-    def _check_lease(self, now_ms: int) -> None:
-        end = self._lease_end_ms()
-        if not self.owned or end is None or now_ms < end:
-            return
-        self._announce(Lost(self.owned, self.owned_generation))
-        self.owned = frozenset()
-        self.owned_generation = -1
-        self._pending = None
-        if isinstance(self._in_flight, (JoinGroup, SyncGroup, DescribeTopics)):
-            return  # a rebalance is under way: its answer decides the membership
-        # Java, too, marks the coordinator unknown once a session passes without an answer.
-        self.coordinator = None
-        if self.state in (MemberState.STABLE, MemberState.JOINING, MemberState.SYNCING):
-            self.generation = -1
-            fire(self, "reset")
-
-    def _rejoin(self) -> None:
-        self._pending = None
-        if self.state in DONE:
-            return
-        self._rejoin_needed = True
-        if self.state in (MemberState.SYNCING, MemberState.JOINING, MemberState.UNJOINED):
-            fire(self, "join")
-
-    def _reset(self, *, forget_member_id: bool) -> None:
-        """Java's resetStateAndGeneration: owned partitions are lost, the member rejoins."""
-        self._pending = None
-        if self.owned:
-            self._announce(Lost(self.owned, self.owned_generation))
-        self.owned = frozenset()
-        self.owned_generation = -1
-        self.generation = -1
-        if forget_member_id:
-            self.member_id = ""
-        self._drop_lease()
-        if self.state in DONE:
-            return
-        if self.state is not MemberState.UNJOINED:
-            fire(self, "reset")
-        fire(self, "join")
-
-    def _fail(self, error: ErrorCode, where: str) -> None:
-        if self.state in (MemberState.LEFT, MemberState.FAILED):
-            return
-        self.failure = MemberFailed(error, where)
-        self._pending = None
-        if self.owned:
-            self._announce(Lost(self.owned, self.owned_generation))
-            self.owned = frozenset()
-        fire(self, "fail")

@@ -41,10 +41,10 @@ from rebalance.consumer_group.replies import ConsumerGroupHeartbeatReply
 from rebalance.errors import ErrorCode
 from rebalance.member.actions import Action, Api, action_for
 from rebalance.member.base import DONE, MemberBase
-from rebalance.member.classic import CommitOutcome
 from rebalance.member.lifecycle import MemberState, fire
 from rebalance.member.messages import (
     Assigned,
+    CommitOutcome,
     CommitRefused,
     DescribeTopics,
     FindCoordinator,

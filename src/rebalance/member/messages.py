@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from assignors.spec import TopicPartition
 from rebalance.errors import ErrorCode
+from rebalance.member.actions import Action
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +96,21 @@ class MemberFailed(Exception):
         super().__init__(f"{where}: {code.name}")
         self.code = code
         self.where = where
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """What became of one OffsetCommit: done, failed for good, or worth retrying."""
+
+    error: ErrorCode
+    action: Action | None  # None when every partition was committed
+    #: The commit raced a rebalance (its generation was superseded meanwhile): commit again.
+    rebalancing: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is ErrorCode.NONE
+
+    @property
+    def retriable(self) -> bool:
+        return self.action in (Action.RETRY_COMMIT, Action.REDISCOVER)
