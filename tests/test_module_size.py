@@ -15,9 +15,6 @@ LIMIT = 450
 #: Over the limit without a one-algorithm docstring today: issue 30's splits still to do.
 STILL_TO_SPLIT = frozenset({
     "assignors/balance.py",
-    "coordinator/conformance/differential.py",
-    "coordinator/conformance/lockstep.py",
-    "coordinator/conformance/scenarios.py",
     "coordinator/groups/runtime.py",
     "coordinator/wire/fast_encode.py",
     "rebalance/consumer_group/classic_requests.py",

@@ -85,6 +85,8 @@ def serve_parts(args: argparse.Namespace, groups: GroupCoordinatorExtension) -> 
     if args.cluster is None:
         return ServeParts([groups], [groups])
     from coordinator.cluster.serving import ClusterExtension
+    from coordinator.cluster.topic_catalogue import ClusterTopicsExtension
 
-    cluster = ClusterExtension(args.cluster, groups)
+    topics = ClusterTopicsExtension(args.cluster, lambda: cluster.lease_settings().renew_ms / 1000)
+    cluster = ClusterExtension(args.cluster, groups, topics=topics)
     return ServeParts([cluster], [groups, cluster], [cluster.hand_over])

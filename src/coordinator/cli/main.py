@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--protocol",
-        choices=["classic", "consumer", "cooperative", "zookeeper", "client-balance"],
+        choices=["classic", "consumer", "cooperative", "zookeeper", "client-balance", "cluster"],
         default="classic",
         help="classic: the group coordinator (JoinGroup/SyncGroup); consumer: KIP-848 groups "
         "with librdkafka consumers (needs the consumer extra); cooperative: KIP-429 "
@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         "zookeeper: Kafka 0.8's "
         "ZooKeeper-coordinated consumers on a real ZooKeeper (needs the zookeeper extra); "
         "client-balance: TubeMQ's client-side assignment (nodes pick and register their "
-        "partitions)",
+        "partitions); cluster: three coordinator nodes on a PostgreSQL of its own, the busiest "
+        "killed, one frozen past its lease (needs the cluster extra and Debian's postgresql; "
+        "no report)",
     )
     demo.add_argument(
         "--no-report",
@@ -219,8 +221,10 @@ def _run(args: argparse.Namespace) -> int:
             _require("consumer", "confluent_kafka")
         elif args.protocol != "client-balance":  # its nodes are this package's client
             _require("aiokafka", "aiokafka")
-        if not args.no_report:
+        if not args.no_report and args.protocol != "cluster":  # a cluster's story has no report
             _require("analytics", "pyspark", "matplotlib")
+        if args.protocol == "cluster":
+            _require("cluster", "psycopg")
         if args.protocol == "zookeeper":
             _require("zookeeper", "kazoo")
         from coordinator.demo.story import run_demo

@@ -18,6 +18,9 @@
   driver sent element by element: most of a large batch's time).
 * `ownership_changes` (version 3): every takeover and release, written by a trigger on `leases`
   (`coordinator.cluster.history`).
+* `topics`, `deleted_topics`, `topic_catalogue_version` (version 4): the cluster's topics, their
+  ids, partition counts and configs, decided here for every node
+  (`coordinator.cluster.topic_tables`, `coordinator.cluster.topic_catalogue`).
 
 Every expiry is `clock_timestamp()` in SQL: the server's clock, never a node's.
 """
@@ -27,12 +30,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from coordinator.cluster.history import OWNERSHIP_CHANGES
+from coordinator.cluster.topic_tables import TOPIC_CATALOGUE
 from coordinator.errors import ClusterError
 
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 LEASES_CHANNEL: Final = "rebalance_leases"
 """The NOTIFY channel every lease change is announced on (a hint; nodes also poll)."""
 MIGRATION_LOCK: Final = 0x7265_6261_6C61_6E63  # "rebalanc": one advisory lock for migrations
@@ -138,6 +142,7 @@ MIGRATIONS: Final[dict[int, str]] = {
     1: TABLES + FENCED_APPEND_V1,
     2: FENCED_APPEND,
     3: OWNERSHIP_CHANGES,
+    4: TOPIC_CATALOGUE,
 }
 """The statements that bring a database from version N-1 to N (1: from nothing)."""
 
@@ -171,19 +176,7 @@ async def ensure_schema(
     under an advisory lock (nodes starting together wait for one another); `ClusterError` for
     a newer schema or another partition count."""
     async with connection.transaction():
-        await connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        await connection.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)"
-        )
-        row = await (await connection.execute("SELECT max(version) FROM schema_version")).fetchone()
-        found = row[0] if row else None
-        for step in steps(found, url):
-            await connection.execute(step)
-        if found != SCHEMA_VERSION:
-            await connection.execute("DELETE FROM schema_version")
-            await connection.execute(
-                "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
-            )
+        await _migrate(connection, url)
         await connection.execute(
             "INSERT INTO leases (partition) SELECT generate_series(0, %s - 1)"
             " ON CONFLICT (partition) DO NOTHING",
@@ -193,3 +186,24 @@ async def ensure_schema(
         count = int(row[0]) if row else 0
         if count != partitions:
             raise partition_count_error(count, partitions, url)
+
+
+async def ensure_tables(connection: psycopg.AsyncConnection[tuple[Any, ...]], url: str) -> None:
+    """Create or migrate the tables only (a part of the node that starts before its leases:
+    the topic catalogue), in one transaction under the same advisory lock."""
+    async with connection.transaction():
+        await _migrate(connection, url)
+
+
+async def _migrate(connection: psycopg.AsyncConnection[tuple[Any, ...]], url: str) -> None:
+    await connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+    await connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
+    row = await (await connection.execute("SELECT max(version) FROM schema_version")).fetchone()
+    found = row[0] if row else None
+    for step in steps(found, url):
+        await connection.execute(step)
+    if found != SCHEMA_VERSION:
+        await connection.execute("DELETE FROM schema_version")
+        await connection.execute(
+            "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
+        )

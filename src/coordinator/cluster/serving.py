@@ -5,7 +5,8 @@ plain group extension (`coordinator.groups.extension`, which it wraps). Entering
 
 1. starts a `LeaseManager` for this node (creates or migrates the schema, registers the node id:
    a `ClusterError` in one line if it is live elsewhere) and makes it the broker's `Ownership`,
-   so FindCoordinator, Metadata and every group reply ask the leases;
+   so FindCoordinator, Metadata and every group reply ask the leases; then enters `topics`, the
+   cluster's topic catalogue (`coordinator.cluster.topic_catalogue`), when given;
 2. enters the group extension with the `PostgresRecordStore` fenced by those leases; its runtime
    starts with the partitions already held and no other;
 3. from then on every lease acquired is `runtime.take_over(partition)` (Kafka's onElection: a
@@ -28,6 +29,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from coordinator.cluster.connection import driver, redacted
 from coordinator.cluster.leases import SETTING_NAMES, LeaseManager, LeaseSettings
@@ -38,6 +40,9 @@ from coordinator.groups.runtime import GroupRuntime
 from coordinator.groups.store.base import RecordStore
 from coordinator.node.contract import Broker
 from coordinator.node.ownership import NodeAddress
+
+if TYPE_CHECKING:
+    from coordinator.node.app import Extension
 
 log = logging.getLogger("coordinator.cluster")
 
@@ -56,10 +61,15 @@ def check_url(url: str) -> str:
 class ClusterExtension:
     """Cluster mode's node extension, and the claim of its lease settings."""
 
-    def __init__(self, url: str, groups: GroupCoordinatorExtension) -> None:
+    def __init__(
+        self, url: str, groups: GroupCoordinatorExtension, *, topics: Extension | None = None
+    ) -> None:
         driver()  # the [cluster] extra, named in one line, before anything starts
         self.url = check_url(url)
         self.groups = groups
+        #: Entered once the node is registered, before the group coordinator: the cluster's
+        #: topic catalogue (`coordinator.cluster.topic_catalogue`).
+        self.topics = topics
         self._lease_settings: dict[str, str] = {}
         self.leases: LeaseManager | None = None
         self.runtime: GroupRuntime | None = None
@@ -98,6 +108,8 @@ class ClusterExtension:
             self.leases = leases
             stack.push_async_callback(leases.close)
             broker.ownership = leases
+            if self.topics is not None:  # the core starts from the cluster's topics
+                await stack.enter_async_context(self.topics(broker))
 
             def open_store(_: Broker) -> RecordStore:
                 return PostgresRecordStore(self.url, leases)

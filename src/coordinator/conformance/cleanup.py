@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.conformance.broker import BrokerUnderTest
-from coordinator.conformance.scenarios import error_name
+from coordinator.conformance.scenario import error_name
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 

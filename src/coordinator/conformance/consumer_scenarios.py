@@ -2,7 +2,7 @@
 ConsumerGroupHeartbeat (key 68), carries joining (epoch 0), heartbeating, leaving (-1) and a
 static member's temporary leave (-2); the assignment is computed by the broker.
 
-Registered into `scenarios.SCENARIOS` when this module is imported (the runner does). They need
+Registered into `scenario.SCENARIOS` when this module is imported (the runner does). They need
 ConsumerGroupHeartbeat, which Kafka advertises from 3.7 where the new protocol is enabled (by
 default from 4.0), and a topic they create. No scenario here waits on a timer.
 """
@@ -23,16 +23,9 @@ from assignors.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from coordinator.conformance.assumptions import advertised_at_least, version_at_least
 from coordinator.conformance.broker import Member
-from coordinator.conformance.scenarios import (
-    Context,
-    advertised_at_least,
-    error_name,
-    expect,
-    one_generation,
-    scenario,
-    version_at_least,
-)
+from coordinator.conformance.scenario import Context, error_name, expect, one_generation, scenario
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient
 

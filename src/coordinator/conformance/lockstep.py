@@ -25,57 +25,37 @@ from __future__ import annotations
 import asyncio
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from assignors.consumer_protocol import Subscription, encode_subscription
+from coordinator.conformance.answers import Answer, Normaliser, text
 from coordinator.conformance.broker_side import BrokerSide
 from coordinator.conformance.member_ids import consumer_member_ids
 from coordinator.conformance.model_side import ModelSide
+from coordinator.conformance.side_view import View, remember
+from coordinator.conformance.step_requests import LONG_MS, StepRequests
 from coordinator.conformance.steps import (
     CONSUMER_GROUP,
-    CONSUMER_SLOTS,
     GROUPS,
-    PARTITIONS,
     REGEX_KIND,
     SLOTS,
     Beat,
     Describe,
     Fetch,
-    Heartbeat,
     Join,
-    Leave,
     Step,
     Sync,
     Wait,
     group_of,
-    instance_of,
 )
 from coordinator.wire.api_keys import ApiKey
 from rebalance import commands
-from rebalance.classic import commands as classic_commands
-from rebalance.classic.replies import (
-    HeartbeatReply,
-    JoinGroupReply,
-    LeaveGroupReply,
-    SyncGroupReply,
-)
-from rebalance.commands import Command
-from rebalance.consumer_group.commands import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from rebalance.consumer_group.replies import ConsumerGroupDescribeReply, ConsumerGroupHeartbeatReply
-from rebalance.replies import DescribeGroupsReply, OffsetCommitReply, OffsetFetchReply
+from rebalance.classic.replies import JoinGroupReply
+from rebalance.replies import DescribeGroupsReply
 
-#: Session and rebalance timeout of every join: no session or rebalance timer fires in a run.
-LONG_MS = 600_000
 #: How long the broker may take to give an answer the model gave (beyond the initial delay).
 ANSWER_TIMEOUT_S = 5.0
-
-#: The OffsetCommit version of a KIP-848 member (its member epoch checked, STALE_MEMBER_EPOCH).
-KIP848_COMMIT_VERSION = 9
 #: How long a request the model parks is given to reach the broker before the next step.
 PARKED_SETTLE_S = 0.002
-
-Answer = dict[str, str]
 
 
 class Divergence(AssertionError):
@@ -85,41 +65,6 @@ class Divergence(AssertionError):
 class StepNotPossible(ValueError):
     """A replayed step that cannot be sent: its connection waits for a parked answer, or the
     broker cannot take KIP-848 steps."""
-
-
-@dataclass
-class View:
-    """What one side has told the run so far: member ids by slot, generations, leaders."""
-
-    ids: dict[str, str] = field(default_factory=lambda: dict.fromkeys(SLOTS, ""))  # + c0-c2
-    names: dict[str, str] = field(default_factory=dict)
-    incarnations: dict[str, int] = field(default_factory=dict)
-    generation: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SLOTS, -1))
-    leader: dict[str, str] = field(default_factory=dict)
-    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    protocol: dict[str, str | None] = field(default_factory=dict)
-    #: The first protocol each slot offered in its last JoinGroup.
-    offered: dict[str, str] = field(default_factory=dict)
-    #: KIP-848 members: epoch and the partitions last assigned (topic id, partitions).
-    epoch: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CONSUMER_SLOTS, 0))
-    owned: dict[str, tuple[tuple[str, tuple[int, ...]], ...]] = field(default_factory=dict)
-
-    def name(self, member_id: str) -> str:
-        if not member_id:
-            return ""
-        return self.names.get(member_id, "<unknown id>")
-
-    def bind(self, slot: str, member_id: str) -> None:
-        """A member id the broker just handed `slot`: a new incarnation of it."""
-        if not member_id or member_id in self.names:
-            return
-        n = self.incarnations.get(slot, 0) + 1
-        self.incarnations[slot] = n
-        self.names[member_id] = slot if n == 1 else f"{slot}#{n}"
-        self.ids[slot] = member_id
-
-    def id_of(self, name: str) -> str:
-        return next(i for i, n in self.names.items() if n == name)
 
 
 @dataclass
@@ -164,10 +109,10 @@ class Lockstep:
         self.adoptions = 0
         delay_s = model.config.group_initial_rebalance_delay_ms / 1000
         self.answer_timeout_s = ANSWER_TIMEOUT_S + delay_s
-        self._labels: dict[bytes, str] = {}
         self._current: Step | None = None
-        self._topic_names = dict(topic_names)
-        self.session_ms, self.rebalance_ms = timeouts_ms or (LONG_MS, LONG_MS)
+        session_ms, rebalance_ms = timeouts_ms or (LONG_MS, LONG_MS)
+        self.requests = StepRequests(group_ids, topic, versions, session_ms, rebalance_ms, regex)
+        self.answers = Normaliser(self.requests.labels, dict(topic_names))
         self.timed = timeouts_ms is not None
         self.regex = regex
         # The timing guard runs in every run: where time stands still, the only deadlines near
@@ -221,8 +166,8 @@ class Lockstep:
                 f"step {self.steps + 1} ({step}): the slot's connection waits for an answer"
             )
         self.steps += 1
-        model_command = self._command(step, self.views["model"])
-        broker_command = self._command(step, self.views["broker"])
+        model_command = self.requests.command(step, self.views["model"])
+        broker_command = self.requests.command(step, self.views["broker"])
         connection = step.slot if isinstance(step, Join | Sync) else f"admin-{_group(step)}"
         token = self.model.send(model_command)
         task = await self.broker.send(connection, broker_command)
@@ -256,8 +201,8 @@ class Lockstep:
             described.append(CONSUMER_GROUP)  # KIP-848: sessions and revocations expired
         for group in described:
             describe = Describe(group)
-            token = self.model.send(self._command(describe, self.views["model"]))
-            command = self._command(describe, self.views["broker"])
+            token = self.model.send(self.requests.command(describe, self.views["model"]))
+            command = self.requests.command(describe, self.views["broker"])
             task = await self.broker.send(f"admin-{group}", command)
             model_reply = self.model.answer(token)
             assert model_reply is not None
@@ -278,7 +223,7 @@ class Lockstep:
                 broker_reply = await asyncio.wait_for(f.broker_task, self.answer_timeout_s)
             except TimeoutError:
                 self._diverge(
-                    f, self._normalise(f, model_reply, self.views["model"]),
+                    f, self.answers.normalise(model_reply, self.views["model"]),
                     {"answer": f"none within {self.answer_timeout_s:.0f} s"},
                 )  # fmt: skip
             replies.append((f, model_reply, broker_reply))
@@ -311,124 +256,6 @@ class Lockstep:
             await asyncio.sleep(0)
         self._check_early_answers()
 
-    # -- building requests -------------------------------------------------------------------
-    def _command(self, step: Step, view: View) -> Command[Any]:
-        v = self.versions
-        if isinstance(step, Fetch):
-            return commands.OffsetFetch(
-                self.group_ids[step.group],
-                ((self.topic, PARTITIONS),),
-                version=v[ApiKey.OFFSET_FETCH],
-            )
-        if isinstance(step, Describe) and step.group == CONSUMER_GROUP:
-            return ConsumerGroupDescribe((self.group_ids[step.group],))
-        if isinstance(step, Describe):
-            assert ApiKey.DESCRIBE_GROUPS in v
-            return commands.DescribeGroups((self.group_ids[step.group],))
-        assert not isinstance(step, Wait), "a wait is no request"
-        slot = step.slot
-        group_id = self.group_ids[group_of(slot)]
-        instance = instance_of(slot)
-        if isinstance(step, Beat):
-            return self._beat(step, view, group_id, instance)
-        # A KIP-848 member's commit carries its member epoch (OffsetCommit v9, KIP-848).
-        kip848 = slot in CONSUMER_SLOTS
-        generation = view.epoch[slot] if kip848 else view.generation[slot]
-        if isinstance(step, Join):
-            if step.fresh:
-                view.ids[slot] = ""
-            view.offered[slot] = step.protocols[0]
-            return classic_commands.JoinGroup(
-                group_id=group_id,
-                member_id=view.ids[slot],
-                protocol_type="consumer",
-                protocols=tuple((p, self._metadata(slot, p)) for p in step.protocols),
-                session_timeout_ms=self.session_ms,
-                rebalance_timeout_ms=self.rebalance_ms,
-                group_instance_id=instance,
-                version=v[ApiKey.JOIN_GROUP],
-            )
-        if isinstance(step, Sync):
-            group = group_of(slot)
-            leads = view.leader.get(group) == view.name(view.ids[slot])
-            assignments = tuple(
-                (view.id_of(name), f"{name}@{generation}".encode())
-                for name in view.members.get(group, ())
-                if name in view.names.values()
-            )
-            return classic_commands.SyncGroup(
-                group_id,
-                generation,
-                view.ids[slot],
-                assignments if leads else (),
-                group_instance_id=instance,
-                protocol_type="consumer",
-                # What its join answered (a consumer syncs only after one); else what it offered.
-                protocol_name=view.protocol.get(group) or view.offered.get(slot, "range"),
-                version=v[ApiKey.SYNC_GROUP],
-            )
-        if isinstance(step, Heartbeat):
-            return classic_commands.Heartbeat(
-                group_id,
-                generation - step.stale,
-                view.ids[slot],
-                instance,
-                version=v[ApiKey.HEARTBEAT],
-            )
-        if isinstance(step, Leave):
-            return classic_commands.LeaveGroup(
-                group_id,
-                (classic_commands.LeavingMember(view.ids[slot], instance),),
-                v[ApiKey.LEAVE_GROUP],
-            )
-        simple = step.mode == "simple"
-        partition = commands.CommitPartition(step.partition, step.offset)
-        return commands.OffsetCommit(
-            group_id,
-            (commands.CommitTopic(self.topic, (partition,)),),
-            generation_id=-1 if simple else generation - (step.mode == "stale"),
-            member_id="" if simple else view.ids[slot],
-            group_instance_id=None if simple else instance,
-            version=KIP848_COMMIT_VERSION if kip848 else v[ApiKey.OFFSET_COMMIT],
-        )
-
-    def _beat(
-        self, step: Beat, view: View, group_id: str, instance: str | None
-    ) -> ConsumerGroupHeartbeat:
-        """A KIP-848 consumer's heartbeat: full when joining (epoch 0, its subscription),
-        else its epoch and the partitions it owns (what it was last assigned)."""
-        slot = step.slot
-        version = self.versions[ApiKey.CONSUMER_GROUP_HEARTBEAT]
-        if step.kind == REGEX_KIND:  # subscribes by the regex only (no topic names)
-            return ConsumerGroupHeartbeat(
-                group_id, view.ids[slot], 0, instance_id=instance,
-                rebalance_timeout_ms=self.rebalance_ms, subscribed_topic_names=(),
-                subscribed_topic_regex=self.regex, topic_partitions=(), version=version,
-            )  # fmt: skip
-        if step.kind == "join" or (step.kind == "" and view.epoch[slot] == 0):  # out: joins
-            return ConsumerGroupHeartbeat(
-                group_id, view.ids[slot], 0, instance_id=instance,
-                rebalance_timeout_ms=self.rebalance_ms,
-                subscribed_topic_names=(self.topic,), topic_partitions=(), version=version,
-            )  # fmt: skip
-        if step.kind == "leave":
-            epoch = -2 if instance is not None else -1
-            return ConsumerGroupHeartbeat(
-                group_id, view.ids[slot], epoch, instance_id=instance, version=version
-            )
-        epoch = view.epoch[slot] - (step.kind == "stale")
-        return ConsumerGroupHeartbeat(
-            group_id, view.ids[slot], epoch, instance_id=instance,
-            topic_partitions=view.owned.get(slot, ()), version=version,
-        )  # fmt: skip
-
-    def _metadata(self, slot: str, protocol: str) -> bytes:
-        """A consumer Subscription to the run's topic whose user data names slot and protocol."""
-        label = f"{slot}:{protocol}"
-        data = encode_subscription(Subscription((self.topic,), user_data=label.encode()), 0)
-        self._labels[data] = label
-        return data
-
     # -- comparing answers -------------------------------------------------------------------
     def _compare(
         self, step: Step, replies: list[tuple[InFlight, object, object]], note: str = ""
@@ -444,8 +271,8 @@ class Lockstep:
         adopted = self._adopt_leaders(replies)
         lines = [note] if note else []
         for f, model_reply, broker_reply in replies:
-            model_answer = self._normalise(f, model_reply, model_view)
-            broker_answer = self._normalise(f, broker_reply, broker_view)
+            model_answer = self.answers.normalise(model_reply, model_view)
+            broker_answer = self.answers.normalise(broker_reply, broker_view)
             group = _group(f.step)
             if group in adopted and isinstance(model_reply, JoinGroupReply):
                 leader, members = adopted[group]
@@ -454,7 +281,7 @@ class Lockstep:
             if model_answer != broker_answer:
                 self._diverge(f, model_answer, broker_answer)
             for side, reply in (("model", model_reply), ("broker", broker_reply)):
-                self._remember(f, reply, self.views[side])
+                remember(f.step, reply, self.views[side])
             if group in adopted:
                 model_view.leader[group] = adopted[group][0]
             prefix = (
@@ -463,7 +290,7 @@ class Lockstep:
                 else f"{f.step} (step {f.number}) "
             )  # fmt: skip
             note = f"  [leader {adopted[group][0]} adopted]" if group in adopted else ""
-            lines.append(prefix + _text(broker_answer) + note)
+            lines.append(prefix + text(broker_answer) + note)
         self.log.append(f"{self.steps:4}. {step!s:<36} -> " + ("; ".join(lines) or "(parked)"))
 
     def _adopt_leaders(
@@ -492,7 +319,7 @@ class Lockstep:
                 continue
             members = next(
                 (
-                    self._members_text(r.members, model_view)
+                    self.answers.members_text(r.members, model_view)
                     for g, r, _ in replies
                     if isinstance(r, JoinGroupReply) and r.members and _group(g.step) == group
                 ),
@@ -503,131 +330,6 @@ class Lockstep:
             self.adoptions += 1
         return adopted
 
-    def _remember(self, f: InFlight, reply: object, view: View) -> None:
-        """What a consumer keeps from an answer: its generation, the group's leader and
-        members; and, as a consumer does, it forgets its member id once it has left or its
-        join was refused as UNKNOWN_MEMBER_ID (`join a0 fresh` forgets it at any time)."""
-        if isinstance(f.step, Join) and isinstance(reply, JoinGroupReply):
-            slot, group = f.step.slot, _group(f.step)
-            if reply.error.name == "UNKNOWN_MEMBER_ID":
-                view.ids[slot] = ""
-            if reply.error:
-                return
-            view.generation[slot] = reply.generation_id
-            view.leader[group] = view.name(reply.leader)
-            view.protocol[group] = reply.protocol_name
-            if reply.members:
-                view.members[group] = tuple(view.name(m.member_id) for m in reply.members)
-        elif isinstance(f.step, Leave) and _left(reply):
-            view.ids[f.step.slot] = ""
-        elif isinstance(f.step, Beat) and isinstance(reply, ConsumerGroupHeartbeatReply):
-            self._remember_beat(f.step, reply, view)
-
-    def _remember_beat(self, step: Beat, reply: ConsumerGroupHeartbeatReply, view: View) -> None:
-        """As a KIP-848 consumer does: keep the epoch and assignment it is given; after
-        leaving, or when fenced or unknown, start again from epoch 0 owning nothing."""
-        slot = step.slot
-        if reply.error or step.kind == "leave":
-            view.epoch[slot] = 0
-            view.owned[slot] = ()
-            return
-        view.epoch[slot] = reply.member_epoch
-        if reply.assignment is not None:
-            view.owned[slot] = reply.assignment
-
-    def _normalise(self, f: InFlight, reply: object, view: View) -> Answer:
-        if isinstance(reply, JoinGroupReply):
-            return {
-                "error": _err(reply.error),
-                "generation": str(reply.generation_id),
-                "protocol": _protocol(reply.protocol_type, reply.protocol_name),
-                "leader": view.name(reply.leader),
-                "member": view.name(reply.member_id),
-                "members": self._members_text(reply.members, view),
-            }
-        if isinstance(reply, SyncGroupReply):
-            return {
-                "error": _err(reply.error),
-                "assignment": reply.assignment.decode(errors="replace"),
-                "protocol": _protocol(reply.protocol_type, reply.protocol_name),
-            }
-        if isinstance(reply, HeartbeatReply):
-            return {"error": _err(reply.error)}
-        if isinstance(reply, LeaveGroupReply):
-            members = ",".join(f"{view.name(m.member_id)}:{_err(m.error)}" for m in reply.members)
-            return {"error": _err(reply.error), "members": members}
-        if isinstance(reply, OffsetCommitReply):
-            return {f"p{p}": _err(code) for _, partitions in reply.topics for p, code in partitions}
-        if isinstance(reply, OffsetFetchReply):
-            answer = {"error": _err(reply.error)}
-            for _, found in reply.topics:
-                for o in found:
-                    answer[f"p{o.partition}"] = f"{o.offset}" + (
-                        "" if o.error.name == "NONE" else f"/{_err(o.error)}"
-                    )
-            return answer
-        if isinstance(reply, ConsumerGroupHeartbeatReply):
-            assigned = (
-                "unchanged" if reply.assignment is None
-                else " ".join(f"{'t' if t in self._topic_names else t}:{sorted(ps)}"
-                              for t, ps in sorted(reply.assignment))
-            )  # fmt: skip
-            return {
-                "error": _err(reply.error),
-                "member": view.name(reply.member_id or ""),
-                "epoch": str(reply.member_epoch),
-                "interval": str(reply.heartbeat_interval_ms),
-                "assignment": assigned if not reply.error else "",
-            }
-        if isinstance(reply, ConsumerGroupDescribeReply):
-            return self._consumer_group_described(reply, view)
-        assert isinstance(reply, DescribeGroupsReply)
-        (g,) = reply.groups
-        described = sorted(
-            f"{view.name(m.member_id)}"
-            f"[{self._labels.get(m.metadata, m.metadata.hex()) if m.metadata else ''}"
-            f"|{m.assignment.decode(errors='replace')}]"
-            for m in g.members
-        )
-        return {
-            "error": _err(g.error),
-            "state": g.state,
-            "protocol": _protocol(g.protocol_type, g.protocol_data),
-            "members": ",".join(described),
-        }
-
-    def _consumer_group_described(self, reply: ConsumerGroupDescribeReply, view: View) -> Answer:
-        """Epochs, assignor and each member's epoch, assignment and target (not its client id
-        and host: the model's requests come from no connection)."""
-        (g,) = reply.groups
-
-        def assigned(assignment: Any) -> str:
-            return " ".join(
-                f"{'t' if topic_id in self._topic_names else name}:{sorted(ps)}"
-                for topic_id, name, ps in sorted(assignment)
-            )
-
-        members = sorted(
-            f"{view.name(m.member_id)}[{m.member_epoch}|{assigned(m.assignment)}"
-            f"|{assigned(m.target_assignment)}{'|classic' if m.classic else ''}]"
-            for m in g.members
-        )
-        return {
-            "error": _err(g.error),
-            "state": g.state,
-            "epochs": f"{g.group_epoch}/{g.assignment_epoch}" if not g.error else "",
-            "assignor": g.assignor,
-            "members": ",".join(members),
-        }
-
-    def _members_text(self, members: Any, view: View) -> str:
-        return ",".join(
-            sorted(
-                f"{view.name(m.member_id)}[{self._labels.get(m.metadata, m.metadata.hex())}]"
-                for m in members
-            )
-        )
-
     def _check_early_answers(self) -> None:
         for f in self.in_flight:
             if f.broker_task.done() and self.model.answer(f.model_token) is None:
@@ -637,7 +339,7 @@ class Lockstep:
                     raise Divergence(f"the connection of step {f.number} failed: {exc!r}") from None
                 self._diverge(
                     f, {"answer": "none yet (parked)"},
-                    self._normalise(f, reply, self.views["broker"]),
+                    self.answers.normalise(reply, self.views["broker"]),
                 )  # fmt: skip
 
     def replay_command(self) -> str:
@@ -649,32 +351,12 @@ class Lockstep:
     def _diverge(self, f: InFlight, model: Answer, broker: Answer) -> None:
         raise Divergence(
             f"the broker and the model differ at step {f.number} ({f.step}):\n"
-            f"  model:  {_text(model)}\n"
-            f"  broker: {_text(broker)}\n"
+            f"  model:  {text(model)}\n"
+            f"  broker: {text(broker)}\n"
             f"the run until then (replay: {self.replay_command()}):\n"
             + "\n".join(self.log)
             + f"\n{self.steps:4}. {self._current}   <- diverged here"
         )
-
-
-def _left(reply: object) -> bool:
-    """A LeaveGroup that removed its member."""
-    if not isinstance(reply, LeaveGroupReply) or reply.error:
-        return False
-    return all(not m.error for m in reply.members)
-
-
-def _text(answer: Answer) -> str:
-    return " ".join(f"{k}={v}" for k, v in answer.items() if v != "")
-
-
-def _protocol(protocol_type: str | None, name: str | None) -> str:
-    """`type/name` as a reply carries them; "" (not shown) when it carries neither."""
-    return f"{protocol_type or ''}/{name or ''}" if protocol_type or name else ""
-
-
-def _err(code: Any) -> str:
-    return str(code.name).lower()
 
 
 def _slot_of(step: Step) -> str | None:

@@ -8,12 +8,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from coordinator.conformance import (
-    consumer_scenarios,  # noqa: F401 (registers KIP-848's)
-    timer_scenarios,  # noqa: F401 (registers the timed ones)
-)
+# Imported for their registrations, in the order the scenarios run.
+# isort: off
+from coordinator.conformance import classic_scenarios  # noqa: F401
+from coordinator.conformance import differential_scenarios  # noqa: F401
+from coordinator.conformance import consumer_scenarios  # noqa: F401
+from coordinator.conformance import timer_scenarios  # noqa: F401
+
+# isort: on
 from coordinator.conformance.broker import BrokerUnderTest
-from coordinator.conformance.scenarios import SCENARIOS, Context, Scenario, ScenarioFailed
+from coordinator.conformance.scenario import SCENARIOS, Context, Scenario, ScenarioFailed
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ CONSUMER_GROUP = "c"
 CONSUMER_SLOTS = tuple(f"{CONSUMER_GROUP}{i}" for i in range(3))
 BEAT_KINDS = ("", "join", "leave", "stale")
 #: `beat c0 regex`: a join subscribing by regex, where the broker resolves regexes as the model
-#: does (at once; see `coordinator.conformance.differential.Session.prepare`).
+#: does (at once; see `coordinator.conformance.differential_session.Session.prepare`).
 REGEX_KIND = "regex"
 #: Protocol lists a member may offer (a group selects one every member supports).
 PROTOCOL_CHOICES = (("range",), ("roundrobin", "range"), ("roundrobin",))

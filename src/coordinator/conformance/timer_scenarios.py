@@ -1,7 +1,7 @@
 """Classic rules a timer decides (spec §1.5): the pending-sync timeout, the rebalance timeout of
 a join phase, and the leader a join phase without its leader elects.
 
-Registered into `scenarios.SCENARIOS` when this module is imported (the runner does). Each
+Registered into `scenario.SCENARIOS` when this module is imported (the runner does). Each
 lets only the timer it is about decide: sessions outlast the scenario.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator.conformance.scenarios import BASE, Context, error_name, expect, scenario
+from coordinator.conformance.assumptions import BASE
+from coordinator.conformance.scenario import Context, error_name, expect, scenario
 
 
 @scenario(

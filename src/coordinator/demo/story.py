@@ -309,7 +309,8 @@ def run_demo(
     `protocol` "zookeeper" runs the story with Kafka 0.8's ZooKeeper-coordinated consumers,
     "consumer" with KIP-848 consumers (librdkafka, `group.protocol=consumer`), "cooperative"
     with aiokafka consumers on this package's `GroupMember` (KIP-429), "client-balance"
-    with TubeMQ's client-side assignment (`coordinator.demo.client_balance`). Without `report`,
+    with TubeMQ's client-side assignment (`coordinator.demo.client_balance`), "cluster" with
+    three cluster nodes on a PostgreSQL of its own (`coordinator.demo.cluster`). Without `report`,
     the Spark report is not run (the event log stays for `rebalance report`)."""
     started = time.monotonic()
     if output.exists():
@@ -324,13 +325,19 @@ def run_demo(
         from coordinator.demo.client_balance import run_client_balance_story
 
         asyncio.run(run_client_balance_story(data_dir, say))
+    elif protocol == "cluster":
+        from coordinator.demo.cluster import run_cluster_story  # the cluster extra
+
+        asyncio.run(run_cluster_story(data_dir, say))
     else:
         asyncio.run(run_group_story(data_dir, say, protocol))
     if protocol == "consumer":
         from coordinator.demo.epochs import tell_consumer_epochs
 
         tell_consumer_epochs(data_dir / "events", GROUP, say)
-    if report:
+    if protocol == "cluster":  # each node keeps its own event log; the report reads one
+        say(f"\nthe nodes' event logs: {data_dir}/data-N/events (no report of a cluster yet)")
+    elif report:
         explain(data_dir / "events", output / "report", say)
     else:
         hint = f"rebalance report {shlex.quote(str(data_dir / 'events'))} --out " + shlex.quote(

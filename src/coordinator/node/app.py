@@ -35,6 +35,7 @@ from coordinator.node.described_configs import (
 from coordinator.node.kafka_settings import announced, inert_entries
 from coordinator.node.open_listeners import Opened, open_listeners
 from coordinator.node.server import WireServer
+from coordinator.node.topic_admin import TopicChangeRefused
 from coordinator.partition_log.partition import LogCorruptError
 from coordinator.partition_log.producer_ids import ProducerIdAllocator
 from coordinator.partition_log.topics import TopicStore
@@ -140,7 +141,10 @@ class ServerApp:
         for name, partitions in self._initial_topics:
             if name in broker.internal_topics:
                 raise OperationalError(f"topic {name} is internal: it cannot be created")
-            topic = topics.create(name, partitions)
+            try:
+                topic = await broker.topic_admin.create(name, partitions)
+            except TopicChangeRefused as exc:  # cluster mode: the catalogue said no
+                raise OperationalError(f"topic {name} cannot be created: {exc}") from exc
             if len(topic.partitions) != partitions:
                 logger.warning(
                     "topic %s already exists with %d partitions; keeping them (asked for %d)",

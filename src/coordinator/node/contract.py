@@ -42,6 +42,7 @@ from kio.static.protocol import ResponsePayload
 
 from coordinator.node.config import ServerConfig
 from coordinator.node.ownership import NodeAddress, Ownership, SingleNodeOwnership
+from coordinator.node.topic_admin import LocalTopicAdmin, TopicAdmin
 from coordinator.partition_log.internal import InternalTopics
 from coordinator.wire.codec import EncodedBody, kio_versions, register_schemas
 from coordinator.wire.transport.listener import advertisable_host
@@ -187,9 +188,14 @@ class Broker:
     #: this node alone, unless cluster mode puts its lease holder here before the group
     #: coordinator's extension starts. FindCoordinator, Metadata and the group replies ask it.
     ownership: Ownership = field(init=False)
+    #: Who decides topic changes (`coordinator.node.topic_admin`): this node's `topics`, unless
+    #: cluster mode puts its PostgreSQL catalogue here. Every create, delete, growth and config
+    #: change of a topic goes through it; reads go to `topics`, which follows it.
+    topic_admin: TopicAdmin = field(init=False)
 
     def __post_init__(self) -> None:
         self.ownership = SingleNodeOwnership(NodeAddress(self.node_id, self.host, self.port))
+        self.topic_admin = LocalTopicAdmin(self.topics)
 
     @property
     def node_id(self) -> int:

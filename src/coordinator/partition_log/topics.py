@@ -92,10 +92,18 @@ class TopicStore:
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return self._by_id.get(topic_id)
 
-    def create(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> Topic:
+    def create(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        *,
+        topic_id: uuid.UUID | None = None,
+    ) -> Topic:
         """Create a topic durably (idempotent: an existing topic is returned unchanged).
 
-        `configs` must already be valid (`coordinator.partition_log.topic_configs`)."""
+        `configs` must already be valid (`coordinator.partition_log.topic_configs`); `topic_id`
+        is a new random one unless given (cluster mode: the id the cluster's catalogue chose)."""
         existing = self._by_name.get(name)
         if existing is not None:
             return existing
@@ -104,7 +112,7 @@ class TopicStore:
             raise ValueError(f"topic {name!r} needs at least one partition, got {partitions}")
         directory = self.root / name
         directory.mkdir(parents=True, exist_ok=True)
-        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        topic = Topic(name, topic_id or uuid.uuid4(), [], dict(configs or {}))
         try:
             self._write_meta(topic, partitions)
             topic.partitions = [PartitionLog(directory / f"{i}.log") for i in range(partitions)]

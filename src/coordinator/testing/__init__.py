@@ -1,5 +1,5 @@
 """Test support shipped in the package: servers in-process, the pytest plugins, certificates,
-node processes.
+node processes (`client_balance_node`; `cluster_nodes`: `rebalance serve --cluster` nodes).
 
 May import: every folder but `coordinator.demo` and `coordinator.cli`.
 """

@@ -17,7 +17,7 @@ import pytest
 from coordinator.cli.main import main
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.runner import Outcome, run_scenarios, select
-from coordinator.conformance.scenarios import SCENARIOS
+from coordinator.conformance.scenario import SCENARIOS
 from coordinator.testing.server import RunningServer, running_server, server_in_thread
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.client import WireClient

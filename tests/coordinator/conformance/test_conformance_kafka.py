@@ -13,7 +13,7 @@ from kafka_peer_settings import BATCHED, RETENTION, SETTINGS
 from coordinator.conformance.broker import BrokerUnderTest
 from coordinator.conformance.differential import replay, run_differential
 from coordinator.conformance.runner import Outcome, run_scenarios
-from coordinator.conformance.scenarios import SCENARIOS
+from coordinator.conformance.scenario import SCENARIOS
 from coordinator.testing.peers.kafka_broker import KafkaBroker
 from coordinator.testing.peers.pytest_plugin import KafkaBrokers
 

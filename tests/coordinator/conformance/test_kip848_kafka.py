@@ -19,7 +19,7 @@ from coordinator.conformance.consumer_scenarios import (
     STATIC_LEAVE_EPOCH,
     ConsumerMember,
 )
-from coordinator.conformance.scenarios import error_name
+from coordinator.conformance.scenario import error_name
 from coordinator.testing.peers.pytest_plugin import KafkaBrokers
 from coordinator.testing.pytest_plugin import ServerFactory
 

@@ -37,4 +37,4 @@ def _replaced(topic: Topic, resource: Any) -> dict[str, str]:
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    return alter_each(request, _replaced, ctx)
+    return await alter_each(request, _replaced, ctx)

@@ -23,10 +23,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.node.apis.create_topics import MAX_PARTITIONS, TopicRefused
+from coordinator.node.apis.create_topics import MAX_PARTITIONS, TopicRefused, refusal
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import TOPIC_DENIED, per_entry, topic_operation
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.node.topic_admin import TopicChangeRefused
 from coordinator.wire.api_keys import ApiKey
 from coordinator.wire.security.acls import Operation
 
@@ -65,7 +66,7 @@ def _check_assignments(request: Any, added: int, node_id: int) -> None:
             )
 
 
-def _grow(request: Any, validate_only: bool, ctx: RequestContext) -> None:
+async def _grow(request: Any, validate_only: bool, ctx: RequestContext) -> None:
     topics = ctx.broker.topics
     if str(request.name) in ctx.broker.internal_topics:
         raise TopicRefused(
@@ -73,7 +74,10 @@ def _grow(request: Any, validate_only: bool, ctx: RequestContext) -> None:
             f"Topic {request.name} is internal: its partition count is "
             f"offsets.topic.num.partitions.",
         )
-    topic = topics.get(str(request.name))
+    # Cluster mode: made on another node a moment ago, before this node heard of it.
+    topic = topics.get(str(request.name)) or await ctx.broker.topic_admin.find(
+        str(request.name), None
+    )
     if topic is None:
         raise TopicRefused(
             ErrorCode.unknown_topic_or_partition, f"The topic '{request.name}' does not exist."
@@ -94,7 +98,10 @@ def _grow(request: Any, validate_only: bool, ctx: RequestContext) -> None:
         )
     _check_assignments(request, wanted - current, ctx.broker.node_id)
     if not validate_only:
-        topics.add_partitions(topic, wanted)
+        try:
+            await ctx.broker.topic_admin.add_partitions(topic, wanted)
+        except TopicChangeRefused as exc:  # another node grew or deleted it a moment ago
+            raise refusal(exc) from None
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
@@ -106,7 +113,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         try:
             if counts[name] > 1:
                 raise TopicRefused(ErrorCode.invalid_request, "Duplicate topic in request.")
-            _grow(topic, bool(request.validate_only), ctx)
+            await _grow(topic, bool(request.validate_only), ctx)
         except TopicRefused as exc:
             code, message = exc.code, exc.message
         results.append({"name": name, "error_code": code, "error_message": message})

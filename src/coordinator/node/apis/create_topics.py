@@ -33,6 +33,13 @@ from coordinator.node.authorization.checks import (
     per_entry,
 )
 from coordinator.node.contract import RequestContext, ResponseValue
+from coordinator.node.topic_admin import (
+    PartitionCountError,
+    TopicChangeRefused,
+    TopicCollisionError,
+    TopicExistsError,
+    UnknownTopicError,
+)
 from coordinator.partition_log.topic_configs import (
     InvalidConfigError,
     describe_topic_configs,
@@ -160,7 +167,20 @@ def _check_name(name: str, ctx: RequestContext) -> None:
             )
 
 
-def _create(topic: Any, validate_only: bool, ctx: RequestContext) -> dict[str, Any]:
+def refusal(exc: TopicChangeRefused) -> TopicRefused:
+    """What the topic admin refused (a change another node made first), as Kafka answers it."""
+    if isinstance(exc, TopicExistsError):
+        return TopicRefused(ErrorCode.topic_already_exists, str(exc))
+    if isinstance(exc, TopicCollisionError):
+        return TopicRefused(ErrorCode.invalid_topic_exception, str(exc))
+    if isinstance(exc, UnknownTopicError):
+        return TopicRefused(ErrorCode.unknown_topic_or_partition, str(exc))
+    if isinstance(exc, PartitionCountError):
+        return TopicRefused(ErrorCode.invalid_partitions, str(exc))
+    return TopicRefused(ErrorCode.request_timed_out, str(exc))
+
+
+async def _create(topic: Any, validate_only: bool, ctx: RequestContext) -> dict[str, Any]:
     broker = ctx.broker
     name = str(topic.name)
     _check_name(name, ctx)
@@ -168,7 +188,11 @@ def _create(topic: Any, validate_only: bool, ctx: RequestContext) -> dict[str, A
     configs = _configs(topic)
     topic_id = uuid_zero
     if not validate_only:
-        topic_id = broker.topics.create(name, partitions, configs).topic_id
+        try:
+            created = await broker.topic_admin.create(name, partitions, configs, new=True)
+        except TopicChangeRefused as exc:
+            raise refusal(exc) from None
+        topic_id = created.topic_id
     described = describe_topic_configs(configs, broker.settings.explicit())
     return {
         "name": name,
@@ -213,7 +237,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             )
             continue
         try:
-            results.append(_create(topic, bool(request.validate_only), ctx))
+            results.append(await _create(topic, bool(request.validate_only), ctx))
         except TopicRefused as exc:
             results.append(_refused(name, exc.code, exc.message))
         except OSError as exc:  # disk full: nothing of the topic is left (TopicStore.create)

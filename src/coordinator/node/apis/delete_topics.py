@@ -29,6 +29,7 @@ from coordinator.node.access_control import AccessControl
 from coordinator.node.authorization import Rule
 from coordinator.node.authorization.checks import TOPIC, TOPIC_DENIED, may, per_entry, topic_name
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
+from coordinator.node.topic_admin import TopicChangeRefused, UnknownTopicError
 from coordinator.partition_log.internal import InternalTopic
 from coordinator.partition_log.topics import Topic
 from coordinator.wire.api_keys import ApiKey
@@ -71,6 +72,14 @@ def _internal(name: str | None, topic_id: uuid.UUID | None, broker: Broker) -> I
     return broker.internal_topics.get(name or "")
 
 
+def _unknown(topic_id: uuid.UUID | None) -> ErrorCode:
+    return ErrorCode.unknown_topic_or_partition if topic_id is None else ErrorCode.unknown_topic_id
+
+
+def _unknown_message(topic_id: uuid.UUID | None) -> str:
+    return UNKNOWN_NAME if topic_id is None else UNKNOWN_ID
+
+
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
     broker = ctx.broker
     requested = _requested(request, api_version)
@@ -80,6 +89,8 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
     deleted: list[Topic] = []
     for name, topic_id in requested:
         topic = broker.topics.by_id(topic_id) if topic_id else broker.topics.get(name or "")
+        if topic is None and (name is None) != (topic_id is None):
+            topic = await broker.topic_admin.find(name, topic_id)  # made elsewhere just now
         if (name is None) == (topic_id is None):
             answer = _answer(name, topic_id, ErrorCode.invalid_request, NAME_OR_ID)
         elif name is not None and names[name] > 1:
@@ -102,9 +113,14 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
             answer = _answer(topic.name, topic.topic_id, ErrorCode.topic_deletion_disabled,
                              "Topic deletion is disabled.")  # fmt: skip
         else:
-            broker.topics.delete(topic)
-            deleted.append(topic)
-            answer = _answer(topic.name, topic.topic_id, ErrorCode.none)
+            try:
+                await broker.topic_admin.delete(topic)
+                deleted.append(topic)
+                answer = _answer(topic.name, topic.topic_id, ErrorCode.none)
+            except UnknownTopicError:  # deleted on another node a moment ago
+                answer = _answer(name, topic_id, _unknown(topic_id), _unknown_message(topic_id))
+            except TopicChangeRefused as exc:
+                answer = _answer(topic.name, topic.topic_id, ErrorCode.request_timed_out, str(exc))
         answers.append(answer)
     if deleted:
         await broker.topics.announce_deleted([topic.name for topic in deleted])

@@ -85,4 +85,4 @@ def _changed(topic: Topic, resource: Any) -> dict[str, str]:
 
 
 async def handle(request: Any, api_version: int, ctx: RequestContext) -> ResponseValue:
-    return alter_each(request, _changed, ctx)
+    return await alter_each(request, _changed, ctx)

@@ -42,6 +42,7 @@ from coordinator.node.authorization.operations import (
 )
 from coordinator.node.contract import Broker, RequestContext, ResponseValue
 from coordinator.node.coordinators import controller_id, live_brokers
+from coordinator.node.topic_admin import TopicChangeRefused, TopicCollisionError
 from coordinator.partition_log.internal import GROUP_METADATA_TOPIC, InternalTopic
 from coordinator.partition_log.topics import InvalidTopicError, Topic, check_topic_name
 from coordinator.wire.api_keys import ApiKey
@@ -122,7 +123,7 @@ def _missing(code: ErrorCode, name: str | None, topic_id: uuid.UUID | None) -> d
     }
 
 
-def _requested_topic(
+async def _requested_topic(
     name: str | None, topic_id: uuid.UUID | None, may_create: bool, ctx: RequestContext
 ) -> dict[str, Any]:
     broker = ctx.broker
@@ -130,6 +131,7 @@ def _requested_topic(
         found: Topic | InternalTopic | None = None
         if topic_id:
             found = broker.internal_topics.by_id(topic_id) or broker.topics.by_id(topic_id)
+            found = found or await broker.topic_admin.find(None, topic_id)
         if found is None:
             return _missing(ErrorCode.unknown_topic_id, None, topic_id)
         return describe_topic(found, broker)
@@ -142,9 +144,17 @@ def _requested_topic(
             check_topic_name(name)
         except InvalidTopicError:
             return _missing(ErrorCode.invalid_topic_exception, name, None)
+        # Cluster mode: made on another node a moment ago, before this node heard of it.
+        topic = await broker.topic_admin.find(name, None)
+    if topic is None:
         if not (may_create and broker.config.auto_create_topics_enable):
             return _missing(ErrorCode.unknown_topic_or_partition, name, None)
-        topic = broker.topics.create(name, broker.config.num_partitions)
+        try:
+            topic = await broker.topic_admin.create(name, broker.config.num_partitions)
+        except TopicCollisionError:
+            return _missing(ErrorCode.invalid_topic_exception, name, None)
+        except TopicChangeRefused:  # the cluster's catalogue is out of reach: try again
+            return _missing(ErrorCode.leader_not_available, name, None)
     return describe_topic(topic, broker)
 
 
@@ -158,7 +168,7 @@ async def handle(request: Any, api_version: int, ctx: RequestContext) -> Respons
         topics = [describe_topic(topic, broker) for topic in every]
     else:
         topics = [
-            _requested_topic(t.name, getattr(t, "topic_id", None), may_create, ctx)
+            await _requested_topic(t.name, getattr(t, "topic_id", None), may_create, ctx)
             for t in requested
         ]
     if getattr(request, "include_topic_authorized_operations", False):

@@ -24,6 +24,7 @@ from coordinator.node.apis.config_resources import (
     unsupported,
 )
 from coordinator.node.contract import RequestContext
+from coordinator.node.topic_admin import TopicChangeRefused, UnknownTopicError
 from coordinator.partition_log.topic_configs import InvalidConfigError
 from coordinator.partition_log.topics import Topic
 
@@ -32,7 +33,7 @@ NewConfigs = Callable[[Topic, Any], dict[str, str]]
 `InvalidConfigError` or `ResourceError`."""
 
 
-def _change(
+async def _change(
     resource: Any, new_configs: NewConfigs, validate_only: bool, ctx: RequestContext
 ) -> None:
     resource_type, name = int(resource.resource_type), str(resource.resource_name)
@@ -51,10 +52,15 @@ def _change(
     except InvalidConfigError as exc:
         raise ResourceError(ErrorCode.invalid_config, str(exc)) from None
     if not validate_only:
-        ctx.broker.topics.set_configs(topic, configs)
+        try:
+            await ctx.broker.topic_admin.set_configs(topic, configs)
+        except UnknownTopicError as exc:  # deleted on another node a moment ago
+            raise ResourceError(ErrorCode.unknown_topic_or_partition, str(exc)) from None
+        except TopicChangeRefused as exc:
+            raise ResourceError(ErrorCode.request_timed_out, str(exc)) from None
 
 
-def alter_each(request: Any, new_configs: NewConfigs, ctx: RequestContext) -> dict[str, Any]:
+async def alter_each(request: Any, new_configs: NewConfigs, ctx: RequestContext) -> dict[str, Any]:
     """The response of either API: each resource changed, or its error."""
     duplicates = repeated(request.resources)
     answers = []
@@ -63,7 +69,7 @@ def alter_each(request: Any, new_configs: NewConfigs, ctx: RequestContext) -> di
         try:
             if (int(resource.resource_type), str(resource.resource_name)) in duplicates:
                 raise ResourceError(ErrorCode.invalid_request, "Duplicate resource in request.")
-            _change(resource, new_configs, bool(request.validate_only), ctx)
+            await _change(resource, new_configs, bool(request.validate_only), ctx)
         except ResourceError as exc:
             code, message = exc.code, exc.message
         answers.append(resource_answer(resource, code, message))

@@ -1,10 +1,8 @@
-"""The classic group rules as wire scenarios, each naming the rule it checks.
-
-A scenario is an async function taking a `Context` (the broker, a group id of its own, members on
-demand, `expect`), registered with `@scenario(name, rule=..., kafka=..., assumes=...)`. `rule`
-points into the group protocol spec (`spec/group-protocol.md` §...), `kafka` says what Kafka does
-and from which request version; `assumes` are the conditions on the broker's settings and
-versions under which the scenario's expectations hold (unmet: skipped, with the reason).
+"""The classic group rules as wire scenarios, each naming the rule it checks (`scenario`):
+joins (KIP-394 member ids, protocol types, session timeout bounds, the initial delay, the
+group's maximum size), syncs, heartbeats, leaves, session expiry, commits fenced by generation
+and member, static members (KIP-345, KIP-814), DeleteGroups, ListGroups and explicit offset
+retention (KIP-211).
 
 To add a scenario: write the function here with its decorator; the runner, the CLI and the test
 suite pick it up.
@@ -13,240 +11,20 @@ suite pick it up.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.conformance.broker import BrokerUnderTest, Member
-from coordinator.errors import install_hint
+from coordinator.conformance.assumptions import (
+    BASE,
+    advertised_at_least,
+    setting_at_least,
+    setting_at_most,
+    version_at_least,
+    version_between,
+)
+from coordinator.conformance.broker import Member
+from coordinator.conformance.scenario import Context, emptied, error_name, expect, scenario
 from coordinator.wire.api_keys import ApiKey
-
-#: A condition on the broker: the reason it does not hold, or None.
-Assumption = Callable[[BrokerUnderTest], str | None]
-
-
-class ScenarioFailed(AssertionError):
-    """The broker answered differently from Kafka."""
-
-
-@dataclass
-class Context:
-    broker: BrokerUnderTest
-    group_id: str
-    members: list[Member] = field(default_factory=list)
-    #: How many steps the differential run makes (`--differential-steps`).
-    differential_steps: int = 10_000
-    #: What a passing scenario reports (its figures), shown after its name.
-    note: str = ""
-
-    async def member(self) -> Member:
-        joined = await self.broker.member(self.group_id)
-        self.members.append(joined)
-        return joined
-
-    @property
-    def session_ms(self) -> int:
-        """The shortest session timeout the broker accepts: timeouts fire soon."""
-        return self.broker.setting_ms("group.min.session.timeout.ms") or 6000
-
-    @property
-    def initial_delay_ms(self) -> int:
-        return self.broker.setting_ms("group.initial.rebalance.delay.ms") or 0
-
-    async def formed(self, count: int) -> list[Member]:
-        """`count` members joined (in one generation) and synced; the leader first."""
-        members = await self.joined(count, self.session_ms * 3, session_ms=self.session_ms * 3)
-        leader = members[0]
-        syncs = [leader.sync({m.member_id: m.member_id.encode() for m in members})]
-        syncs += [m.sync() for m in members[1:]]
-        for reply in await asyncio.gather(*syncs):
-            expect(reply.error_code.name, "none", "SyncGroup of a forming group")
-        return members
-
-    async def joined(
-        self, count: int, rebalance_ms: int, *, session_ms: int | None = None
-    ) -> list[Member]:
-        """`count` members through one join round (not synced), with a long session and the given
-        rebalance timeout; the leader first."""
-        members = [await self.member() for _ in range(count)]
-        if session_ms is None:
-            session_ms = max(self.session_ms * 5, rebalance_ms * 3)
-        for m in members:  # the id the coordinator hands out first (v4+)
-            await m.join(session_ms=session_ms, rebalance_ms=rebalance_ms)
-        leader = await one_generation(
-            members, lambda m: m.join(session_ms=session_ms, rebalance_ms=rebalance_ms)
-        )
-        return sorted(members, key=lambda m: m.member_id != leader)
-
-    async def close(self) -> None:
-        for m in self.members:
-            await m.close()
-
-
-async def one_generation(members: list[Member], join: Callable[[Member], Awaitable[Any]]) -> str:
-    """Join `members` until one generation holds them all; the leader's member id.
-
-    A join round may end before every member's JoinGroup arrived (Kafka: an empty group's first
-    round ends when `group.initial.rebalance.delay.ms` passes, at 0 as soon as its timer runs;
-    a member id handed out but not joined does not hold it). A later member's join then starts
-    a new round that waits for those answered to join again, as real consumers do: here they
-    rejoin as soon as the leader's answer shows the generation lacks members."""
-    pending = {id(m): (m, asyncio.ensure_future(join(m))) for m in members}
-    answered: dict[int, tuple[Member, Any]] = {}
-    try:
-        while True:
-            await asyncio.wait([f for _, f in pending.values()], return_when="FIRST_COMPLETED")
-            for key, (m, done) in list(pending.items()):
-                if done.done():
-                    del pending[key]
-                    reply = done.result()
-                    expect(error_name(reply.error_code), "none", "JoinGroup of a forming group")
-                    answered[key] = (m, reply)
-            newest = max(r.generation_id for _, r in answered.values())
-            leaders = [r for _, r in answered.values() if r.generation_id == newest and r.members]
-            if not leaders:
-                continue  # the leader's answer of this generation is yet to be read
-            if len(leaders[0].members) == len(members):
-                if not pending and all(r.generation_id == newest for _, r in answered.values()):
-                    return str(leaders[0].leader)
-                continue
-            for key, (m, reply) in list(answered.items()):  # a generation without everyone
-                if reply.generation_id == newest:
-                    del answered[key]
-                    pending[key] = (m, asyncio.ensure_future(join(m)))
-    finally:
-        for _, waiting in pending.values():
-            waiting.cancel()
-
-
-def expect(actual: Any, expected: Any, what: str) -> None:
-    if actual != expected:
-        raise ScenarioFailed(f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def emptied(state: str) -> str:
-    """A group left without members is Empty, or Dead once the offsets cleanup (every
-    offsets.retention.check.interval.ms) has deleted it for having no offsets either: both are
-    Kafka's answer for an emptied group."""
-    return "Empty" if state == "Dead" else state
-
-
-def error_name(code: Any) -> str:
-    return str(code.name)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    rule: str
-    kafka: str
-    assumes: tuple[Assumption, ...]
-    run: Callable[[Context], Awaitable[None]]
-    #: The runner's limit on it (None: the scenario keeps its own budget).
-    timeout_s: float | None = 60.0
-
-
-SCENARIOS: list[Scenario] = []
-
-
-def scenario(
-    name: str,
-    *,
-    rule: str,
-    kafka: str,
-    assumes: tuple[Assumption, ...] = (),
-    timeout_s: float | None = 60.0,
-) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
-    def register(run: Callable[[Context], Awaitable[None]]) -> Callable[[Context], Awaitable[None]]:
-        SCENARIOS.append(Scenario(name, rule, kafka, assumes, run, timeout_s))
-        return run
-
-    return register
-
-
-def setting_at_most(key: str, limit: int) -> Assumption:
-    def check(broker: BrokerUnderTest) -> str | None:
-        value = broker.setting_ms(key)
-        if value is None:
-            return f"{key} unknown (the broker has no DescribeConfigs: pass --assume {key}=...)"
-        return None if value <= limit else f"{key}={value} > {limit}: the scenario would be slow"
-
-    return check
-
-
-def setting_at_least(key: str, floor: int) -> Assumption:
-    def check(broker: BrokerUnderTest) -> str | None:
-        value = broker.setting_ms(key)
-        if value is None:
-            return f"{key} unknown (pass --assume {key}=...)"
-        return None if value >= floor else f"{key}={value} < {floor}: nothing to observe"
-
-    return check
-
-
-#: The shortest offsets cleanup interval a differential run is reliable under: a cleanup deletes
-#: a run's empty groups (one forming, between a member's two joins) behind the model's back.
-RELIABLE_CLEANUP_MS = 60_000
-
-
-def no_quick_offsets_cleanup(broker: BrokerUnderTest) -> str | None:
-    """A differential run's condition (an unknown setting is taken as Kafka's 10 minutes)."""
-    key = "offsets.retention.check.interval.ms"
-    value = broker.setting_ms(key)
-    if value is None or value >= RELIABLE_CLEANUP_MS:
-        return None
-    return (
-        f"{key}={value} < {RELIABLE_CLEANUP_MS}: the broker's offsets cleanup would delete the "
-        "runs' empty groups mid-run, which the model does not do: unreliable"
-    )
-
-
-def version_at_least(api_key: int, version: int) -> Assumption:
-    def check(broker: BrokerUnderTest) -> str | None:
-        have = broker.versions.get(api_key)
-        if have is not None and have >= version:
-            return None
-        return f"needs api {api_key} v{version}+ (the broker offers {have})"
-
-    return check
-
-
-def hypothesis_installed(broker: BrokerUnderTest) -> str | None:
-    if importlib.util.find_spec("hypothesis") is None:
-        return f"needs Hypothesis: {install_hint('conformance')}"
-    return None
-
-
-def advertised_at_least(api_key: int, version: int) -> Assumption:
-    """Like `version_at_least`, for versions above the cap the scenarios speak by default."""
-
-    def check(broker: BrokerUnderTest) -> str | None:
-        have = broker.advertised.get(api_key)
-        if have is not None and have >= version:
-            return None
-        return f"needs api {api_key} v{version}+ (the broker offers {have})"
-
-    return check
-
-
-def version_between(api_key: int, low: int, high: int) -> Assumption:
-    """The broker speaks some version of `api_key` within [low, high]."""
-
-    def check(broker: BrokerUnderTest) -> str | None:
-        oldest, newest = broker.oldest.get(api_key), broker.advertised.get(api_key)
-        if oldest is not None and newest is not None and oldest <= high and newest >= low:
-            return None
-        return f"needs api {api_key} between v{low} and v{high} (the broker has {oldest}-{newest})"
-
-    return check
-
-
-QUICK_SESSIONS = setting_at_most("group.min.session.timeout.ms", 10_000)
-QUICK_DELAY = setting_at_most("group.initial.rebalance.delay.ms", 5_000)
-#: KIP-394's two-step join (JoinGroup v4, Kafka 2.2) is what every scenario's members speak.
-BASE = (QUICK_SESSIONS, QUICK_DELAY, version_at_least(ApiKey.JOIN_GROUP, 4))
 
 
 @scenario(
@@ -566,80 +344,6 @@ async def max_size(ctx: Context) -> None:
     expect(error_name(reply.error_code), "group_max_size_reached", "the member beyond the max")
     for m in members:
         expect(error_name(await m.heartbeat()), "none", "a member of the full group")
-
-
-@scenario(
-    "differential.lockstep",
-    rule="every rule at once (§1.5, §1.6, §2, §3.1, §5, §7): random sequences of JoinGroup, "
-    "SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and DescribeGroups from six "
-    "members of two classic groups, and ConsumerGroupHeartbeat from three of a KIP-848 group "
-    "(subscribed by name, or by a regex where the broker resolves one at once), "
-    "answered as the executable model (the pure core) answers them",
-    kafka="the model's answers: error codes, generations, leader (where Kafka's choice is not "
-    "free), protocol, member lists, assignments, offsets, group states",
-    assumes=(
-        hypothesis_installed,
-        setting_at_most("group.initial.rebalance.delay.ms", 0),
-        no_quick_offsets_cleanup,
-        version_at_least(ApiKey.JOIN_GROUP, 4),
-        version_at_least(ApiKey.DESCRIBE_GROUPS, 0),
-        version_at_least(ApiKey.OFFSET_COMMIT, 2),
-        version_at_least(ApiKey.CREATE_TOPICS, 0),
-    ),
-    timeout_s=None,  # run_differential keeps to its own time budget
-)
-async def differential(ctx: Context) -> None:
-    from coordinator.conformance.differential import run_differential
-
-    report = await asyncio.to_thread(run_differential, ctx.broker, steps=ctx.differential_steps)
-    if report.failure is not None:
-        raise ScenarioFailed(report.failure)
-    expect(report.steps >= ctx.differential_steps, True, f"{report.summary()}: steps made")
-    ctx.note = report.summary()
-
-
-TIMED_STEPS_FRACTION = 40
-"""A timed run makes `differential_steps // TIMED_STEPS_FRACTION` steps: its waits cost real time
-(10,000 asked: 250 timed steps, about 5-10 s, nearly all of it waiting)."""
-
-
-@scenario(
-    "differential.timed",
-    rule="the timers (§1.5 session, §2 rebalance and sync timeouts, §1.6 leader re-election; "
-    "§7 KIP-848 session and revocation timeouts): the same random sequences for the two "
-    "classic groups with short timeouts (900 ms session, 300 ms rebalance) and waits drawn "
-    "below, between and past them, the model's clock moved by the time waited; the KIP-848 "
-    "group too where the broker's group.consumer.session.timeout.ms is at most 900 ms (its "
-    "members' rebalance timeout 300 ms)",
-    kafka="the model's answers after each wait: parked requests the timers released, group "
-    "states and members (DescribeGroups; ConsumerGroupDescribe: epochs, members, assignments "
-    "and targets after fencing); waits never end near a deadline, and a run whose "
-    "real time may have passed a deadline the model's has not is counted inconclusive, not "
-    "failed",
-    assumes=(
-        hypothesis_installed,
-        setting_at_most("group.initial.rebalance.delay.ms", 0),
-        setting_at_most("group.min.session.timeout.ms", 900),
-        no_quick_offsets_cleanup,
-        version_at_least(ApiKey.JOIN_GROUP, 4),
-        version_at_least(ApiKey.DESCRIBE_GROUPS, 0),
-        version_at_least(ApiKey.OFFSET_COMMIT, 2),
-        version_at_least(ApiKey.CREATE_TOPICS, 0),
-    ),
-    timeout_s=None,  # run_differential keeps to its own time budget
-)
-async def differential_timed(ctx: Context) -> None:
-    from coordinator.conformance.differential import run_differential
-
-    steps = max(1, ctx.differential_steps // TIMED_STEPS_FRACTION)
-    report = await asyncio.to_thread(
-        run_differential, ctx.broker, steps=steps, steps_per_run=25, timed=True
-    )
-    if report.failure is not None:
-        raise ScenarioFailed(report.failure)
-    expect(report.steps >= steps, True, f"{report.summary()}: steps made")
-    expect(report.inconclusive < report.runs, True, f"{report.summary()}: runs clear of deadlines")
-    ctx.note = report.summary()
 
 
 @scenario(
