@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -68,7 +69,9 @@ def build_session(
 ) -> SparkSession:
     """A session for our jobs: no UI, UTC, code generation HotSpot can compile.
 
-    `conf` (the user's `--conf` settings) is applied last, so it overrides our defaults.
+    `shuffle_partitions`: None is a few per core in local mode (`local_shuffle_partitions`),
+    Spark's default on a cluster. `conf` (the user's `--conf` settings) is applied last, so it
+    overrides our defaults.
     `jvm_output`: when this call launches the JVM, its own stdout and stderr go to this file
     rather than to ours, printed only if the start fails (`--quiet`: the JVM prints a module
     warning before any logging starts; a job's errors still reach Python, through Py4J).
@@ -92,6 +95,8 @@ def build_session(
         # JVM (local mode, a client driver); `conf` can set other options.
         "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {_quiet_log4j()}",
     }
+    if shuffle_partitions is None:
+        shuffle_partitions = local_shuffle_partitions(master)
     if shuffle_partitions is not None:
         options["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     options.update(conf or {})
@@ -103,6 +108,28 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+#: Shuffle partitions per local core when the caller names none.
+LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
+
+
+def local_shuffle_partitions(master: str) -> int | None:
+    """Shuffle partitions for a local master: a few per core, not Spark's 200, which are sized
+    for a cluster; on one machine each of 200 tasks per shuffle costs its fixed overhead
+    whatever the input (benchmarks/RESULTS.md, analytics). None for a cluster master: Spark's
+    own default, or what the user's `--conf` sets, stands."""
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+    if match is None:
+        return None
+    threads = match.group(1)
+    if threads is None:
+        cores = 1
+    elif threads == "*":
+        cores = os.cpu_count() or 1
+    else:
+        cores = int(threads)
+    return LOCAL_SHUFFLE_PARTITIONS_PER_CORE * cores
 
 
 def _launch_jvm(options: Mapping[str, str], output: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from coordinator.analytics.cli import add_report_arguments, run_report
 from coordinator.analytics.pipeline import TABLES, run_pipeline
-from coordinator.analytics.session import parse_conf
+from coordinator.analytics.session import local_shuffle_partitions, parse_conf
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -55,6 +56,16 @@ def test_bad_conf_is_a_clear_error(
 def test_conf_settings_are_parsed_the_later_one_winning() -> None:
     settings = ["spark.a=1", "spark.b.c = x=y", "spark.a=2", "spark.empty="]
     assert parse_conf(settings) == {"spark.a": "2", "spark.b.c": " x=y", "spark.empty": ""}
+
+
+def test_a_local_master_shuffles_four_partitions_per_core_and_a_cluster_keeps_sparks() -> None:
+    cores = os.cpu_count() or 1
+    assert local_shuffle_partitions("local") == 4
+    assert local_shuffle_partitions("local[3]") == 12
+    assert local_shuffle_partitions("local[2, 4]") == 8  # local[N, retries]
+    assert local_shuffle_partitions("local[*]") == 4 * cores
+    for master in ("local-cluster[2, 1, 1024]", "spark://h:7077", "yarn", "k8s://https://h"):
+        assert local_shuffle_partitions(master) is None
 
 
 def test_unwritable_out_is_a_clear_error(
