@@ -207,8 +207,10 @@ class LeaseManager:
 
     async def _rounds(self) -> None:
         while not self._stopped:
+            # asyncio.timeout: 3.11's wait_for loses a cancel (close) that meets a wake-up.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.renew_ms / 1000)
+                async with asyncio.timeout(self.settings.renew_ms / 1000):
+                    await self._wake.wait()
             self._wake.clear()
             if not self._stopped:
                 await self.tick()

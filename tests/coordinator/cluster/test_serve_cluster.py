@@ -206,14 +206,18 @@ async def committing(
         while True:
             offset += 1
             try:
-                await asyncio.wait_for(consumer.commit({tp: offset for tp in partitions}), 10)
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancel that
+                # arrives as the commit completes, and this loop would then commit forever.
+                async with asyncio.timeout(10):
+                    await consumer.commit({tp: offset for tp in partitions})
             except (KafkaError, TimeoutError):
                 await asyncio.sleep(0.05)
                 continue
             acked.append(offset)
     finally:
         with contextlib.suppress(TimeoutError):  # a LeaveGroup to a node just killed
-            await asyncio.wait_for(consumer.stop(), 10)
+            async with asyncio.timeout(10):
+                await consumer.stop()
 
 
 async def owner_fails_over(
