@@ -14,8 +14,10 @@ password.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from coordinator.errors import ClusterError, MissingExtraError
@@ -77,3 +79,18 @@ def one_line(exc: BaseException) -> str:
     """A driver error's message as one line (libpq's are often several)."""
     text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
     return text or type(exc).__name__
+
+
+async def stop_tasks_then_close(tasks: list[asyncio.Task[Any]], connections: Iterable[Any]) -> None:
+    """Cancel and await a component's tasks (emptying `tasks`), then close its connections
+    (None skipped), whatever each of them raises: a stop never fails half-way."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    tasks.clear()
+    for connection in connections:
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await connection.close()

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cluster.connection import connect, one_line, redacted
+from coordinator.cluster.connection import connect, one_line, redacted, stop_tasks_then_close
 from coordinator.cluster.schema import LEASES_CHANNEL, ensure_schema
 from coordinator.errors import ClusterError, UsageError
 from coordinator.node.ownership import NodeAddress
@@ -420,14 +420,5 @@ class LeaseManager:
         the node dies)."""
         self._stopped = True
         self._deadlines.clear()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
-        for connection in (self._connection, self._listener):
-            if connection is not None:
-                with contextlib.suppress(Exception):
-                    await connection.close()
+        await stop_tasks_then_close(self._tasks, (self._connection, self._listener))
         self._connection = self._listener = None

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from coordinator.cluster.connection import connect, one_line, redacted
+from coordinator.cluster.connection import connect, one_line, redacted, stop_tasks_then_close
 from coordinator.cluster.schema import ensure_tables
 from coordinator.cluster.topic_tables import (
     COLUMNS,
@@ -98,24 +98,16 @@ class TopicCatalogue:
 
     async def close(self) -> None:
         self._stopped = True
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
-        for connection in (self._connection, self._listener):
-            if connection is not None:
-                with contextlib.suppress(Exception):
-                    await connection.close()
+        await stop_tasks_then_close(self._tasks, (self._connection, self._listener))
         self._connection = self._listener = None
 
     async def _follow(self) -> None:
         while not self._stopped:
             if self._listener is None or self._listener.closed:
                 await self._listen()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_s)
+            with contextlib.suppress(TimeoutError):  # 3.11's wait_for can lose close()'s cancel
+                async with asyncio.timeout(self.poll_s):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self.sync()
